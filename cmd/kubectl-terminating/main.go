@@ -1,0 +1,41 @@
+// Command kubectl-terminating is the kubectl plugin `kubectl terminating`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+	_ "k8s.io/client-go/plugin/pkg/client/auth" // exec, OIDC and cloud auth plugins
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/cmd"
+)
+
+func main() {
+	// client-go logs retries and discovery errors through klog; the plugin
+	// reports what matters itself, on one line.
+	silenceKlog()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	root := cmd.NewRoot(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	err := root.ExecuteContext(ctx)
+	stop()
+	code := cmd.ExitCode(err)
+	if code == cmd.ExitError {
+		fmt.Fprintln(os.Stderr, "error: "+cmd.Explain(err))
+	}
+	os.Exit(code)
+}
+
+func silenceKlog() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+}

@@ -1,0 +1,49 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Exit codes, the contract runbooks rely on (docs/runbooks.md).
+const (
+	ExitOK    = 0 // nothing stuck (objects inside their grace period included)
+	ExitError = 1 // the tool could not do its job
+	ExitStuck = 2 // at least one stuck object reported
+)
+
+// ExitCodeError carries an exit code other than 1 out of a command.
+type ExitCodeError struct{ Code int }
+
+func (e *ExitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// ExitCode maps a command's error to the process exit code.
+func ExitCode(err error) int {
+	var ec *ExitCodeError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ec):
+		return ec.Code
+	}
+	return ExitError
+}
+
+// Explain turns an error from the cluster into one line an operator can act on.
+func Explain(err error) string {
+	var urlErr *url.Error
+	var opErr *net.OpError
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fmt.Sprintf("the cluster rejected the credentials (expired or invalid; log in again): %v", err)
+	case apierrors.IsForbidden(err):
+		return fmt.Sprintf("not allowed (see docs/rbac.md for the permissions the plugin needs): %v", err)
+	case errors.As(err, &urlErr) || errors.As(err, &opErr):
+		return fmt.Sprintf("cannot reach the cluster: %v", err)
+	}
+	return err.Error()
+}

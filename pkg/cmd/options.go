@@ -1,0 +1,205 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// Options are shared by `why` and `list`: both diagnose the same set of
+// objects and differ only in how much they print.
+type Options struct {
+	genericiooptions.IOStreams
+	ConfigFlags *genericclioptions.ConfigFlags
+	PrintFlags  *genericclioptions.PrintFlags
+
+	AllNamespaces  bool
+	LabelSelector  string
+	OlderThan      time.Duration
+	IgnoreNotFound bool
+	NoColor        bool
+
+	// Set by Complete.
+	namespace string
+	requests  []collect.Request
+	printer   printers.ResourcePrinter
+
+	// Test seams.
+	newClients func() (*kube.Clients, error)
+	now        func() time.Time
+}
+
+func newOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Options {
+	o := &Options{
+		IOStreams:   streams,
+		ConfigFlags: flags,
+		PrintFlags:  genericclioptions.NewPrintFlags(""),
+		now:         time.Now,
+	}
+	o.newClients = func() (*kube.Clients, error) { return kube.New(o.ConfigFlags) }
+	return o
+}
+
+func (o *Options) addFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace, and at cluster-scoped objects too.")
+	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector to filter on (=, ==, != and set-based).")
+	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "Only objects whose deletion was requested at least this long ago (e.g. 10m).")
+	cmd.Flags().BoolVar(&o.NoColor, "no-color", false, "Never colour the output (it is never coloured when stdout is not a terminal, or when NO_COLOR is set).")
+	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", "", "Output format: wide, json, yaml, name, jsonpath=..., jsonpath-as-json=..., go-template=..., go-template-file=...")
+	o.PrintFlags.TemplatePrinterFlags.AddFlags(cmd)
+}
+
+// Complete reads the namespace and arguments and picks the printer.
+func (o *Options) Complete(args []string) error {
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	o.namespace = ns
+	if o.requests, err = collect.ParseArgs(args); err != nil {
+		return err
+	}
+	switch *o.PrintFlags.OutputFormat {
+	case "", "wide", "name":
+	default:
+		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate rejects flag combinations that cannot work.
+func (o *Options) Validate() error {
+	if o.OlderThan < 0 {
+		return fmt.Errorf("--older-than must not be negative")
+	}
+	return nil
+}
+
+// Diagnose reads the cluster and builds the report.
+func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
+	clients, err := o.newClients()
+	if err != nil {
+		return report.Report{}, err
+	}
+	c := &collect.Collector{Clients: clients, Now: o.now}
+	scope := collect.Scope{Namespace: o.namespace, AllNamespaces: o.AllNamespaces, LabelSelector: o.LabelSelector}
+
+	var found []collect.Found
+	if len(o.requests) > 0 {
+		found, err = c.Resolve(ctx, o.requests, scope, o.IgnoreNotFound)
+		o.noteNotTerminating(found)
+	} else {
+		found, err = o.scanAll(ctx, c, scope)
+	}
+	if err != nil {
+		return report.Report{}, err
+	}
+	r := diagnose.Diagnose(c.Snapshot(ctx, found))
+	r.Items = olderThan(r.Items, o.OlderThan)
+	return r, nil
+}
+
+func (o *Options) scanAll(ctx context.Context, c *collect.Collector, scope collect.Scope) ([]collect.Found, error) {
+	mappings, skips, err := c.ListableMappings(scope)
+	if err != nil {
+		return nil, err
+	}
+	found, err := c.Scan(ctx, scope, mappings)
+	for _, s := range skips {
+		c.Skip(s)
+	}
+	return found, err
+}
+
+// noteNotTerminating tells, on stderr, about named objects that are not being deleted.
+func (o *Options) noteNotTerminating(found []collect.Found) {
+	for _, f := range found {
+		if !f.Terminating() {
+			fmt.Fprintf(o.ErrOut, "%s is not being deleted (no metadata.deletionTimestamp)\n", report.Name(f.Ref()))
+		}
+	}
+}
+
+func olderThan(items []report.Item, min time.Duration) []report.Item {
+	if min <= 0 {
+		return items
+	}
+	out := items[:0]
+	for _, it := range items {
+		if time.Duration(it.TerminatingSeconds)*time.Second >= min {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// Print writes the report in the chosen format; human tables through write.
+func (o *Options) Print(r report.Report, write func(report.Report, report.Style) error) error {
+	switch *o.PrintFlags.OutputFormat {
+	case "", "wide":
+		return write(r, report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour()})
+	case "name":
+		for _, it := range r.Items {
+			if _, err := fmt.Fprintln(o.Out, report.Name(it.Object)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	u, err := report.ToUnstructured(r)
+	if err != nil {
+		return err
+	}
+	return o.printer.PrintObj(u, o.Out)
+}
+
+// colour only on a terminal, and never with --no-color or NO_COLOR.
+func (o *Options) colour() bool {
+	if o.NoColor || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := o.Out.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// exitFor is the exit status of a completed diagnosis.
+func exitFor(r report.Report) error {
+	for _, it := range r.Items {
+		if it.Stuck {
+			return &ExitCodeError{Code: ExitStuck}
+		}
+	}
+	return nil
+}
+
+// run is the Complete -> Validate -> Diagnose -> Print sequence of both commands.
+func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Report, report.Style) error) error {
+	if err := o.Complete(args); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	r, err := o.Diagnose(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if err := o.Print(r, write); err != nil {
+		return err
+	}
+	return exitFor(r)
+}

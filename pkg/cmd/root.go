@@ -1,0 +1,39 @@
+// Package cmd holds the cobra commands; the work happens in collect,
+// diagnose and report.
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/version"
+)
+
+// NewRoot builds `kubectl terminating`.
+func NewRoot(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	kube.Tune(flags, version.UserAgent())
+	root := &cobra.Command{
+		Use:   "kubectl-terminating",
+		Short: "Explain why Kubernetes objects are stuck Terminating",
+		Long: `Explain why pods, namespaces and other objects stay Terminating, with the
+evidence read from the cluster and remediation ordered from safe to risky.
+It only reads from the cluster.
+
+Exit codes: 0 nothing stuck, 2 at least one stuck object, 1 the tool failed.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl terminating",
+		},
+	}
+	flags.AddFlags(root.PersistentFlags())
+	root.AddCommand(
+		newWhyCommand(newOptions(flags, streams)),
+		newListCommand(newOptions(flags, streams)),
+		newVersionCommand(streams),
+	)
+	return root
+}

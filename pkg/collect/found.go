@@ -1,0 +1,42 @@
+// Package collect reads, once, the evidence a diagnosis needs into a
+// snapshot: the objects to diagnose and what their rules look at. Reads that
+// fail are recorded as skipped checks; the run carries on without them.
+package collect
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// Found is an object located by a resolve or a scan.
+type Found struct {
+	GVR    schema.GroupVersionResource
+	Object *unstructured.Unstructured
+}
+
+// Terminating reports whether the object has a deletionTimestamp.
+func (f Found) Terminating() bool { return f.Object.GetDeletionTimestamp() != nil }
+
+// Ref names the object in the report.
+func (f Found) Ref() report.ObjectRef {
+	gvk := f.Object.GroupVersionKind()
+	return report.ObjectRef{
+		APIVersion: gvk.GroupVersion().String(),
+		Kind:       gvk.Kind,
+		Resource:   QualifiedResource(f.GVR),
+		Namespace:  f.Object.GetNamespace(),
+		Name:       f.Object.GetName(),
+		UID:        string(f.Object.GetUID()),
+	}
+}
+
+// QualifiedResource is the name kubectl accepts for a resource: "pods",
+// "deployments.apps", "widgets.example.com".
+func QualifiedResource(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource
+	}
+	return gvr.Resource + "." + gvr.Group
+}

@@ -1,0 +1,140 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// Request is one resource type the user named, with the names asked for
+// (none: every terminating object of that type in scope).
+type Request struct {
+	Resource string
+	Names    []string
+}
+
+// ParseArgs reads kubectl's argument forms: TYPE/NAME..., TYPE NAME..., or TYPE.
+func ParseArgs(args []string) ([]Request, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	if strings.Contains(args[0], "/") {
+		var reqs []Request
+		for _, a := range args {
+			typ, name, ok := strings.Cut(a, "/")
+			if !ok || typ == "" || name == "" || strings.Contains(name, "/") {
+				return nil, fmt.Errorf("arguments in resource/name form must have a single resource and name, got %q", a)
+			}
+			reqs = append(reqs, Request{Resource: typ, Names: []string{name}})
+		}
+		return reqs, nil
+	}
+	for _, a := range args[1:] {
+		if strings.Contains(a, "/") {
+			return nil, fmt.Errorf("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (got %q after %q)", a, args[0])
+		}
+	}
+	return []Request{{Resource: args[0], Names: args[1:]}}, nil
+}
+
+// Mapping resolves a resource argument (plural, singular, short name, kind,
+// resource.group) through the RESTMapper.
+func Mapping(mapper meta.RESTMapper, arg string) (*meta.RESTMapping, error) {
+	gvk, err := kindFor(mapper, arg)
+	if err == nil {
+		var m *meta.RESTMapping
+		if m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			return m, nil
+		}
+	}
+	if meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("the server doesn't have a resource type %q", arg)
+	}
+	return nil, err // discovery itself failed: unreachable, unauthorized...
+}
+
+func kindFor(mapper meta.RESTMapper, arg string) (schema.GroupVersionKind, error) {
+	fullySpecified, gr := schema.ParseResourceArg(strings.ToLower(arg))
+	if fullySpecified != nil {
+		if gvk, err := mapper.KindFor(*fullySpecified); err == nil {
+			return gvk, nil
+		}
+	}
+	if gvk, err := mapper.KindFor(gr.WithVersion("")); err == nil {
+		return gvk, nil
+	}
+	// Kind.group, as in "Widget.example.com".
+	fullKind, gk := schema.ParseKindArg(arg)
+	if fullKind != nil {
+		if m, err := mapper.RESTMapping(fullKind.GroupKind(), fullKind.Version); err == nil {
+			return m.GroupVersionKind, nil
+		}
+	}
+	m, err := mapper.RESTMapping(gk)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	return m.GroupVersionKind, nil
+}
+
+// NotFoundError is returned for a named object that does not exist.
+type NotFoundError struct{ Resource, Namespace, Name string }
+
+func (e *NotFoundError) Error() string {
+	if e.Namespace != "" {
+		return fmt.Sprintf("%s %q not found in namespace %q", e.Resource, e.Name, e.Namespace)
+	}
+	return fmt.Sprintf("%s %q not found", e.Resource, e.Name)
+}
+
+// Resolve reads the objects the user named. A request without names scans
+// that type in scope. Missing objects are errors unless ignoreNotFound.
+func (c *Collector) Resolve(ctx context.Context, reqs []Request, scope Scope, ignoreNotFound bool) ([]Found, error) {
+	var out []Found
+	for _, r := range reqs {
+		m, err := Mapping(c.Clients.Mapper, r.Resource)
+		if err != nil {
+			return nil, err
+		}
+		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+		if len(r.Names) == 0 {
+			found, err := c.Scan(ctx, scope, []*meta.RESTMapping{m})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, found...)
+			continue
+		}
+		if namespaced && scope.AllNamespaces {
+			return nil, fmt.Errorf("a resource cannot be retrieved by name across all namespaces")
+		}
+		for _, name := range r.Names {
+			var ri dynamic.ResourceInterface = c.Clients.Dynamic.Resource(m.Resource)
+			if namespaced {
+				ri = c.Clients.Dynamic.Resource(m.Resource).Namespace(scope.Namespace)
+			}
+			obj, getErr := ri.Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(getErr):
+				if ignoreNotFound {
+					continue
+				}
+				ns := ""
+				if namespaced {
+					ns = scope.Namespace
+				}
+				return nil, &NotFoundError{Resource: QualifiedResource(m.Resource), Namespace: ns, Name: name}
+			case getErr != nil:
+				return nil, getErr
+			}
+			out = append(out, Found{GVR: m.Resource, Object: obj})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,176 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// Scope is where to look.
+type Scope struct {
+	Namespace     string
+	AllNamespaces bool
+	LabelSelector string
+}
+
+const (
+	// scanConcurrency bounds the lists in flight during a scan.
+	scanConcurrency = 16
+	// pageSize is the list page size; the apiserver serves large pages from
+	// its watch cache cheaply, and paging bounds our memory.
+	pageSize = 500
+)
+
+// ListableMappings discovers every resource type in scope that supports
+// list. Discovery is invalidated first (the on-disk cache lies). Groups that
+// fail discovery are returned as skips, not as an error: the scan carries on.
+func (c *Collector) ListableMappings(scope Scope) ([]*meta.RESTMapping, []report.Skip, error) {
+	c.Clients.Discovery.Invalidate()
+	lists, err := c.Clients.Discovery.ServerPreferredResources()
+	var skips []report.Skip
+	if err != nil {
+		failed, ok := discovery.GroupDiscoveryFailedErrorGroups(err)
+		if !ok {
+			return nil, nil, err
+		}
+		for gv, gerr := range failed {
+			skips = append(skips, report.Skip{Check: "discovery " + gv.String(), Reason: report.SkipDiscovery, Detail: gerr.Error()})
+		}
+		sort.Slice(skips, func(i, j int) bool { return skips[i].Check < skips[j].Check })
+	}
+	var out []*meta.RESTMapping
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !hasVerb(r.Verbs, "list") {
+				continue
+			}
+			isNamespaces := gv.Group == "" && r.Name == "namespaces"
+			if !r.Namespaced && !scope.AllNamespaces && !isNamespaces {
+				continue
+			}
+			scopeName := meta.RESTScopeRoot
+			if r.Namespaced {
+				scopeName = meta.RESTScopeNamespace
+			}
+			out = append(out, &meta.RESTMapping{
+				Resource:         gv.WithResource(r.Name),
+				GroupVersionKind: gv.WithKind(r.Kind),
+				Scope:            scopeName,
+			})
+		}
+	}
+	return out, skips, nil
+}
+
+func hasVerb(verbs []string, verb string) bool {
+	for _, v := range verbs {
+		if v == verb {
+			return true
+		}
+	}
+	return false
+}
+
+// Scan lists the given types in scope with the metadata client (paginated,
+// concurrent) and keeps the objects that have a deletionTimestamp. Types that
+// cannot be listed become skips on the collector.
+func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.RESTMapping) ([]Found, error) {
+	var (
+		mu    sync.Mutex
+		found []Found
+	)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(scanConcurrency)
+	for _, m := range mappings {
+		g.Go(func() error {
+			items, err := c.listTerminating(ctx, m, scope)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				c.Skip(skipOf("list "+QualifiedResource(m.Resource), err))
+				return nil
+			}
+			found = append(found, items...)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	sort.Slice(found, func(i, j int) bool {
+		a, b := found[i].Object, found[j].Object
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
+		}
+		return a.GetName() < b.GetName()
+	})
+	return found, nil
+}
+
+func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, scope Scope) ([]Found, error) {
+	ri := c.Clients.Metadata.Resource(m.Resource)
+	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: scope.LabelSelector}
+	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+	isNamespaces := m.Resource.Group == "" && m.Resource.Resource == "namespaces"
+	if isNamespaces && !scope.AllNamespaces {
+		// In one namespace, the namespace itself is in scope.
+		opts.FieldSelector = "metadata.name=" + scope.Namespace
+	}
+	var out []Found
+	for {
+		var list *metav1.PartialObjectMetadataList
+		var err error
+		if namespaced && !scope.AllNamespaces {
+			list, err = ri.Namespace(scope.Namespace).List(ctx, opts)
+		} else {
+			list, err = ri.List(ctx, opts)
+		}
+		if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+			return out, nil // the type went away, or does not really list
+		}
+		if err != nil {
+			return out, err
+		}
+		for i := range list.Items {
+			if list.Items[i].DeletionTimestamp == nil {
+				continue
+			}
+			obj, err := metadataToUnstructured(&list.Items[i], m.GroupVersionKind)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, Found{GVR: m.Resource, Object: obj})
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+func metadataToUnstructured(p *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s: %w", p.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}

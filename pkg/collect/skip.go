@@ -1,0 +1,22 @@
+package collect
+
+import (
+	"context"
+	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// skipOf records a read that failed, classified so the report can say why.
+func skipOf(check string, err error) report.Skip {
+	reason := report.SkipError
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		reason = report.SkipForbidden
+	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded):
+		reason = report.SkipTimeout
+	}
+	return report.Skip{Check: check, Reason: reason, Detail: err.Error()}
+}

@@ -1,0 +1,126 @@
+// Package diagnose turns a Snapshot into ranked findings. It is pure: no I/O,
+// no clock but Snapshot.Now, so the same rules run on a live cluster, a dump
+// and in table-driven tests.
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// Diagnose builds the report for every target of the snapshot, most severe first.
+func Diagnose(s *snapshot.Snapshot) report.Report {
+	r := report.Report{
+		APIVersion:  report.APIVersion,
+		Kind:        report.Kind,
+		GeneratedAt: metav1.NewTime(s.Now),
+		Items:       []report.Item{},
+		Skipped:     s.Skipped,
+	}
+	for _, t := range s.Targets {
+		r.Items = append(r.Items, diagnoseTarget(s, t))
+	}
+	SortItems(r.Items)
+	return r
+}
+
+// SortItems orders items most severe first, then longest overdue, then by name.
+func SortItems(items []report.Item) {
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		if wa, wb := a.Severity.Weight(), b.Severity.Weight(); wa != wb {
+			return wa > wb
+		}
+		if a.OverdueSeconds != b.OverdueSeconds {
+			return a.OverdueSeconds > b.OverdueSeconds
+		}
+		if a.Object.Namespace != b.Object.Namespace {
+			return a.Object.Namespace < b.Object.Namespace
+		}
+		if a.Object.Resource != b.Object.Resource {
+			return a.Object.Resource < b.Object.Resource
+		}
+		return a.Object.Name < b.Object.Name
+	})
+}
+
+func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
+	tm := timingOf(t.Object, s.Now)
+	item := report.Item{
+		Object:             t.Ref,
+		GracePeriodSeconds: tm.grace,
+		TerminatingSeconds: seconds(tm.terminating),
+		OverdueSeconds:     seconds(tm.overdue),
+		Skipped:            t.Skipped,
+	}
+	if ts := t.Object.GetDeletionTimestamp(); ts != nil {
+		item.DeletionTimestamp = *ts
+	}
+
+	var causes []report.Cause
+	switch {
+	case t.Pod != nil:
+		causes, item.Checks = podCauses(s, t.Pod, tm)
+	case t.Namespace != nil:
+		causes = namespaceCauses(t.Namespace, tm)
+	default:
+		causes = finalizerCauses(t.Object.GetFinalizers(), t.Ref, tm)
+	}
+	if len(causes) == 0 && tm.overdue > 0 {
+		causes = append(causes, incomplete(t, tm))
+	}
+	sort.SliceStable(causes, func(i, j int) bool { return catalog.Less(causes[i], causes[j]) })
+	item.Causes = causes
+	if len(causes) > 0 {
+		item.Severity = causes[0].Severity
+	}
+	item.Stuck = tm.overdue > 0 && item.Severity.Weight() > report.Info.Weight()
+	return item
+}
+
+// incomplete is the honest answer when nothing explains an overdue object.
+func incomplete(t *snapshot.Target, tm timing) report.Cause {
+	evidence := []string{fmt.Sprintf("metadata.deletionTimestamp: %s (%s ago)", tm.deadline.UTC().Format(time.RFC3339), report.HumanDuration(tm.overdue))}
+	for _, sk := range t.Skipped {
+		evidence = append(evidence, fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason))
+	}
+	return cause(catalog.DiagnosisIncomplete, report.Warning, 0.3,
+		fmt.Sprintf("%s is %s past its deletion deadline and no rule explains why", t.Ref.Kind, report.HumanDuration(tm.overdue)),
+		evidence,
+		step("Look at the object's events and the controllers that act on it",
+			fmt.Sprintf("kubectl get events%s --field-selector involvedObject.uid=%s", nsFlag(t.Ref.Namespace), t.Ref.UID),
+			"none: read-only"))
+}
+
+func cause(code catalog.Code, sev report.Severity, confidence float64, summary string, evidence []string, steps ...report.Step) report.Cause {
+	return report.Cause{
+		Code:        string(code),
+		Severity:    sev,
+		Confidence:  confidence,
+		Summary:     summary,
+		Evidence:    evidence,
+		Remediation: steps,
+	}
+}
+
+func step(action, command, risk string) report.Step {
+	return report.Step{Action: action, Command: command, Risk: risk}
+}
+
+func nsFlag(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " -n " + ns
+}
+
+// settleTime is how long after its deadline an object may still be cleaned
+// up normally (controllers and the kubelet act within seconds).
+const settleTime = 30 * time.Second

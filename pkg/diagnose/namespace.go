@@ -1,0 +1,100 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// controllerSilence is how long a Terminating namespace may go without any
+// deletion condition before the namespace controller is presumed not running
+// (it writes them on its first pass, within seconds).
+const controllerSilence = 2 * time.Minute
+
+// namespaceConditions maps the namespace controller's deletion conditions
+// (pkg/controller/namespace/deletion) to cause codes.
+var namespaceConditions = []struct {
+	condition corev1.NamespaceConditionType
+	code      catalog.Code
+	severity  report.Severity
+	summary   string
+	step      report.Step
+}{
+	{corev1.NamespaceDeletionDiscoveryFailure, catalog.NamespaceDiscoveryFailure, report.Critical,
+		"discovery of some API groups fails, so the namespace controller cannot tell the namespace is empty",
+		step("Find the unavailable APIService and fix its backend, or delete the APIService of an add-on that was uninstalled", "kubectl get apiservices | grep False", "deleting an APIService removes that API for the whole cluster")},
+	{corev1.NamespaceDeletionGVParsingFailure, catalog.NamespaceDiscoveryFailure, report.Critical,
+		"an API group version cannot be parsed, so the namespace controller cannot list the content",
+		step("Find the malformed group version in the message and fix the APIService or CRD that serves it", "kubectl get apiservices", "none: read-only")},
+	{corev1.NamespaceDeletionContentFailure, catalog.NamespaceContentFailure, report.Critical,
+		"the namespace controller failed to delete some content",
+		step("Read the errors in the message: webhooks refusing deletes, conversion webhooks, objects that do not go away", "", "none: read-only")},
+	{corev1.NamespaceFinalizersRemaining, catalog.NamespaceFinalizersRemaining, report.Warning,
+		"objects left in the namespace wait for their finalizers",
+		step("Bring back the controllers that own these finalizers", "", "none")},
+	{corev1.NamespaceContentRemaining, catalog.NamespaceContentRemaining, report.Warning,
+		"objects remain in the namespace",
+		step("List what remains and chase each object's own blocker", "kubectl terminating why", "none: read-only")},
+}
+
+// namespaceCauses reads the namespace controller's conditions as they are.
+func namespaceCauses(ns *corev1.Namespace, tm timing) []report.Cause {
+	var causes []report.Cause
+	for _, nc := range namespaceConditions {
+		c := namespaceCondition(ns, nc.condition)
+		if c == nil || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		causes = append(causes, cause(nc.code, nc.severity, 0.8,
+			fmt.Sprintf("%s: %s", nc.summary, c.Message),
+			[]string{fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message),
+				specFinalizers(ns)},
+			nc.step, clearNamespaceFinalizers(ns.Name)))
+	}
+	if len(causes) == 0 && !hasDeletionConditions(ns) && tm.terminating > controllerSilence {
+		causes = append(causes, cause(catalog.NamespaceControllerInactive, report.Critical, 0.7,
+			fmt.Sprintf("Terminating for %s without any deletion condition: the namespace controller is not acting on it", report.HumanDuration(tm.terminating)),
+			[]string{"status.conditions: no NamespaceDeletion* or Namespace*Remaining condition", fmt.Sprintf("status.phase: %s", ns.Status.Phase), specFinalizers(ns)},
+			step("Check that kube-controller-manager runs and its namespace controller is enabled", "kubectl get pods -n kube-system -l component=kube-controller-manager", "none: read-only"),
+			clearNamespaceFinalizers(ns.Name)))
+	}
+	return causes
+}
+
+func namespaceCondition(ns *corev1.Namespace, t corev1.NamespaceConditionType) *corev1.NamespaceCondition {
+	for i := range ns.Status.Conditions {
+		if ns.Status.Conditions[i].Type == t {
+			return &ns.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func hasDeletionConditions(ns *corev1.Namespace) bool {
+	for _, nc := range namespaceConditions {
+		if namespaceCondition(ns, nc.condition) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func specFinalizers(ns *corev1.Namespace) string {
+	f := make([]string, 0, len(ns.Spec.Finalizers))
+	for _, x := range ns.Spec.Finalizers {
+		f = append(f, string(x))
+	}
+	return fmt.Sprintf("spec.finalizers: [%s]", strings.Join(f, ", "))
+}
+
+// clearNamespaceFinalizers is the last resort, with its real cost stated.
+func clearNamespaceFinalizers(name string) report.Step {
+	return step("Last resort, only once the cause above is understood: clear spec.finalizers through the finalize subresource",
+		fmt.Sprintf(`kubectl get namespace %s -o json | jq '.spec.finalizers=[]' | kubectl replace --raw /api/v1/namespaces/%s/finalize -f -`, name, name),
+		"the leftover objects stay in etcd, unmanaged, and reappear if a namespace of the same name is created again")
+}

@@ -1,0 +1,176 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// Taints the node lifecycle controller and operators put on dead nodes.
+const (
+	taintUnreachable  = "node.kubernetes.io/unreachable"
+	taintNotReady     = "node.kubernetes.io/not-ready"
+	taintOutOfService = "node.kubernetes.io/out-of-service"
+)
+
+// podGCDelay is about how long the pod GC controller takes to force-delete
+// the pods of a node object that no longer exists (40 s quarantine plus its period).
+const podGCDelay = 2 * time.Minute
+
+// nodeHealth is what the API says about the kubelet that must finish a pod.
+type nodeHealth struct {
+	name     string
+	node     *corev1.Node
+	missing  bool // looked up, does not exist
+	lease    *coordinationv1.Lease
+	leaseAge time.Duration
+	ready    *corev1.NodeCondition
+	now      time.Time
+}
+
+func nodeHealthOf(s *snapshot.Snapshot, name string) nodeHealth {
+	n := nodeHealth{name: name, node: s.Nodes[name], missing: s.MissingNodes[name], lease: s.Leases[name], now: s.Now}
+	if n.lease != nil && n.lease.Spec.RenewTime != nil {
+		n.leaseAge = nonNegative(s.Now.Sub(n.lease.Spec.RenewTime.Time))
+	}
+	if n.node != nil {
+		for i := range n.node.Status.Conditions {
+			if n.node.Status.Conditions[i].Type == corev1.NodeReady {
+				n.ready = &n.node.Status.Conditions[i]
+			}
+		}
+	}
+	return n
+}
+
+// leaseStale is true when the kubelet has not renewed its Lease within its duration.
+func (n nodeHealth) leaseStale() bool {
+	if n.lease == nil || n.lease.Spec.RenewTime == nil {
+		return false
+	}
+	d := 40 * time.Second
+	if n.lease.Spec.LeaseDurationSeconds != nil {
+		d = time.Duration(*n.lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return n.leaseAge > d
+}
+
+func (n nodeHealth) hasTaint(key string) bool {
+	if n.node == nil {
+		return false
+	}
+	for _, t := range n.node.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (n nodeHealth) unreachable() bool {
+	return n.node != nil && (n.leaseStale() || n.hasTaint(taintUnreachable) ||
+		(n.ready != nil && n.ready.Status == corev1.ConditionUnknown))
+}
+
+func (n nodeHealth) notReady() bool {
+	return n.node != nil && !n.unreachable() && n.ready != nil && n.ready.Status == corev1.ConditionFalse
+}
+
+// alive is true when a kubelet is known to be running and reporting.
+func (n nodeHealth) alive() bool {
+	return n.node != nil && !n.unreachable() && !n.notReady()
+}
+
+// evidence lists what was read about the node.
+func (n nodeHealth) evidence() []string {
+	var out []string
+	if n.missing {
+		return []string{fmt.Sprintf("node %s: not found", n.name)}
+	}
+	if n.node == nil {
+		return nil
+	}
+	if n.lease == nil {
+		out = append(out, fmt.Sprintf("lease kube-node-lease/%s: not found", n.name))
+	} else if n.lease.Spec.RenewTime != nil {
+		dur := "unset"
+		if n.lease.Spec.LeaseDurationSeconds != nil {
+			dur = fmt.Sprintf("%ds", *n.lease.Spec.LeaseDurationSeconds)
+		}
+		out = append(out, fmt.Sprintf("lease kube-node-lease/%s: spec.renewTime %s (%s ago, leaseDurationSeconds %s)",
+			n.name, n.lease.Spec.RenewTime.UTC().Format(time.RFC3339), report.HumanDuration(n.leaseAge), dur))
+	}
+	if n.ready != nil {
+		out = append(out, fmt.Sprintf("node %s: condition Ready=%s reason %s since %s: %s", n.name, n.ready.Status, n.ready.Reason,
+			n.ready.LastTransitionTime.UTC().Format(time.RFC3339), n.ready.Message))
+	}
+	var taints []string
+	for _, t := range n.node.Spec.Taints {
+		taints = append(taints, fmt.Sprintf("%s:%s", t.Key, t.Effect))
+	}
+	if len(taints) > 0 {
+		out = append(out, fmt.Sprintf("node %s: spec.taints [%s]", n.name, strings.Join(taints, ", ")))
+	}
+	if v := n.node.Status.NodeInfo.KubeletVersion; v != "" {
+		out = append(out, fmt.Sprintf("node %s: status.nodeInfo.kubeletVersion %s", n.name, v))
+	}
+	return out
+}
+
+// causes reports a node that cannot finish the pod's deletion.
+func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
+	switch {
+	case n.name == "":
+		return nil
+	case n.missing:
+		sev := report.Warning
+		if tm.overdue > podGCDelay {
+			sev = report.Critical
+		}
+		return []report.Cause{cause(catalog.NodeNotFound, sev, 0.9,
+			fmt.Sprintf("spec.nodeName %s names no Node: no kubelet will finish this pod", n.name),
+			append([]string{fmt.Sprintf("spec.nodeName: %s", n.name)}, n.evidence()...),
+			step("Wait: the pod GC controller force-deletes pods of deleted nodes within about a minute", "", "none"),
+			step("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{.metadata.finalizers}'", pod.Name, pod.Namespace), "none: read-only"),
+			forceDelete(pod, "none for the node, which is gone; a finalizer still holds the pod if one is set"))}
+	case n.unreachable():
+		return []report.Cause{cause(catalog.NodeUnreachable, report.Critical, 0.9,
+			fmt.Sprintf("node %s stopped reporting%s: no kubelet is running the pod's shutdown", n.name, n.since()),
+			n.evidence(), deadNodeSteps(pod, n.name)...)}
+	case n.notReady():
+		return []report.Cause{cause(catalog.NodeNotReady, report.Critical, 0.7,
+			fmt.Sprintf("node %s is NotReady (%s) while its kubelet still reports: the kubelet cannot finish the pod", n.name, n.ready.Reason),
+			n.evidence(),
+			step("Repair the node's runtime or network as the Ready message says (for example restart containerd, then the kubelet)", "systemctl restart containerd kubelet", "restarts every container on the node only if the runtime restarts them"),
+			forceDelete(pod, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))}
+	}
+	return nil
+}
+
+// since says how long ago the node was last heard of.
+func (n nodeHealth) since() string {
+	if n.lease != nil && n.lease.Spec.RenewTime != nil {
+		return fmt.Sprintf(" (lease last renewed %s ago)", report.HumanDuration(n.leaseAge))
+	}
+	return ""
+}
+
+// deadNodeSteps is the safe-to-risky path out of a dead node: check, fence,
+// out-of-service taint, and only then force delete.
+func deadNodeSteps(pod *corev1.Pod, node string) []report.Step {
+	return []report.Step{
+		step("Check whether the node is down or only cut off from the control plane", fmt.Sprintf("kubectl get node %s -o wide", node), "none: read-only"),
+		step("If the node can be brought back, restore its kubelet or network: the pod then finishes deleting normally", "", "none"),
+		step("Otherwise make sure the node is powered off or fenced, then mark it out of service: pods and volumes are released (non-graceful node shutdown)",
+			fmt.Sprintf("kubectl taint nodes %s %s=nodeshutdown:NoExecute", node, taintOutOfService),
+			"if the node is in fact still running, its workloads run twice and force-detached volumes may be corrupted"),
+		forceDelete(pod, "without fencing, a StatefulSet or ReadWriteOnce replacement can run beside the old pod (split brain, data corruption)"),
+	}
+}

@@ -1,0 +1,62 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// podChecks is the kubelet's reclaim gate as a checklist.
+func podChecks(pod *corev1.Pod, tm timing, n nodeHealth, c containerState) []report.Check {
+	checks := []report.Check{graceCheck(tm), nodeCheck(n)}
+	if len(c.running) > 0 {
+		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Fail, Detail: "running: " + strings.Join(c.running, ", ")})
+	} else {
+		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Pass, Detail: "no container reports state.running"})
+	}
+	checks = append(checks, statusCheck("terminal phase reported", isTerminalPhase(pod.Status.Phase), fmt.Sprintf("status.phase: %s", pod.Status.Phase)))
+	checks = append(checks, statusCheck("final delete admitted", tm.grace == 0, fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace)))
+	if len(pod.Finalizers) > 0 {
+		checks = append(checks, report.Check{Name: "finalizers cleared", Status: report.Fail, Detail: "metadata.finalizers: " + strings.Join(pod.Finalizers, ", ")})
+	} else {
+		checks = append(checks, report.Check{Name: "finalizers cleared", Status: report.Pass, Detail: "no metadata.finalizers"})
+	}
+	return checks
+}
+
+func statusCheck(name string, ok bool, detail string) report.Check {
+	st := report.Fail
+	if ok {
+		st = report.Pass
+	}
+	return report.Check{Name: name, Status: st, Detail: detail}
+}
+
+func graceCheck(tm timing) report.Check {
+	if tm.overdue > 0 || tm.remaining == 0 {
+		return report.Check{Name: "grace period over", Status: report.Pass,
+			Detail: fmt.Sprintf("%ds grace, deadline passed %s ago", tm.grace, report.HumanDuration(tm.overdue))}
+	}
+	return report.Check{Name: "grace period over", Status: report.Fail,
+		Detail: fmt.Sprintf("%s left of %ds", report.HumanDuration(tm.remaining), tm.grace)}
+}
+
+func nodeCheck(n nodeHealth) report.Check {
+	c := report.Check{Name: "node alive"}
+	switch {
+	case n.name == "":
+		c.Status, c.Detail = report.Pass, "not scheduled: no kubelet involved"
+	case n.missing:
+		c.Status, c.Detail = report.Fail, fmt.Sprintf("node %s not found", n.name)
+	case n.node == nil:
+		c.Status, c.Detail = report.Unknown, fmt.Sprintf("node %s not read", n.name)
+	case n.alive():
+		c.Status, c.Detail = report.Pass, strings.Join(n.evidence(), "; ")
+	default:
+		c.Status, c.Detail = report.Fail, strings.Join(n.evidence(), "; ")
+	}
+	return c
+}

@@ -1,0 +1,44 @@
+package diagnose
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// timing is the grace-period arithmetic of one object. deletionTimestamp is a
+// deadline (request time + grace), not the time the delete was requested.
+type timing struct {
+	grace       int64
+	requestedAt time.Time
+	deadline    time.Time
+	terminating time.Duration // since the request
+	overdue     time.Duration // past the deadline; 0 inside it
+	remaining   time.Duration // left until the deadline; 0 past it
+}
+
+func timingOf(obj *unstructured.Unstructured, now time.Time) timing {
+	var t timing
+	ts := obj.GetDeletionTimestamp()
+	if ts == nil {
+		return t
+	}
+	if g := obj.GetDeletionGracePeriodSeconds(); g != nil {
+		t.grace = *g
+	}
+	t.deadline = ts.Time
+	t.requestedAt = t.deadline.Add(-time.Duration(t.grace) * time.Second)
+	t.terminating = nonNegative(now.Sub(t.requestedAt))
+	t.overdue = nonNegative(now.Sub(t.deadline))
+	t.remaining = nonNegative(t.deadline.Sub(now))
+	return t
+}
+
+func nonNegative(d time.Duration) time.Duration {
+	if d < 0 {
+		return 0
+	}
+	return d
+}
+
+func seconds(d time.Duration) int64 { return int64(d / time.Second) }

@@ -1,0 +1,71 @@
+// Package kube builds the API clients the plugin uses from kubectl's flags.
+// Everything downstream takes the interfaces, so tests inject fakes.
+package kube
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+)
+
+// QPS and Burst are raised on purpose: client-go's default of 5/10 is a
+// hidden rate limit on a scan of every resource type. The apiserver's
+// priority and fairness still protects it.
+const (
+	QPS   = 100
+	Burst = 200
+)
+
+// Clients are the read-only API clients of one run.
+type Clients struct {
+	Typed     kubernetes.Interface
+	Metadata  metadata.Interface
+	Dynamic   dynamic.Interface
+	Discovery discovery.CachedDiscoveryInterface
+	Mapper    meta.RESTMapper
+}
+
+// Tune sets the user agent (so audit logs name the plugin) and the rate limits
+// on every REST config that cli-runtime derives from the flags.
+func Tune(flags *genericclioptions.ConfigFlags, userAgent string) {
+	flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+		c.UserAgent = userAgent
+		c.QPS, c.Burst = QPS, Burst
+		return c
+	}
+}
+
+// New builds the clients from kubectl's flags.
+func New(getter genericclioptions.RESTClientGetter) (*Clients, error) {
+	cfg, err := getter.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	typed, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building client: %w", err)
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building metadata client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building dynamic client: %w", err)
+	}
+	disc, err := getter.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := getter.ToRESTMapper()
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{Typed: typed, Metadata: md, Dynamic: dyn, Discovery: disc, Mapper: mapper}, nil
+}

@@ -1,0 +1,190 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/fatih/color"
+)
+
+// Style says how to render the human output.
+type Style struct {
+	// Wide adds columns (list) and details (why).
+	Wide bool
+	// Color enables ANSI colours; only on a terminal.
+	Color bool
+}
+
+func (s Style) paint(sev Severity, text string) string {
+	if !s.Color {
+		return text
+	}
+	attr := color.FgCyan
+	switch sev {
+	case Critical:
+		attr = color.FgRed
+	case Warning:
+		attr = color.FgYellow
+	}
+	c := color.New(attr, color.Bold)
+	c.EnableColor()
+	return c.Sprint(text)
+}
+
+// WriteList prints one line per object: what `kubectl terminating list` shows.
+func WriteList(w io.Writer, r Report, st Style) error {
+	if len(r.Items) == 0 {
+		_, err := fmt.Fprintln(w, "No terminating objects found.")
+		return writeSkipped(w, r.Skipped, err)
+	}
+	header := []string{"NAMESPACE", "KIND", "NAME", "TERMINATING", "OVERDUE", "SEVERITY", "TOP CAUSE"}
+	if st.Wide {
+		header = append(header, "STUCK", "GRACE", "CONFIDENCE", "SUMMARY")
+	}
+	rows := make([][]string, 0, len(r.Items))
+	for _, it := range r.Items {
+		top := topCause(it)
+		row := []string{orNone(it.Object.Namespace), it.Object.Kind, it.Object.Name,
+			durationSeconds(it.TerminatingSeconds), durationSeconds(it.OverdueSeconds), st.paint(it.Severity, string(it.Severity)), top.Code}
+		if st.Wide {
+			row = append(row, strconv.FormatBool(it.Stuck), fmt.Sprintf("%ds", it.GracePeriodSeconds), confidence(top), top.Summary)
+		}
+		rows = append(rows, row)
+	}
+	err := writeTable(w, "", header, rows)
+	return writeSkipped(w, r.Skipped, err)
+}
+
+// WriteWhy prints the full diagnosis of every object.
+func WriteWhy(w io.Writer, r Report, st Style) error {
+	if len(r.Items) == 0 {
+		_, err := fmt.Fprintln(w, "No terminating objects found.")
+		return writeSkipped(w, r.Skipped, err)
+	}
+	for i, it := range r.Items {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		if err := writeItem(w, it, "", st); err != nil {
+			return err
+		}
+	}
+	return writeSkipped(w, r.Skipped, nil)
+}
+
+func writeItem(w io.Writer, it Item, indent string, st Style) error {
+	p := &printer{w: w}
+	state := "in grace period"
+	if it.Stuck {
+		state = "STUCK"
+	} else if it.OverdueSeconds > 0 {
+		state = "progressing"
+	}
+	p.linef("%s%s  %s  Terminating %s  grace %ds  overdue %s  %s", indent, objectName(it.Object), st.paint(it.Severity, strings.ToUpper(string(it.Severity))),
+		durationSeconds(it.TerminatingSeconds), it.GracePeriodSeconds, durationSeconds(it.OverdueSeconds), state)
+	if len(it.Checks) > 0 && p.err == nil {
+		rows := make([][]string, 0, len(it.Checks))
+		for _, c := range it.Checks {
+			rows = append(rows, []string{c.Name, string(c.Status), c.Detail})
+		}
+		p.err = writeTable(w, indent+"  ", []string{"CHECK", "STATUS", "DETAIL"}, rows)
+	}
+	for n, c := range it.Causes {
+		p.linef("%s  %d. %s %s (confidence %s): %s", indent, n+1, st.paint(c.Severity, string(c.Severity)), c.Code, confidence(c), c.Summary)
+		for _, e := range c.Evidence {
+			p.linef("%s       evidence: %s", indent, e)
+		}
+		for k, s := range c.Remediation {
+			p.linef("%s       fix %d: %s", indent, k+1, s.Action)
+			if s.Command != "" {
+				p.linef("%s              $ %s", indent, s.Command)
+			}
+			p.linef("%s              risk: %s", indent, s.Risk)
+		}
+		for _, b := range c.BlockedBy {
+			p.linef("%s       blocked by:", indent)
+			if p.err == nil {
+				p.err = writeItem(w, b, indent+"         ", st)
+			}
+		}
+	}
+	for _, s := range it.Skipped {
+		p.linef("%s  skipped: %s (%s) %s", indent, s.Check, s.Reason, s.Detail)
+	}
+	return p.err
+}
+
+func writeSkipped(w io.Writer, skipped []Skip, err error) error {
+	if err != nil || len(skipped) == 0 {
+		return err
+	}
+	p := &printer{w: w}
+	p.linef("\nNot read (the results above are partial):")
+	for _, s := range skipped {
+		p.linef("  %s: %s %s", s.Check, s.Reason, s.Detail)
+	}
+	return p.err
+}
+
+// printer keeps the first write error so a run of lines needs one check.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) linef(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+func topCause(it Item) Cause {
+	if len(it.Causes) == 0 {
+		return Cause{Code: "<none>"}
+	}
+	return it.Causes[0]
+}
+
+func objectName(o ObjectRef) string {
+	s := strings.ToLower(o.Kind) + "/" + o.Name
+	if o.Namespace != "" {
+		s += " -n " + o.Namespace
+	}
+	return s
+}
+
+// Name is how `-o name` prints an object, as kubectl does: kind.group/name.
+func Name(o ObjectRef) string {
+	kind := strings.ToLower(o.Kind)
+	if g := groupOf(o.APIVersion); g != "" {
+		kind += "." + g
+	}
+	return kind + "/" + o.Name
+}
+
+func groupOf(apiVersion string) string {
+	if g, _, ok := strings.Cut(apiVersion, "/"); ok {
+		return g
+	}
+	return ""
+}
+
+func confidence(c Cause) string { return strconv.FormatFloat(c.Confidence, 'f', 2, 64) }
+
+func durationSeconds(s int64) string {
+	if s <= 0 {
+		return "0s"
+	}
+	return HumanDuration(secondsDuration(s))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

@@ -1,0 +1,141 @@
+// Package report holds the report contract (the JSON/YAML schema runbooks
+// depend on) and its human rendering. Fields may be added, never removed or
+// renamed: TestSchemaIsStable fails on either.
+package report
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// APIVersion versions the schema below; bump it only for incompatible changes.
+	APIVersion = "terminating.kubectl.io/v1alpha1"
+	// Kind is the kind of the one document every run prints.
+	Kind = "TerminationReport"
+)
+
+// Severity of a cause: critical blocks deletion and will not clear by itself,
+// warning blocks but may clear or needs a look, info is normal progress.
+type Severity string
+
+const (
+	Critical Severity = "critical"
+	Warning  Severity = "warning"
+	Info     Severity = "info"
+)
+
+// Weight orders severities: the higher, the more severe.
+func (s Severity) Weight() int {
+	switch s {
+	case Critical:
+		return 3
+	case Warning:
+		return 2
+	case Info:
+		return 1
+	}
+	return 0
+}
+
+// Report is the one document a run prints.
+type Report struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// GeneratedAt is the clock the report's durations were computed against.
+	GeneratedAt metav1.Time `json:"generatedAt"`
+	// Items holds one entry per diagnosed object, most severe first.
+	Items []Item `json:"items"`
+	// Skipped lists reads the whole run could not make (a forbidden or failing
+	// resource type during a scan); the items are what could be found without them.
+	Skipped []Skip `json:"skipped,omitempty"`
+}
+
+// Item is the diagnosis of one object with a deletionTimestamp.
+type Item struct {
+	Object            ObjectRef   `json:"object"`
+	DeletionTimestamp metav1.Time `json:"deletionTimestamp"`
+	// GracePeriodSeconds is metadata.deletionGracePeriodSeconds (0 when unset).
+	GracePeriodSeconds int64 `json:"gracePeriodSeconds"`
+	// TerminatingSeconds counts from the deletion request
+	// (deletionTimestamp - deletionGracePeriodSeconds).
+	TerminatingSeconds int64 `json:"terminatingSeconds"`
+	// OverdueSeconds counts past the deletion deadline (deletionTimestamp); 0 while inside it.
+	OverdueSeconds int64 `json:"overdueSeconds"`
+	// Stuck is true when the top cause blocks deletion (severity warning or critical).
+	Stuck bool `json:"stuck"`
+	// Severity is the severity of the top cause.
+	Severity Severity `json:"severity"`
+	// Causes are ranked: the most likely root cause first.
+	Causes []Cause `json:"causes"`
+	// Checks is the kubelet's reclaim checklist, for pods.
+	Checks []Check `json:"checks,omitempty"`
+	// Skipped lists the checks not made for this object, and why.
+	Skipped []Skip `json:"skipped,omitempty"`
+}
+
+// ObjectRef names the diagnosed object.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Resource is the plural resource name (pods, namespaces, widgets.example.com).
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// Cause is one reason the object is still there.
+type Cause struct {
+	// Code is a stable name from the cause catalogue (docs/causes.md).
+	Code       string   `json:"code"`
+	Severity   Severity `json:"severity"`
+	Confidence float64  `json:"confidence"`
+	Summary    string   `json:"summary"`
+	// Evidence names the exact field, condition, event or object read.
+	Evidence []string `json:"evidence"`
+	// Remediation is ordered from safest to riskiest.
+	Remediation []Step `json:"remediation"`
+	// BlockedBy nests the diagnosis of the objects that block this one.
+	BlockedBy []Item `json:"blockedBy,omitempty"`
+}
+
+// Step is one remediation step.
+type Step struct {
+	Action  string `json:"action"`
+	Command string `json:"command,omitempty"`
+	Risk    string `json:"risk"`
+}
+
+// CheckStatus is the outcome of one reclaim check.
+type CheckStatus string
+
+const (
+	Pass    CheckStatus = "pass"
+	Fail    CheckStatus = "fail"
+	Unknown CheckStatus = "unknown"
+)
+
+// Check is one line of the kubelet's reclaim checklist.
+type Check struct {
+	Name   string      `json:"name"`
+	Status CheckStatus `json:"status"`
+	Detail string      `json:"detail"`
+}
+
+// SkipReason says why a read was not made.
+type SkipReason string
+
+const (
+	SkipForbidden SkipReason = "Forbidden"
+	SkipTimeout   SkipReason = "Timeout"
+	SkipDiscovery SkipReason = "DiscoveryFailed"
+	SkipError     SkipReason = "Error"
+)
+
+// Skip records a read that was not made; the report carries on without it.
+type Skip struct {
+	// Check names what could not be read (for example "nodes/node-1", "events").
+	Check  string     `json:"check"`
+	Reason SkipReason `json:"reason"`
+	Detail string     `json:"detail,omitempty"`
+}

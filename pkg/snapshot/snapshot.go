@@ -1,0 +1,57 @@
+// Package snapshot is the evidence model: everything a diagnosis reads,
+// gathered once by package collect (or built by hand in tests), so that the
+// rules in package diagnose stay pure.
+package snapshot
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// Snapshot is the evidence for one run.
+type Snapshot struct {
+	// Now is the clock every duration is computed against.
+	Now time.Time
+	// Targets are the objects with a deletionTimestamp to diagnose.
+	Targets []*Target
+	// Nodes holds the nodes the targets run on, by name.
+	Nodes map[string]*corev1.Node
+	// MissingNodes holds node names that were looked up and do not exist.
+	MissingNodes map[string]bool
+	// Leases holds the kube-node-lease Lease of each node in Nodes, by node name.
+	Leases map[string]*coordinationv1.Lease
+	// Events holds the events about each target, by involvedObject.uid.
+	// Events expire (one hour by default): their absence proves nothing.
+	Events map[types.UID][]corev1.Event
+	// Skipped lists run-wide reads that could not be made.
+	Skipped []report.Skip
+}
+
+// Target is one object to diagnose, with its typed form where a rule needs it.
+type Target struct {
+	Ref    report.ObjectRef
+	Object *unstructured.Unstructured
+	// Pod is set when the target is a pod.
+	Pod *corev1.Pod
+	// Namespace is set when the target is a namespace.
+	Namespace *corev1.Namespace
+	// Skipped lists reads about this target that could not be made.
+	Skipped []report.Skip
+}
+
+// New returns an empty snapshot taken at now.
+func New(now time.Time) *Snapshot {
+	return &Snapshot{
+		Now:          now,
+		Nodes:        map[string]*corev1.Node{},
+		MissingNodes: map[string]bool{},
+		Leases:       map[string]*coordinationv1.Lease{},
+		Events:       map[types.UID][]corev1.Event{},
+	}
+}
