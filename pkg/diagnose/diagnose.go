@@ -77,6 +77,9 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 		causes = append(causes, incomplete(t, tm))
 	}
 	sort.SliceStable(causes, func(i, j int) bool { return catalog.Less(causes[i], causes[j]) })
+	if tm.remaining > 0 {
+		causes = forecast(causes, tm)
+	}
 	item.Causes = causes
 	if len(causes) > 0 {
 		item.Severity = causes[0].Severity

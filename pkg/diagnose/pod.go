@@ -13,7 +13,7 @@ import (
 )
 
 // podCauses mirrors the kubelet's gate before it removes a pod and explains
-// what holds it. Within the grace period every finding is only a forecast.
+// what holds it.
 func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause, []report.Check) {
 	node := nodeHealthOf(s, pod.Spec.NodeName)
 	containers := containersOf(pod)
@@ -30,15 +30,11 @@ func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause
 		causes = append(causes, kubeletCleanupPending(pod, tm))
 	}
 	causes = append(causes, finalizerCauses(pod.Finalizers, podRef(pod), tm)...)
-
-	if tm.overdue == 0 {
-		causes = forecast(causes, tm)
-	}
 	return causes, podChecks(pod, tm, node, containers)
 }
 
-// forecast turns findings about a pod still inside its grace period into
-// information: nothing is stuck yet.
+// forecast turns findings about an object still inside its grace period into
+// information, after the one that says so: nothing is stuck yet.
 func forecast(found []report.Cause, tm timing) []report.Cause {
 	out := []report.Cause{cause(catalog.WithinGracePeriod, report.Info, 1,
 		fmt.Sprintf("inside its grace period: %s left of %ds", report.HumanDuration(tm.remaining), tm.grace),

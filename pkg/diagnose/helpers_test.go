@@ -1,0 +1,98 @@
+package diagnose
+
+import (
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// now is the fixed clock of every rule test.
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-d)); return &t }
+
+func int64p(v int64) *int64 { return &v }
+func int32p(v int32) *int32 { return &v }
+
+// terminatingPod is a running pod on node-1 whose delete with grace g was
+// requested `requested` ago.
+func terminatingPod(requested time.Duration, g int64) *corev1.Pod {
+	deadline := now.Add(-requested).Add(time.Duration(g) * time.Second)
+	ts := metav1.NewTime(deadline)
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", UID: "pod-uid",
+			DeletionTimestamp: &ts, DeletionGracePeriodSeconds: int64p(g)},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: *ago(time.Hour)}}},
+		}},
+	}
+}
+
+func stopped(p *corev1.Pod, phase corev1.PodPhase) *corev1.Pod {
+	p.Status.Phase = phase
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 143, Reason: "Error"}}}}
+	return p
+}
+
+func node(name string, ready corev1.ConditionStatus, taints ...string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "KubeletReady", LastTransitionTime: *ago(time.Hour)}},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3"}}}
+	for _, t := range taints {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: t, Effect: corev1.TaintEffectNoExecute})
+	}
+	return n
+}
+
+func lease(name string, renewed time.Duration) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
+		Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: now.Add(-renewed)}, LeaseDurationSeconds: int32p(40)}}
+}
+
+// snap builds a snapshot around typed targets and healthy or sick nodes.
+func snap(objs ...runtime.Object) *snapshot.Snapshot {
+	s := snapshot.New(now)
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *corev1.Node:
+			s.Nodes[v.Name] = v
+		case *coordinationv1.Lease:
+			s.Leases[v.Name] = v
+		case *corev1.Pod:
+			s.Targets = append(s.Targets, target(v, "pods", func(t *snapshot.Target) { t.Pod = v }))
+		case *corev1.Namespace:
+			s.Targets = append(s.Targets, target(v, "namespaces", func(t *snapshot.Target) { t.Namespace = v }))
+		case *unstructured.Unstructured:
+			s.Targets = append(s.Targets, &snapshot.Target{Object: v, Ref: report.ObjectRef{APIVersion: v.GetAPIVersion(), Kind: v.GetKind(), Resource: "widgets.example.com", Namespace: v.GetNamespace(), Name: v.GetName()}})
+		}
+	}
+	return s
+}
+
+func target(o runtime.Object, resource string, set func(*snapshot.Target)) *snapshot.Target {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		panic(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	t := &snapshot.Target{Object: u, Ref: report.ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Resource: resource, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}}
+	set(t)
+	return t
+}
+
+func codes(it report.Item) []string {
+	var out []string
+	for _, c := range it.Causes {
+		out = append(out, c.Code)
+	}
+	return out
+}

@@ -1,0 +1,155 @@
+package diagnose
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+func TestPodRules(t *testing.T) {
+	healthy := []runtime.Object{node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second)}
+	with := func(extra ...runtime.Object) []runtime.Object { return append(extra, healthy...) }
+	withFinalizer := func(p *corev1.Pod) *corev1.Pod { p.Finalizers = []string{"example.com/hold"}; return p }
+
+	cases := []struct {
+		name      string
+		objs      []runtime.Object
+		codes     []string
+		severity  report.Severity
+		stuck     bool
+		evidence  string // a fragment the top cause's evidence must hold
+		failCheck string // a check that must fail
+	}{
+		{
+			name: "inside the grace period on a healthy node",
+			objs: with(terminatingPod(10*time.Second, 30)), codes: []string{"WithinGracePeriod"},
+			severity: report.Info, stuck: false, evidence: "metadata.deletionGracePeriodSeconds: 30", failCheck: "grace period over",
+		},
+		{
+			name: "inside the grace period on a dead node is a forecast, not stuck",
+			objs: []runtime.Object{terminatingPod(10*time.Second, 30), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 10*time.Minute)},
+			codes: []string{"WithinGracePeriod", "NodeUnreachable"}, severity: report.Info, stuck: false,
+		},
+		{
+			name: "just past the deadline, containers stopping: overrun, not stuck",
+			objs: with(terminatingPod(35*time.Second, 30)), codes: []string{"GracePeriodOverrun"},
+			severity: report.Info, stuck: false, failCheck: "containers stopped",
+		},
+		{
+			name: "long past the deadline with running containers on a live node",
+			objs: with(terminatingPod(10*time.Minute, 30)), codes: []string{"ContainersStillRunning"},
+			severity: report.Warning, stuck: true, evidence: "status.containerStatuses[app].state.running", failCheck: "containers stopped",
+		},
+		{
+			name: "node lease stale: the dead node is the root cause, running containers are not reported",
+			objs: []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Minute)},
+			codes: []string{"NodeUnreachable"}, severity: report.Critical, stuck: true, evidence: "lease kube-node-lease/node-1", failCheck: "node alive",
+		},
+		{
+			name: "node Ready Unknown and tainted unreachable",
+			objs: []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 5*time.Minute)},
+			codes: []string{"NodeUnreachable"}, severity: report.Critical, stuck: true, evidence: "node.kubernetes.io/unreachable:NoExecute",
+		},
+		{
+			name: "node NotReady with a fresh lease",
+			objs: []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionFalse), lease("node-1", 5*time.Second)},
+			codes: []string{"NodeNotReady"}, severity: report.Critical, stuck: true, evidence: "Ready=False",
+		},
+		{
+			name: "terminal phase, no final delete yet",
+			objs: with(stopped(terminatingPod(10*time.Minute, 30), corev1.PodFailed)), codes: []string{"CgroupCleanupPending"},
+			severity: report.Warning, stuck: true, failCheck: "final delete admitted",
+		},
+		{
+			name: "final delete done, a finalizer holds the pod (state D)",
+			objs: with(withFinalizer(stopped(terminatingPod(10*time.Minute, 0), corev1.PodFailed))), codes: []string{"FinalizerPending"},
+			severity: report.Warning, stuck: true, evidence: "metadata.finalizers: [example.com/hold]", failCheck: "finalizers cleared",
+		},
+		{
+			name: "negative grace period from an old client",
+			objs: with(terminatingPod(10*time.Minute, -1)), codes: []string{"NegativeGracePeriod", "ContainersStillRunning"},
+			severity: report.Critical, stuck: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Diagnose(snap(tc.objs...))
+			if len(r.Items) != 1 {
+				t.Fatalf("want 1 item, got %d", len(r.Items))
+			}
+			it := r.Items[0]
+			if got := codes(it); !slices.Equal(got, tc.codes) {
+				t.Fatalf("codes = %v, want %v", got, tc.codes)
+			}
+			if it.Severity != tc.severity || it.Stuck != tc.stuck {
+				t.Errorf("severity/stuck = %s/%v, want %s/%v", it.Severity, it.Stuck, tc.severity, tc.stuck)
+			}
+			if tc.evidence != "" && !slices.ContainsFunc(it.Causes[0].Evidence, func(e string) bool { return strings.Contains(e, tc.evidence) }) {
+				t.Errorf("top cause evidence %q lacks %q", it.Causes[0].Evidence, tc.evidence)
+			}
+			if tc.failCheck != "" && !slices.ContainsFunc(it.Checks, func(c report.Check) bool { return c.Name == tc.failCheck && c.Status == report.Fail }) {
+				t.Errorf("check %q should fail: %+v", tc.failCheck, it.Checks)
+			}
+			for _, c := range it.Causes {
+				if len(c.Remediation) == 0 || c.Summary == "" || len(c.Evidence) == 0 {
+					t.Errorf("cause %s lacks summary, evidence or remediation", c.Code)
+				}
+			}
+		})
+	}
+}
+
+func TestPodNodeMissing(t *testing.T) {
+	s := snap(terminatingPod(10*time.Minute, 30))
+	s.MissingNodes["node-1"] = true
+	it := Diagnose(s).Items[0]
+	if got := codes(it); !slices.Equal(got, []string{"NodeNotFound"}) {
+		t.Fatalf("codes = %v", got)
+	}
+	if it.Severity != report.Critical {
+		t.Errorf("a pod on a missing node 10m past its deadline should be critical, got %s", it.Severity)
+	}
+	// Shortly after the deadline the pod GC controller is expected to act.
+	s = snap(terminatingPod(60*time.Second, 30))
+	s.MissingNodes["node-1"] = true
+	if it := Diagnose(s).Items[0]; it.Severity != report.Warning {
+		t.Errorf("severity = %s, want warning while the pod GC may still act", it.Severity)
+	}
+}
+
+func TestPodNodeNotReadIsUnknownNotAlive(t *testing.T) {
+	// The node could not be read (forbidden): no node cause is invented, the check is unknown.
+	it := Diagnose(snap(terminatingPod(10*time.Minute, 30))).Items[0]
+	if slices.Contains(codes(it), "NodeUnreachable") {
+		t.Fatalf("must not claim the node is unreachable without reading it: %v", codes(it))
+	}
+	if !slices.ContainsFunc(it.Checks, func(c report.Check) bool { return c.Name == "node alive" && c.Status == report.Unknown }) {
+		t.Errorf("node alive should be unknown: %+v", it.Checks)
+	}
+}
+
+func TestDeadNodeRemediationIsSafeToRisky(t *testing.T) {
+	objs := []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 5*time.Minute)}
+	steps := Diagnose(snap(objs...)).Items[0].Causes[0].Remediation
+	var order []string
+	for _, s := range steps {
+		order = append(order, s.Command)
+	}
+	taint := slices.IndexFunc(order, func(c string) bool { return strings.Contains(c, "out-of-service") })
+	force := slices.IndexFunc(order, func(c string) bool { return strings.Contains(c, "--force") })
+	if taint < 0 || force < 0 || taint > force {
+		t.Fatalf("the out-of-service taint must come before the force delete: %q", order)
+	}
+	if !strings.Contains(steps[force].Risk, "split brain") {
+		t.Errorf("force delete must warn of split brain: %q", steps[force].Risk)
+	}
+	if steps[0].Risk != "none: read-only" {
+		t.Errorf("first step should be read-only, got %q", steps[0].Risk)
+	}
+}

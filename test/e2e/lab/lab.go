@@ -1,0 +1,322 @@
+// Package lab runs a real control plane on loopback: etcd, kube-apiserver,
+// kube-controller-manager (Kubernetes v1.36.3) and kwok playing the kubelets
+// of fake nodes. Binaries come from build.sh; nothing is downloaded at run time.
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	_ "embed"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+var (
+	//go:embed stages.yaml
+	stagesYAML []byte
+	//go:embed audit-policy.yaml
+	auditPolicyYAML []byte
+)
+
+// Tokens of the lab's two users: an administrator and a user with no rights.
+const (
+	AdminToken  = "lab-admin-token"
+	NobodyToken = "lab-nobody-token"
+	// FakeNodeAnnotation marks the nodes kwok plays the kubelet of. A node
+	// without it has no kubelet: its Lease is never renewed.
+	FakeNodeAnnotation = "kwok.x-k8s.io/node"
+	// KubeletLabel on a pod makes its fake kubelet hang (see stages.yaml).
+	KubeletLabel = "lab.kubectl-terminating.io/kubelet"
+	// KillDelayAnnotation delays the fake kubelet's kill (a Go duration).
+	KillDelayAnnotation = "lab.kubectl-terminating.io/kill-delay"
+)
+
+// Options configure a lab.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kwok.
+	BinDir string
+	// Dir holds the lab's state: data, certificates, logs, kubeconfig.
+	Dir string
+	// Detach leaves the processes running when the caller exits (make demo).
+	Detach bool
+}
+
+// Lab is a running control plane.
+type Lab struct {
+	Dir        string
+	Kubeconfig string
+	Server     string
+	AuditLog   string
+	procs      []*exec.Cmd
+}
+
+// State is what a detached lab leaves in Dir/lab.json for `lab down`.
+type State struct {
+	Kubeconfig string `json:"kubeconfig"`
+	Server     string `json:"server"`
+	PIDs       []int  `json:"pids"`
+}
+
+// Start brings the control plane up and waits until it serves.
+func Start(ctx context.Context, o Options) (l *Lab, err error) {
+	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	l = &Lab{Dir: o.Dir, Kubeconfig: filepath.Join(o.Dir, "kubeconfig"), AuditLog: filepath.Join(o.Dir, "audit.log")}
+	defer func() {
+		if err != nil {
+			l.Stop()
+		}
+	}()
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	l.Server = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	if err := l.writeFiles(); err != nil {
+		return nil, err
+	}
+	path := func(n string) string { return filepath.Join(o.Dir, n) }
+	bin := func(n string) string { return filepath.Join(o.BinDir, n) }
+
+	if err := l.spawn(o, "etcd", bin("etcd"),
+		"--name=lab", "--data-dir="+path("etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=lab="+peerURL, "--unsafe-no-fsync", "--log-level=warn"); err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, etcdURL+"/health", "", 30*time.Second); err != nil {
+		return nil, fmt.Errorf("etcd: %w (see %s)", err, path("logs/etcd.log"))
+	}
+
+	if err := l.spawn(o, "kube-apiserver", bin("kube-apiserver"),
+		"--etcd-servers="+etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(ports[2]), "--cert-dir="+path("certs"),
+		"--token-auth-file="+path("tokens.csv"), "--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+path("sa.key"), "--service-account-signing-key-file="+path("sa.key"),
+		"--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
+		"--audit-policy-file="+path("audit-policy.yaml"), "--audit-log-path="+l.AuditLog,
+		"--enable-priority-and-fairness=false", "--profiling=false"); err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, l.Server+"/readyz", AdminToken, 90*time.Second); err != nil {
+		return nil, fmt.Errorf("kube-apiserver: %w (see %s)", err, path("logs/kube-apiserver.log"))
+	}
+
+	if err := l.spawn(o, "kube-controller-manager", bin("kube-controller-manager"),
+		"--kubeconfig="+l.Kubeconfig, "--leader-elect=false", "--controllers=*",
+		"--service-account-private-key-file="+path("sa.key"), "--use-service-account-credentials=false",
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[3]),
+		// A node whose kubelet stops is marked Unknown and tainted after 20 s.
+		"--node-monitor-grace-period=20s", "--node-monitor-period=2s"); err != nil {
+		return nil, err
+	}
+	if err := l.spawn(o, "kwok", bin("kwok"),
+		"--kubeconfig="+l.Kubeconfig, "--config="+path("kwok.yaml"),
+		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
+		"--node-lease-duration-seconds=20", "--server-address=127.0.0.1:"+strconv.Itoa(ports[4]),
+		"--cidr=10.244.0.0/16", "--node-ip=10.0.0.1"); err != nil {
+		return nil, err
+	}
+	if o.Detach {
+		return l, l.saveState()
+	}
+	return l, nil
+}
+
+func (l *Lab) writeFiles() error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	files := map[string][]byte{
+		"sa.key": keyPEM,
+		"tokens.csv": []byte(fmt.Sprintf("%s,lab-admin,lab-admin-uid,\"system:masters\"\n%s,lab-nobody,lab-nobody-uid\n",
+			AdminToken, NobodyToken)),
+		"audit-policy.yaml": auditPolicyYAML,
+		"kwok.yaml":         stagesYAML,
+		"kubeconfig":        []byte(Kubeconfig(l.Server)),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(l.Dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Kubeconfig for the lab: context "lab" (admin) and "lab-nobody" (no rights).
+func Kubeconfig(server string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster:
+    server: %s
+    insecure-skip-tls-verify: true
+users:
+- name: lab-admin
+  user:
+    token: %s
+- name: lab-nobody
+  user:
+    token: %s
+contexts:
+- name: lab
+  context: {cluster: lab, user: lab-admin, namespace: default}
+- name: lab-nobody
+  context: {cluster: lab, user: lab-nobody, namespace: default}
+current-context: lab
+`, server, AdminToken, NobodyToken)
+}
+
+func (l *Lab) spawn(o Options, name, bin string, args ...string) error {
+	logf, err := os.Create(filepath.Join(l.Dir, "logs", name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !o.Detach {
+		// Die with the test binary, even if it is killed.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting %s: %w (run `make lab-bin` to build the lab)", name, err)
+	}
+	logf.Close()
+	l.procs = append(l.procs, cmd)
+	return nil
+}
+
+func (l *Lab) saveState() error {
+	st := State{Kubeconfig: l.Kubeconfig, Server: l.Server}
+	for _, p := range l.procs {
+		st.PIDs = append(st.PIDs, p.Process.Pid)
+	}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(l.Dir, "lab.json"), data, 0o644)
+}
+
+// Stop ends the processes, last started first.
+func (l *Lab) Stop() {
+	pids := make([]int, 0, len(l.procs))
+	for _, p := range l.procs {
+		pids = append(pids, p.Process.Pid)
+	}
+	StopPIDs(pids)
+	for _, p := range l.procs {
+		_ = p.Wait()
+	}
+	l.procs = nil
+}
+
+// StopPIDs terminates process groups in reverse order: SIGTERM, then SIGKILL after 5 s.
+func StopPIDs(pids []int) {
+	for i := len(pids) - 1; i >= 0; i-- {
+		_ = syscall.Kill(-pids[i], syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil && !zombie(pid) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// zombie reports a process that exited but was not reaped (our own child).
+func zombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	for i := len(data) - 1; i > 0; i-- {
+		if data[i] == ')' && i+2 < len(data) {
+			return data[i+2] == 'Z'
+		}
+	}
+	return false
+}
+
+// LoadState reads a detached lab's state.
+func LoadState(dir string) (State, error) {
+	var st State
+	data, err := os.ReadFile(filepath.Join(dir, "lab.json"))
+	if err != nil {
+		return st, err
+	}
+	return st, json.Unmarshal(data, &st)
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func waitHTTP(ctx context.Context, url, token string, timeout time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the lab's self-signed apiserver
+	}}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error = errors.New("no answer")
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("%s: %s", url, resp.Status)
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %s: %w", timeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
