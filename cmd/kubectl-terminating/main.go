@@ -11,8 +11,8 @@ import (
 	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/klog/v2"
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // exec, OIDC and cloud auth plugins
+	"k8s.io/klog/v2"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/cmd"
 )

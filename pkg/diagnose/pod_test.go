@@ -32,8 +32,8 @@ func TestPodRules(t *testing.T) {
 			severity: report.Info, stuck: false, evidence: "metadata.deletionGracePeriodSeconds: 30", failCheck: "grace period over",
 		},
 		{
-			name: "inside the grace period on a dead node is a forecast, not stuck",
-			objs: []runtime.Object{terminatingPod(10*time.Second, 30), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 10*time.Minute)},
+			name:  "inside the grace period on a dead node is a forecast, not stuck",
+			objs:  []runtime.Object{terminatingPod(10*time.Second, 30), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 10*time.Minute)},
 			codes: []string{"WithinGracePeriod", "NodeUnreachable"}, severity: report.Info, stuck: false,
 		},
 		{
@@ -47,18 +47,18 @@ func TestPodRules(t *testing.T) {
 			severity: report.Warning, stuck: true, evidence: "status.containerStatuses[app].state.running", failCheck: "containers stopped",
 		},
 		{
-			name: "node lease stale: the dead node is the root cause, running containers are not reported",
-			objs: []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Minute)},
+			name:  "node lease stale: the dead node is the root cause, running containers are not reported",
+			objs:  []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Minute)},
 			codes: []string{"NodeUnreachable"}, severity: report.Critical, stuck: true, evidence: "lease kube-node-lease/node-1", failCheck: "node alive",
 		},
 		{
-			name: "node Ready Unknown and tainted unreachable",
-			objs: []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 5*time.Minute)},
+			name:  "node Ready Unknown and tainted unreachable",
+			objs:  []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 5*time.Minute)},
 			codes: []string{"NodeUnreachable"}, severity: report.Critical, stuck: true, evidence: "node.kubernetes.io/unreachable:NoExecute",
 		},
 		{
-			name: "node NotReady with a fresh lease",
-			objs: []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionFalse), lease("node-1", 5*time.Second)},
+			name:  "node NotReady with a fresh lease",
+			objs:  []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionFalse), lease("node-1", 5*time.Second)},
 			codes: []string{"NodeNotReady"}, severity: report.Critical, stuck: true, evidence: "Ready=False",
 		},
 		{
