@@ -90,11 +90,13 @@ func hasVerb(verbs []string, verb string) bool {
 
 // Scan lists the given types in scope with the metadata client (paginated,
 // concurrent) and keeps the objects that have a deletionTimestamp. Types that
-// cannot be listed become skips on the collector.
+// cannot be listed become skips on the collector; if none can be, it fails.
 func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.RESTMapping) ([]Found, error) {
 	var (
-		mu    sync.Mutex
-		found []Found
+		mu       sync.Mutex
+		found    []Found
+		listed   int
+		firstErr error
 	)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanConcurrency)
@@ -105,14 +107,22 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 			defer mu.Unlock()
 			if err != nil {
 				c.Skip(skipOf("list "+QualifiedResource(m.Resource), err))
+				if firstErr == nil {
+					firstErr = err
+				}
 				return nil
 			}
+			listed++
 			found = append(found, items...)
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if listed == 0 && firstErr != nil {
+		// Nothing could be read: saying "nothing stuck" would be a lie.
+		return nil, fmt.Errorf("could not list any of the %d resource types in scope: %w", len(mappings), firstErr)
 	}
 	sort.Slice(found, func(i, j int) bool {
 		a, b := found[i].Object, found[j].Object

@@ -23,23 +23,33 @@ var namespaceConditions = []struct {
 	code      catalog.Code
 	severity  report.Severity
 	summary   string
-	step      report.Step
+	step      func(ns string) report.Step
 }{
 	{corev1.NamespaceDeletionDiscoveryFailure, catalog.NamespaceDiscoveryFailure, report.Critical,
 		"discovery of some API groups fails, so the namespace controller cannot tell the namespace is empty",
-		step("Find the unavailable APIService and fix its backend, or delete the APIService of an add-on that was uninstalled", "kubectl get apiservices | grep False", "deleting an APIService removes that API for the whole cluster")},
+		func(string) report.Step {
+			return step("Find the unavailable APIService and fix its backend, or delete the APIService of an add-on that was uninstalled", "kubectl get apiservices | grep False", "deleting an APIService removes that API for the whole cluster")
+		}},
 	{corev1.NamespaceDeletionGVParsingFailure, catalog.NamespaceDiscoveryFailure, report.Critical,
 		"an API group version cannot be parsed, so the namespace controller cannot list the content",
-		step("Find the malformed group version in the message and fix the APIService or CRD that serves it", "kubectl get apiservices", "none: read-only")},
+		func(string) report.Step {
+			return step("Find the malformed group version in the message and fix the APIService or CRD that serves it", "kubectl get apiservices", "none: read-only")
+		}},
 	{corev1.NamespaceDeletionContentFailure, catalog.NamespaceContentFailure, report.Critical,
 		"the namespace controller failed to delete some content",
-		step("Read the errors in the message: webhooks refusing deletes, conversion webhooks, objects that do not go away", "", "none: read-only")},
+		func(string) report.Step {
+			return step("Read the errors in the message: webhooks refusing deletes, conversion webhooks, objects that do not go away", "", "none: read-only")
+		}},
 	{corev1.NamespaceFinalizersRemaining, catalog.NamespaceFinalizersRemaining, report.Warning,
 		"objects left in the namespace wait for their finalizers",
-		step("Bring back the controllers that own these finalizers", "", "none")},
+		func(string) report.Step {
+			return step("Bring back the controllers that own these finalizers", "", "none")
+		}},
 	{corev1.NamespaceContentRemaining, catalog.NamespaceContentRemaining, report.Warning,
 		"objects remain in the namespace",
-		step("List what remains and chase each object's own blocker", "kubectl terminating why", "none: read-only")},
+		func(ns string) report.Step {
+			return step("List what remains and chase each object's own blocker", "kubectl terminating why -n "+ns, "none: read-only")
+		}},
 }
 
 // namespaceCauses reads the namespace controller's conditions as they are.
@@ -54,7 +64,7 @@ func namespaceCauses(ns *corev1.Namespace, tm timing) []report.Cause {
 			fmt.Sprintf("%s: %s", nc.summary, c.Message),
 			[]string{fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message),
 				specFinalizers(ns)},
-			nc.step, clearNamespaceFinalizers(ns.Name)))
+			nc.step(ns.Name), clearNamespaceFinalizers(ns.Name)))
 	}
 	if len(causes) == 0 && !hasDeletionConditions(ns) && tm.terminating > controllerSilence {
 		causes = append(causes, cause(catalog.NamespaceControllerInactive, report.Critical, 0.7,

@@ -2,12 +2,14 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // A hand-played kubelet: the scenario writes, once, what a kubelet writes
@@ -20,7 +22,7 @@ import (
 // DyingNode creates a node that reports Ready once and then stops.
 func (e *Env) DyingNode(ctx context.Context, name string) error {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
-	created, err := e.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	_, err := e.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -28,13 +30,19 @@ func (e *Env) DyingNode(ctx context.Context, name string) error {
 		return err
 	}
 	now := metav1.Now()
-	created.Status = corev1.NodeStatus{
+	status := corev1.NodeStatus{
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 			Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}},
 		NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.36.3", ContainerRuntimeVersion: "containerd://2.1.0", OperatingSystem: "linux", Architecture: "amd64"},
 		Capacity: corev1.ResourceList{corev1.ResourcePods: mustQuantity("110")},
 	}
-	if _, err := e.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// A merge patch of the status, as the kubelet sends: the node lifecycle
+	// controller may have updated the node since it was created.
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	if _, err := e.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		return err
 	}
 	duration := int32(20)

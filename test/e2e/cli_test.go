@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
+)
+
+// Bad input gets one clear line on stderr and exit code 1.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown type", []string{"--kubeconfig", theLab.Kubeconfig, "why", "nosuchthings/x"}, `the server doesn't have a resource type "nosuchthings"`},
+		{"missing object", []string{"--kubeconfig", theLab.Kubeconfig, "why", "pod/nope", "-n", "default"}, `pods "nope" not found in namespace "default"`},
+		{"unreachable server", []string{"--kubeconfig", theLab.Kubeconfig, "--server", "https://127.0.0.1:1", "list"}, "cannot reach the cluster"},
+		{"rejected credentials", []string{"--kubeconfig", theLab.Kubeconfig, "--token", "expired", "list"}, "rejected the credentials"},
+		{"bad flag", []string{"why", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{"bad output format", []string{"--kubeconfig", theLab.Kubeconfig, "list", "-o", "xml"}, "unable to match a printer"},
+		{"mixed argument forms", []string{"--kubeconfig", theLab.Kubeconfig, "why", "pods", "pod/x"}, "no need to specify a resource type"},
+		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig", "list"}, "/nonexistent/kubeconfig"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runWith(t, tc.args...)
+			lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+			if res.code != 1 || len(lines) != 1 || !strings.Contains(res.stderr, tc.want) || !strings.HasPrefix(res.stderr, "error: ") {
+				t.Errorf("exit %d, stderr %q; want 1 and one line with %q", res.code, res.stderr, tc.want)
+			}
+			if strings.Contains(res.stderr, "goroutine") || res.stdout != "" {
+				t.Errorf("stdout %q stderr %q", res.stdout, res.stderr)
+			}
+		})
+	}
+}
+
+func TestObjectNotBeingDeleted(t *testing.T) {
+	t.Parallel()
+	res := run(t, "why", "ns/default")
+	if res.code != 0 || !strings.Contains(res.stderr, "namespace/default is not being deleted") {
+		t.Errorf("exit %d stderr %q", res.code, res.stderr)
+	}
+}
+
+func TestOutputFormats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "formats")
+	pod := scenario.PodSpec(ns, "held-0", liveNode)
+	pod.Finalizers = []string{"example.com/hold"}
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "held-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitPod(ctx, ns, "held-0", "finally deleted by its kubelet", func(p *corev1.Pod) bool {
+		return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	y := run(t, "list", "-n", ns, "-o", "yaml")
+	var r report
+	if err := yaml.Unmarshal([]byte(y.stdout), &r); err != nil || r.Kind != "TerminationReport" || len(r.Items) != 1 {
+		t.Fatalf("-o yaml: %v %+v\n%s", err, r, y.stdout)
+	}
+	jp := run(t, "list", "-n", ns, "-o", "jsonpath={.items[0].causes[0].code}")
+	if jp.stdout != "FinalizerPending" {
+		t.Errorf("-o jsonpath = %q", jp.stdout)
+	}
+	gt := run(t, "list", "-n", ns, "-o", "go-template={{range .items}}{{.object.name}}{{end}}")
+	if gt.stdout != "held-0" {
+		t.Errorf("-o go-template = %q", gt.stdout)
+	}
+	wide := run(t, "list", "-n", ns, "-o", "wide")
+	table := run(t, "list", "-n", ns)
+	for _, col := range []string{"NAMESPACE", "KIND", "NAME", "TERMINATING", "OVERDUE", "SEVERITY", "TOP CAUSE"} {
+		if !strings.Contains(table.stdout, col) {
+			t.Errorf("table lacks column %s:\n%s", col, table.stdout)
+		}
+	}
+	for _, col := range []string{"STUCK", "GRACE", "CONFIDENCE", "SUMMARY"} {
+		if !strings.Contains(wide.stdout, col) || strings.Contains(table.stdout, col) {
+			t.Errorf("column %s should be in -o wide only", col)
+		}
+	}
+	if strings.Contains(table.stdout, "\x1b[") {
+		t.Errorf("colour codes in output that is not a terminal: %q", table.stdout)
+	}
+	if !strings.Contains(table.stdout, "held-0") || !strings.Contains(table.stdout, "FinalizerPending") {
+		t.Errorf("table:\n%s", table.stdout)
+	}
+}
+
+// The plugin is found by kubectl on PATH, as krew installs it.
+func TestRunsAsKubectlPlugin(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Symlink(plugin, filepath.Join(dir, "kubectl-terminating")); err != nil {
+		t.Fatal(err)
+	}
+	path := dir + string(os.PathListSeparator) + os.Getenv("PATH")
+	list := exec.Command(kubectl, "plugin", "list")
+	list.Env = append(os.Environ(), "PATH="+path)
+	out, _ := list.CombinedOutput()
+	if !strings.Contains(string(out), "kubectl-terminating") {
+		t.Errorf("kubectl plugin list:\n%s", out)
+	}
+	version := exec.Command(kubectl, "terminating", "version")
+	version.Env = append(os.Environ(), "PATH="+path)
+	out, err := version.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "kubectl-terminating v") {
+		t.Errorf("kubectl terminating version: %v\n%s", err, out)
+	}
+	why := exec.Command(kubectl, "terminating", "why", "ns/default", "--kubeconfig", theLab.Kubeconfig)
+	why.Env = append(os.Environ(), "PATH="+path)
+	if out, err := why.CombinedOutput(); err != nil || !strings.Contains(string(out), "not being deleted") {
+		t.Errorf("kubectl terminating why: %v\n%s", err, out)
+	}
+}

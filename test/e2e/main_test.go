@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
+)
+
+// The lab every test shares, and the built plugin the tests run as a user would.
+var (
+	theLab   *lab.Lab
+	env      *scenario.Env
+	plugin   string
+	kubectl  string
+	liveNode = "kwok-1"
+)
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	root, _ := filepath.Abs("../..")
+	plugin = envOr("PLUGIN_BIN", filepath.Join(root, "bin", "kubectl-terminating"))
+	binDir := envOr("LAB_BIN_DIR", filepath.Join(root, ".lab", "bin"))
+	kubectl = filepath.Join(binDir, "kubectl")
+	for _, f := range []string{plugin, kubectl, filepath.Join(binDir, "kube-apiserver")} {
+		if _, err := os.Stat(f); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %s is missing: run `make build lab-bin` (make test does)\n", f)
+			return 1
+		}
+	}
+	dir, err := os.MkdirTemp("", "kubectl-terminating-lab-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	ctx := context.Background()
+	start := time.Now()
+	theLab, err = lab.Start(ctx, lab.Options{BinDir: binDir, Dir: dir})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: starting the lab: %v (logs in %s)\n", err, dir)
+		return 1
+	}
+	// Always tear down, also on an interrupt (the lab's processes die with us anyway: Pdeathsig).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		theLab.Stop()
+		os.Exit(130)
+	}()
+	defer theLab.Stop()
+	fmt.Printf("e2e: lab up at %s in %s\n", theLab.Server, time.Since(start).Round(time.Millisecond))
+	if env, err = scenario.NewEnv(theLab.Kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if err := env.LiveNode(ctx, liveNode); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := checkReadOnly(theLab.AuditLog); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: FAIL: read-only check:", err)
+			code = 1
+		}
+	}
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "e2e: lab logs kept in %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	return code
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// result is one run of the built plugin.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs the plugin against the lab as its administrator.
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	return runWith(t, append([]string{"--kubeconfig", theLab.Kubeconfig}, args...)...)
+}
+
+func runWith(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, plugin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Env = append(os.Environ(), "NO_COLOR=")
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errOut.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %v: %v", args, err)
+	}
+	return r
+}
+
+// The report as a runbook reads it: parsed from JSON, not from the plugin's types.
+type report struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Items      []item `json:"items"`
+	Skipped    []skip `json:"skipped"`
+}
+
+type item struct {
+	Object struct {
+		APIVersion, Kind, Resource, Namespace, Name, UID string
+	} `json:"object"`
+	DeletionTimestamp  string  `json:"deletionTimestamp"`
+	GracePeriodSeconds int64   `json:"gracePeriodSeconds"`
+	TerminatingSeconds int64   `json:"terminatingSeconds"`
+	OverdueSeconds     int64   `json:"overdueSeconds"`
+	Stuck              bool    `json:"stuck"`
+	Severity           string  `json:"severity"`
+	Causes             []cause `json:"causes"`
+	Checks             []check `json:"checks"`
+	Skipped            []skip  `json:"skipped"`
+}
+
+type cause struct {
+	Code        string   `json:"code"`
+	Severity    string   `json:"severity"`
+	Confidence  float64  `json:"confidence"`
+	Summary     string   `json:"summary"`
+	Evidence    []string `json:"evidence"`
+	Remediation []struct {
+		Action, Command, Risk string
+	} `json:"remediation"`
+	BlockedBy []item `json:"blockedBy"`
+}
+
+type check struct{ Name, Status, Detail string }
+
+type skip struct{ Check, Reason, Detail string }
+
+// diagnose runs the plugin with -o json and parses the report.
+func diagnose(t *testing.T, args ...string) (report, result) {
+	t.Helper()
+	res := run(t, append(args, "-o", "json")...)
+	var r report
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+		t.Fatalf("plugin %v: exit %d, output is not a JSON report: %v\nstdout: %s\nstderr: %s", args, res.code, err, res.stdout, res.stderr)
+	}
+	if r.APIVersion != "terminating.kubectl.io/v1alpha1" || r.Kind != "TerminationReport" {
+		t.Fatalf("report apiVersion/kind = %s/%s", r.APIVersion, r.Kind)
+	}
+	return r, res
+}
+
+// only returns the one item of a report, failing otherwise.
+func only(t *testing.T, r report) item {
+	t.Helper()
+	if len(r.Items) != 1 {
+		t.Fatalf("want 1 item, got %d: %+v", len(r.Items), r.Items)
+	}
+	return r.Items[0]
+}
+
+func codesOf(it item) []string {
+	var out []string
+	for _, c := range it.Causes {
+		out = append(out, c.Code)
+	}
+	return out
+}
+
+func hasEvidence(c cause, fragment string) bool {
+	for _, e := range c.Evidence {
+		if strings.Contains(e, fragment) {
+			return true
+		}
+	}
+	return false
+}
+
+func checkStatus(it item, name string) string {
+	for _, c := range it.Checks {
+		if c.Name == name {
+			return c.Status
+		}
+	}
+	return "<missing>"
+}
+
+// namespace creates a fresh namespace for one test.
+func namespace(t *testing.T, name string) string {
+	t.Helper()
+	if err := env.Namespace(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// settle waits until an object's deadline is further back than the plugin's
+// settle time (30 s), after which a pending finalizer or a slow kubelet counts as stuck.
+func settle(t *testing.T, deadline time.Time) {
+	t.Helper()
+	if d := time.Until(deadline.Add(31 * time.Second)); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+func deleteOpts(grace *int64) metav1.DeleteOptions {
+	return metav1.DeleteOptions{GracePeriodSeconds: grace}
+}

@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
+)
+
+func TestPodOnDeadNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "dead-node")
+	if err := env.DyingNode(ctx, "dead-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.RunOnDyingNode(ctx, scenario.PodSpec(ns, "web-0", "dead-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "web-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	// The real node lifecycle controller gives up on the node.
+	if err := env.WaitNodeUnreachable(ctx, "dead-1"); err != nil {
+		t.Fatal(err)
+	}
+
+	r, res := diagnose(t, "why", "pod/web-0", "-n", ns)
+	if res.code != 2 {
+		t.Errorf("exit code = %d, want 2 (stuck); stderr %s", res.code, res.stderr)
+	}
+	it := only(t, r)
+	if got := codesOf(it); len(got) == 0 || got[0] != "NodeUnreachable" {
+		t.Fatalf("causes = %v, want NodeUnreachable first", got)
+	}
+	top := it.Causes[0]
+	if !it.Stuck || top.Severity != "critical" {
+		t.Errorf("stuck/severity = %v/%s", it.Stuck, top.Severity)
+	}
+	for _, want := range []string{"lease kube-node-lease/dead-1: spec.renewTime", "Ready=Unknown", "node.kubernetes.io/unreachable:NoExecute"} {
+		if !hasEvidence(top, want) {
+			t.Errorf("evidence lacks %q: %q", want, top.Evidence)
+		}
+	}
+	if slices.Contains(codesOf(it), "ContainersStillRunning") {
+		t.Errorf("running containers are a symptom of the dead node, not a cause of their own: %v", codesOf(it))
+	}
+	for name, want := range map[string]string{"node alive": "fail", "containers stopped": "fail", "finalizers cleared": "pass", "grace period over": "pass"} {
+		if got := checkStatus(it, name); got != want {
+			t.Errorf("check %q = %s, want %s", name, got, want)
+		}
+	}
+	if it.Object.Kind != "Pod" || it.Object.Namespace != ns || it.Object.UID == "" || it.GracePeriodSeconds != 1 {
+		t.Errorf("object/grace = %+v / %d", it.Object, it.GracePeriodSeconds)
+	}
+
+	// The same through the table, as an operator reads it.
+	table := run(t, "why", "pod/web-0", "-n", ns)
+	for _, want := range []string{"pod/web-0 -n " + ns, "critical NodeUnreachable", "out-of-service", "--grace-period=0 --force"} {
+		if !strings.Contains(table.stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, table.stdout)
+		}
+	}
+}
+
+func TestPodHeldByFinalizerAfterFinalDelete(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "finalizer")
+	pod := scenario.PodSpec(ns, "cache-0", liveNode)
+	pod.Finalizers = []string{"example.com/drain"}
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "cache-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	var deadline time.Time
+	// The fake kubelet stops the containers and sends the final grace-0 DELETE (state D).
+	if err := env.WaitPod(ctx, ns, "cache-0", "finally deleted by its kubelet", func(p *corev1.Pod) bool {
+		deadline = p.DeletionTimestamp.Time
+		return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, deadline)
+
+	r, res := diagnose(t, "why", "pods", "cache-0", "-n", ns)
+	if res.code != 2 {
+		t.Errorf("exit code = %d, want 2", res.code)
+	}
+	it := only(t, r)
+	if got := codesOf(it); !slices.Equal(got, []string{"FinalizerPending"}) {
+		t.Fatalf("causes = %v, want [FinalizerPending]", got)
+	}
+	if !hasEvidence(it.Causes[0], "example.com/drain") {
+		t.Errorf("evidence lacks the finalizer: %q", it.Causes[0].Evidence)
+	}
+	for name, want := range map[string]string{"node alive": "pass", "containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "pass", "finalizers cleared": "fail"} {
+		if got := checkStatus(it, name); got != want {
+			t.Errorf("check %q = %s, want %s", name, got, want)
+		}
+	}
+	last := it.Causes[0].Remediation[len(it.Causes[0].Remediation)-1]
+	if !strings.Contains(last.Command, "/metadata/finalizers") || last.Risk == "" || last.Risk == "none" {
+		t.Errorf("removing a finalizer must come last, with its risk: %+v", last)
+	}
+}
+
+func TestPodInsideGracePeriodIsNotStuck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "grace")
+	pod := scenario.PodSpec(ns, "batch-0", liveNode)
+	hour := int64(3600)
+	pod.Spec.TerminationGracePeriodSeconds = &hour
+	pod.Annotations = map[string]string{lab.KillDelayAnnotation: "3600s"}
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.CoreV1().Pods(ns).Delete(ctx, "batch-0", deleteOpts(nil)); err != nil {
+		t.Fatal(err)
+	}
+	r, res := diagnose(t, "why", "pod/batch-0", "-n", ns)
+	if res.code != 0 {
+		t.Errorf("exit code = %d, want 0: inside its grace period nothing is stuck", res.code)
+	}
+	it := only(t, r)
+	if it.Stuck || it.Severity != "info" || codesOf(it)[0] != "WithinGracePeriod" {
+		t.Fatalf("stuck %v severity %s causes %v", it.Stuck, it.Severity, codesOf(it))
+	}
+	if it.GracePeriodSeconds != 3600 || it.OverdueSeconds != 0 || it.TerminatingSeconds > 60 {
+		t.Errorf("grace %d overdue %d terminating %d", it.GracePeriodSeconds, it.OverdueSeconds, it.TerminatingSeconds)
+	}
+	if got := checkStatus(it, "grace period over"); got != "fail" {
+		t.Errorf("grace period check = %s, want fail", got)
+	}
+}
+
+func TestPodWhoseKubeletNeverKills(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "hang-kill")
+	pod := scenario.PodSpec(ns, "api-0", liveNode)
+	pod.Labels[lab.KubeletLabel] = "hang-kill"
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "api-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	// Just past the deadline: the kubelet may still be at it.
+	r, res := diagnose(t, "why", "pod/api-0", "-n", ns)
+	it := only(t, r)
+	if res.code != 0 || it.Stuck || codesOf(it)[0] != "GracePeriodOverrun" {
+		t.Fatalf("just past the deadline: exit %d stuck %v causes %v, want 0/false/GracePeriodOverrun", res.code, it.Stuck, codesOf(it))
+	}
+	settle(t, time.Now())
+	r, res = diagnose(t, "why", "pod/api-0", "-n", ns)
+	it = only(t, r)
+	if res.code != 2 || !it.Stuck || codesOf(it)[0] != "ContainersStillRunning" {
+		t.Fatalf("long past the deadline: exit %d stuck %v causes %v, want 2/true/ContainersStillRunning", res.code, it.Stuck, codesOf(it))
+	}
+	if !hasEvidence(it.Causes[0], "status.containerStatuses[app].state.running") {
+		t.Errorf("evidence: %q", it.Causes[0].Evidence)
+	}
+}
+
+func TestPodWhoseKubeletNeverSendsTheFinalDelete(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "hang-delete")
+	pod := scenario.PodSpec(ns, "job-0", liveNode)
+	pod.Labels[lab.KubeletLabel] = "hang-delete"
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "job-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitPod(ctx, ns, "job-0", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed }); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, time.Now())
+	r, res := diagnose(t, "why", "pod/job-0", "-n", ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "CgroupCleanupPending" {
+		t.Fatalf("exit %d causes %v, want 2 and CgroupCleanupPending (state C)", res.code, codesOf(it))
+	}
+	for name, want := range map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "fail"} {
+		if got := checkStatus(it, name); got != want {
+			t.Errorf("check %q = %s, want %s", name, got, want)
+		}
+	}
+}
+
+func TestPodThatWasDeletedNormally(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "normal")
+	if err := env.RunningPod(ctx, scenario.PodSpec(ns, "ok-0", liveNode)); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "ok-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	// The fake kubelet kills the containers and sends the final DELETE: the pod goes away.
+	if err := env.WaitGone(ctx, ns, "ok-0"); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, "why", "pod/ok-0", "-n", ns)
+	if res.code != 1 || !strings.Contains(res.stderr, `pods "ok-0" not found`) || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+		t.Errorf("a missing object: exit %d, stderr %q; want 1 and one line", res.code, res.stderr)
+	}
+	r, res := diagnose(t, "why", "pod/ok-0", "-n", ns, "--ignore-not-found")
+	if res.code != 0 || len(r.Items) != 0 {
+		t.Errorf("--ignore-not-found: exit %d, %d items", res.code, len(r.Items))
+	}
+}
