@@ -94,7 +94,7 @@ func incomplete(t *snapshot.Target, tm timing) report.Cause {
 	for _, sk := range t.Skipped {
 		evidence = append(evidence, fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason))
 	}
-	return cause(catalog.DiagnosisIncomplete, report.Warning, 0.3,
+	return cause(catalog.DiagnosisIncomplete, settling(report.Warning, tm), 0.3,
 		fmt.Sprintf("%s is %s past its deletion deadline and no rule explains why", t.Ref.Kind, report.HumanDuration(tm.overdue)),
 		evidence,
 		step("Look at the object's events and the controllers that act on it",
@@ -122,6 +122,15 @@ func nsFlag(ns string) string {
 		return ""
 	}
 	return " -n " + ns
+}
+
+// settling downgrades a warning to info while the object is within settleTime
+// of its deadline: controllers have not had their chance yet.
+func settling(sev report.Severity, tm timing) report.Severity {
+	if sev == report.Warning && tm.overdue < settleTime {
+		return report.Info
+	}
+	return sev
 }
 
 // settleTime is how long after its deadline an object may still be cleaned

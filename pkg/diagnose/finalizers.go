@@ -46,11 +46,8 @@ func finalizerCauses(finalizers []string, ref report.ObjectRef, tm timing) []rep
 	if len(finalizers) == 0 {
 		return nil
 	}
-	sev, confidence := report.Warning, 0.7
-	if tm.overdue < settleTime {
-		// Controllers remove their finalizers within seconds of a delete.
-		sev, confidence = report.Info, 0.5
-	}
+	// Controllers remove their finalizers within seconds of a delete.
+	sev, confidence := settling(report.Warning, tm), 0.7
 	evidence := []string{fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(finalizers, ", "))}
 	for _, f := range finalizers {
 		o := ownerOf(f)

@@ -60,7 +60,7 @@ func namespaceCauses(ns *corev1.Namespace, tm timing) []report.Cause {
 		if c == nil || c.Status != corev1.ConditionTrue {
 			continue
 		}
-		causes = append(causes, cause(nc.code, nc.severity, 0.8,
+		causes = append(causes, cause(nc.code, settling(nc.severity, tm), 0.8,
 			fmt.Sprintf("%s: %s", nc.summary, c.Message),
 			[]string{fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message),
 				specFinalizers(ns)},

@@ -124,6 +124,30 @@ func (n nodeHealth) evidence() []string {
 	return out
 }
 
+// summary is the node's liveness in one line, for the checklist.
+func (n nodeHealth) summary() string {
+	var parts []string
+	switch {
+	case n.lease == nil:
+		parts = append(parts, "no lease")
+	case n.lease.Spec.RenewTime != nil:
+		d := "?"
+		if n.lease.Spec.LeaseDurationSeconds != nil {
+			d = fmt.Sprint(*n.lease.Spec.LeaseDurationSeconds)
+		}
+		parts = append(parts, fmt.Sprintf("lease %s old (leaseDurationSeconds %s)", report.HumanDuration(n.leaseAge), d))
+	}
+	if n.ready != nil {
+		parts = append(parts, fmt.Sprintf("Ready=%s (%s)", n.ready.Status, n.ready.Reason))
+	}
+	for _, key := range []string{taintUnreachable, taintNotReady, taintOutOfService} {
+		if n.hasTaint(key) {
+			parts = append(parts, "tainted "+strings.TrimPrefix(key, "node.kubernetes.io/"))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // causes reports a node that cannot finish the pod's deletion.
 func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 	switch {

@@ -54,9 +54,9 @@ func nodeCheck(n nodeHealth) report.Check {
 	case n.node == nil:
 		c.Status, c.Detail = report.Unknown, fmt.Sprintf("node %s not read", n.name)
 	case n.alive():
-		c.Status, c.Detail = report.Pass, strings.Join(n.evidence(), "; ")
+		c.Status, c.Detail = report.Pass, n.summary()
 	default:
-		c.Status, c.Detail = report.Fail, strings.Join(n.evidence(), "; ")
+		c.Status, c.Detail = report.Fail, n.summary()
 	}
 	return c
 }

@@ -5,6 +5,7 @@ module github.com/kubectl-terminating/kubectl-terminating/test/e2e
 go 1.26.0
 
 require (
+	github.com/blang/semver/v4 v4.0.0
 	golang.org/x/sync v0.19.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3

@@ -12,7 +12,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -297,7 +296,7 @@ func waitHTTP(ctx context.Context, url, token string, timeout time.Duration) err
 	}}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var last error = errors.New("no answer")
+	var last error
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if token != "" {

@@ -1,0 +1,74 @@
+# kubectl-terminating: the two commands that matter are `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+PKG     := github.com/kubectl-terminating/kubectl-terminating/pkg/version
+LDFLAGS := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Commit=$(COMMIT) -X $(PKG).Date=$(DATE)
+
+LAB_BIN   := $(CURDIR)/.lab/bin
+LAB_RUN   := $(CURDIR)/.lab/run
+TOOLS     := $(CURDIR)/.lab/tools
+STATICCHECK_VERSION := v0.8.2
+GORELEASER_VERSION  := v2.15.0
+
+.PHONY: build
+build: ## Build bin/kubectl-terminating
+	go build -ldflags "$(LDFLAGS)" -o bin/kubectl-terminating ./cmd/kubectl-terminating
+
+.PHONY: lab-bin
+lab-bin: ## Build the lab's etcd, kube-apiserver, kube-controller-manager, kubectl and kwok (once)
+	test/e2e/lab/build.sh $(LAB_BIN)
+
+.PHONY: demo
+demo: build lab-bin ## Start the lab, build a gallery of stuck objects and diagnose them
+	hack/demo.sh
+
+.PHONY: lab-down
+lab-down: ## Stop the lab that `make demo` left running
+	cd test/e2e && go run ./cmd/lab down -dir $(LAB_RUN)
+
+.PHONY: test
+test: lint unit e2e release-check ## Everything: lint, unit and golden tests, e2e on the lab, release files
+
+.PHONY: unit
+unit: ## Unit, golden-output and command tests (no cluster)
+	go test -race -count=1 ./...
+
+.PHONY: e2e
+e2e: build lab-bin ## Black-box tests of the built plugin against the lab
+	cd test/e2e && PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) go test -count=1 -timeout 20m ./...
+
+.PHONY: golden
+golden: ## Rewrite the golden files after an intended output change
+	go test ./pkg/... -update
+
+.PHONY: lint
+lint: $(TOOLS)/staticcheck ## gofmt, go vet and staticcheck on both modules
+	@unformatted=$$(gofmt -l cmd pkg test); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	go vet ./...
+	cd test/e2e && go vet ./...
+	$(TOOLS)/staticcheck ./...
+	cd test/e2e && $(TOOLS)/staticcheck ./...
+
+$(TOOLS)/staticcheck:
+	GOBIN=$(TOOLS) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(TOOLS)/goreleaser:
+	GOBIN=$(TOOLS) go install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+.PHONY: release-check
+release-check: $(TOOLS)/goreleaser ## goreleaser check + snapshot build, and the krew manifest checked against it
+	$(TOOLS)/goreleaser check
+	$(TOOLS)/goreleaser release --snapshot --clean --skip=publish
+	cd test/e2e && DIST_DIR=$(CURDIR)/dist MANIFEST=$(CURDIR)/plugins.yaml go test -count=1 -run TestKrewManifest ./release/...
+
+.PHONY: clean
+clean: lab-down
+	rm -rf bin dist .lab/run
+
+.PHONY: help
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'

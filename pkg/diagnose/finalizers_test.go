@@ -1,0 +1,81 @@
+package diagnose
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+func widget(requested time.Duration, finalizers ...string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("example.com/v1")
+	u.SetKind("Widget")
+	u.SetNamespace("shop")
+	u.SetName("w1")
+	u.SetDeletionTimestamp(ago(requested))
+	u.SetDeletionGracePeriodSeconds(int64p(0))
+	u.SetFinalizers(finalizers)
+	return u
+}
+
+func TestFinalizerPending(t *testing.T) {
+	it := Diagnose(snap(widget(10*time.Minute, "example.com/cleanup", "kubernetes.io/pvc-protection"))).Items[0]
+	if got := codes(it); !slices.Equal(got, []string{"FinalizerPending"}) {
+		t.Fatalf("codes = %v", got)
+	}
+	c := it.Causes[0]
+	if it.Severity != report.Warning || !it.Stuck {
+		t.Errorf("severity %s stuck %v", it.Severity, it.Stuck)
+	}
+	for _, want := range []string{"finalizer example.com/cleanup: removed by a third-party controller", "finalizer kubernetes.io/pvc-protection: removed by PVC protection controller"} {
+		if !slices.ContainsFunc(c.Evidence, func(e string) bool { return strings.HasPrefix(e, want) }) {
+			t.Errorf("evidence %q lacks %q", c.Evidence, want)
+		}
+	}
+	last := c.Remediation[len(c.Remediation)-1]
+	if !strings.Contains(last.Command, "kubectl patch widgets.example.com w1 -n shop") || !strings.Contains(last.Risk, "skips the cleanup") {
+		t.Errorf("last step = %+v", last)
+	}
+}
+
+func TestFinalizerJustAfterDeleteIsProgress(t *testing.T) {
+	it := Diagnose(snap(widget(5*time.Second, "example.com/cleanup"))).Items[0]
+	if it.Stuck || it.Severity != report.Info {
+		t.Errorf("5s after the delete a finalizer is normal progress: stuck %v severity %s", it.Stuck, it.Severity)
+	}
+}
+
+func TestExternalAttacherOwner(t *testing.T) {
+	if o := ownerOf("external-attacher/ebs.csi.aws.com"); !strings.Contains(o.owner, "ebs.csi.aws.com") {
+		t.Errorf("owner = %+v", o)
+	}
+}
+
+// Every code a rule emits is in the catalogue, so docs and ranking know it.
+func TestRulesEmitOnlyCataloguedCodes(t *testing.T) {
+	s := snap(widget(10*time.Minute, "x/y"), terminatingNamespace(10*time.Minute), terminatingPod(10*time.Minute, 30))
+	for _, it := range Diagnose(s).Items {
+		for _, c := range it.Causes {
+			if _, ok := catalog.Lookup(catalog.Code(c.Code)); !ok {
+				t.Errorf("%s is not catalogued", c.Code)
+			}
+		}
+	}
+}
+
+func TestItemsMostSevereFirst(t *testing.T) {
+	s := snap(widget(5*time.Second, "x/y"), terminatingNamespace(10*time.Minute), terminatingPod(10*time.Second, 30))
+	var sev []report.Severity
+	for _, it := range Diagnose(s).Items {
+		sev = append(sev, it.Severity)
+	}
+	if !slices.Equal(sev, []report.Severity{report.Critical, report.Info, report.Info}) {
+		t.Errorf("order = %v", sev)
+	}
+}

@@ -1,0 +1,120 @@
+package diagnose
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+func terminatingNamespace(requested time.Duration, conds ...corev1.NamespaceCondition) *corev1.Namespace {
+	return &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "ns-uid", DeletionTimestamp: ago(requested)},
+		Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
+		Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating, Conditions: conds},
+	}
+}
+
+func nsCond(t corev1.NamespaceConditionType, status corev1.ConditionStatus, reason, msg string) corev1.NamespaceCondition {
+	return corev1.NamespaceCondition{Type: t, Status: status, Reason: reason, Message: msg, LastTransitionTime: *ago(time.Minute)}
+}
+
+// The namespace controller writes all five conditions; only True ones are causes.
+func allConditions(trueOnes ...corev1.NamespaceCondition) []corev1.NamespaceCondition {
+	out := []corev1.NamespaceCondition{}
+	for _, nc := range namespaceConditions {
+		c := nsCond(nc.condition, corev1.ConditionFalse, "ResourcesDiscovered", "All resources successfully discovered")
+		for _, tr := range trueOnes {
+			if tr.Type == nc.condition {
+				c = tr
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func TestNamespaceRules(t *testing.T) {
+	cases := []struct {
+		name     string
+		ns       *corev1.Namespace
+		codes    []string
+		severity report.Severity
+		evidence string
+	}{
+		{
+			name: "content held by finalizers",
+			ns: terminatingNamespace(10*time.Minute, allConditions(
+				nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", "Some resources are remaining: widgets.example.com has 3 resource instances"),
+				nsCond(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: example.com/x in 3 resource instances"),
+			)...),
+			codes: []string{"NamespaceFinalizersRemaining", "NamespaceContentRemaining"}, severity: report.Warning,
+			evidence: "example.com/x in 3 resource instances",
+		},
+		{
+			name: "discovery failure outranks remaining content",
+			ns: terminatingNamespace(10*time.Minute, allConditions(
+				nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", "Some resources are remaining: pods. has 1 resource instances"),
+				nsCond(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue, "DiscoveryFailed", "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"),
+			)...),
+			codes: []string{"NamespaceDiscoveryFailure", "NamespaceContentRemaining"}, severity: report.Critical,
+			evidence: "metrics.k8s.io/v1beta1",
+		},
+		{
+			name: "content deletion failed",
+			ns: terminatingNamespace(10*time.Minute, allConditions(
+				nsCond(corev1.NamespaceDeletionContentFailure, corev1.ConditionTrue, "ContentDeletionFailed", "Failed to delete all resource types, 1 remaining: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods"),
+			)...),
+			codes: []string{"NamespaceContentFailure"}, severity: report.Critical, evidence: "unexpected items still remain",
+		},
+		{
+			name:  "no condition after minutes: the namespace controller is not running",
+			ns:    terminatingNamespace(10 * time.Minute),
+			codes: []string{"NamespaceControllerInactive"}, severity: report.Critical, evidence: "no NamespaceDeletion",
+		},
+		{
+			name:  "no condition yet, seconds after the delete: too early to tell",
+			ns:    terminatingNamespace(20 * time.Second),
+			codes: []string{"DiagnosisIncomplete"}, severity: report.Info,
+		},
+		{
+			name: "content remaining seconds after the delete is progress",
+			ns: terminatingNamespace(10*time.Second, allConditions(
+				nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", "Some resources are remaining: pods. has 1 resource instances"))...),
+			codes: []string{"NamespaceContentRemaining"}, severity: report.Info,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			it := Diagnose(snap(tc.ns)).Items[0]
+			if got := codes(it); !slices.Equal(got, tc.codes) {
+				t.Fatalf("codes = %v, want %v", got, tc.codes)
+			}
+			if it.Severity != tc.severity {
+				t.Errorf("severity = %s, want %s", it.Severity, tc.severity)
+			}
+			if tc.evidence != "" && !slices.ContainsFunc(it.Causes[0].Evidence, func(e string) bool { return strings.Contains(e, tc.evidence) }) {
+				t.Errorf("evidence %q lacks %q", it.Causes[0].Evidence, tc.evidence)
+			}
+		})
+	}
+}
+
+func TestNamespaceLastResortSaysLeftoversReappear(t *testing.T) {
+	ns := terminatingNamespace(10*time.Minute, allConditions(
+		nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", "Some resources are remaining: configmaps. has 1 resource instances"))...)
+	steps := Diagnose(snap(ns)).Items[0].Causes[0].Remediation
+	last := steps[len(steps)-1]
+	if !strings.Contains(last.Command, "/api/v1/namespaces/shop/finalize") || !strings.Contains(last.Risk, "reappear") {
+		t.Errorf("last step = %+v", last)
+	}
+	if !strings.Contains(steps[0].Command, "kubectl terminating why -n shop") {
+		t.Errorf("first step should diagnose the leftovers in that namespace: %+v", steps[0])
+	}
+}
