@@ -13,8 +13,18 @@ import (
 
 // NewRoot builds `kubectl terminating`.
 func NewRoot(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRoot(streams, func(*Options) {})
+}
+
+// newRoot lets tests swap the clients and the clock of both commands.
+func newRoot(streams genericiooptions.IOStreams, customize func(*Options)) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	kube.Tune(flags, version.UserAgent())
+	opts := func() *Options {
+		o := newOptions(flags, streams)
+		customize(o)
+		return o
+	}
 	root := &cobra.Command{
 		Use:   "kubectl-terminating",
 		Short: "Explain why Kubernetes objects are stuck Terminating",
@@ -31,8 +41,8 @@ Exit codes: 0 nothing stuck, 2 at least one stuck object, 1 the tool failed.`,
 	}
 	flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(
-		newWhyCommand(newOptions(flags, streams)),
-		newListCommand(newOptions(flags, streams)),
+		newWhyCommand(opts()),
+		newListCommand(opts()),
 		newVersionCommand(streams),
 	)
 	return root

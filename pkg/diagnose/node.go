@@ -108,8 +108,12 @@ func (n nodeHealth) evidence() []string {
 			n.name, n.lease.Spec.RenewTime.UTC().Format(time.RFC3339), report.HumanDuration(n.leaseAge), dur))
 	}
 	if n.ready != nil {
-		out = append(out, fmt.Sprintf("node %s: condition Ready=%s reason %s since %s: %s", n.name, n.ready.Status, n.ready.Reason,
-			n.ready.LastTransitionTime.UTC().Format(time.RFC3339), n.ready.Message))
+		e := fmt.Sprintf("node %s: condition Ready=%s reason %s since %s", n.name, n.ready.Status, n.ready.Reason,
+			n.ready.LastTransitionTime.UTC().Format(time.RFC3339))
+		if n.ready.Message != "" {
+			e += ": " + n.ready.Message
+		}
+		out = append(out, e)
 	}
 	var taints []string
 	for _, t := range n.node.Spec.Taints {

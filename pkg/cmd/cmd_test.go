@@ -1,0 +1,324 @@
+package cmd
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/restmapper"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-d)); return &t }
+
+// The cluster every command test sees: a pod on a dead node, a pod inside its
+// grace period, a pod held by a finalizer, a healthy pod, a terminating namespace.
+func cluster() []runtime.Object {
+	grace := int64(30)
+	running := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: *ago(time.Hour)}}}}}
+	pod := func(name, node string, deleted *metav1.Time, finalizers ...string) *corev1.Pod {
+		return &corev1.Pod{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: k8stypes.UID("uid-" + name), DeletionTimestamp: deleted,
+				DeletionGracePeriodSeconds: &grace, Finalizers: finalizers},
+			Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app"}}},
+			Status: running,
+		}
+	}
+	dur := int32(40)
+	return []runtime.Object{
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: "old", UID: "uid-old", DeletionTimestamp: ago(10 * time.Minute), DeletionGracePeriodSeconds: new(int64)},
+			Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating, Conditions: []corev1.NamespaceCondition{{
+				Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue, Reason: "SomeResourcesRemain",
+				Message: "Some resources are remaining: configmaps. has 1 resource instances", LastTransitionTime: *ago(9 * time.Minute)}}}},
+		&corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "dead"},
+			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown", LastTransitionTime: *ago(20 * time.Minute)}}}},
+		&coordinationv1.Lease{TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: "dead", Namespace: corev1.NamespaceNodeLease},
+			Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: now.Add(-21 * time.Minute)}, LeaseDurationSeconds: &dur}},
+		&corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "live"},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: *ago(time.Hour)}}}},
+		&coordinationv1.Lease{TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: corev1.NamespaceNodeLease},
+			Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: now.Add(-5 * time.Second)}, LeaseDurationSeconds: &dur}},
+		pod("web-0", "dead", ago(10*time.Minute)),
+		pod("batch-0", "live", ago(-20*time.Second)),
+		pod("cache-0", "live", ago(5*time.Minute), "example.com/drain"),
+		pod("ok-0", "live", nil),
+	}
+}
+
+var apiResources = []*metav1.APIResourceList{
+	{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "pods", SingularName: "pod", Namespaced: true, Kind: "Pod", ShortNames: []string{"po"}, Verbs: []string{"get", "list", "delete"}},
+		{Name: "namespaces", SingularName: "namespace", Kind: "Namespace", ShortNames: []string{"ns"}, Verbs: []string{"get", "list", "delete"}},
+		{Name: "nodes", SingularName: "node", Kind: "Node", ShortNames: []string{"no"}, Verbs: []string{"get", "list"}},
+		{Name: "pods/status", Namespaced: true, Kind: "Pod", Verbs: []string{"get"}},
+	}},
+	{GroupVersion: "coordination.k8s.io/v1", APIResources: []metav1.APIResource{
+		{Name: "leases", SingularName: "lease", Namespaced: true, Kind: "Lease", Verbs: []string{"get", "list"}},
+	}},
+}
+
+// fakes builds the clients over the cluster; tweak may add reactors.
+func fakes(t *testing.T, objs []runtime.Object, tweak func(*kubefake.Clientset, *kube.Clients)) func() (*kube.Clients, error) {
+	t.Helper()
+	typed := kubefake.NewClientset(objs...)
+	fd := typed.Discovery().(*fakediscovery.FakeDiscovery)
+	fd.Resources = apiResources
+	cached := memory.NewMemCacheClient(fd)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+
+	scheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var metaObjs, dynObjs []runtime.Object
+	for _, o := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		dynObjs = append(dynObjs, u)
+		metaObjs = append(metaObjs, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
+			ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), DeletionTimestamp: u.GetDeletionTimestamp(),
+				DeletionGracePeriodSeconds: u.GetDeletionGracePeriodSeconds(), Finalizers: u.GetFinalizers()}})
+	}
+	listKinds := map[schema.GroupVersionResource]string{
+		{Version: "v1", Resource: "pods"}: "PodList", {Version: "v1", Resource: "namespaces"}: "NamespaceList",
+		{Version: "v1", Resource: "nodes"}: "NodeList", {Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}: "LeaseList",
+	}
+	c := &kube.Clients{
+		Typed:     typed,
+		Metadata:  metadatafake.NewSimpleMetadataClient(scheme, metaObjs...),
+		Dynamic:   dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dynObjs...),
+		Discovery: cached,
+		Mapper:    mapper,
+	}
+	if tweak != nil {
+		tweak(typed, c)
+	}
+	return func() (*kube.Clients, error) { return c, nil }
+}
+
+// execute runs `kubectl terminating ARGS` over the fakes.
+func execute(t *testing.T, clients func() (*kube.Clients, error), args ...string) (string, string, error) {
+	t.Helper()
+	empty := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", empty)
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	root := newRoot(streams, func(o *Options) {
+		o.newClients = clients
+		o.now = func() time.Time { return now }
+	})
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	err := root.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `make golden`)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (run `make golden` if intended)\n--- got:\n%s\n--- want:\n%s", name, got, want)
+	}
+}
+
+func TestWhyPodOnDeadNode(t *testing.T) {
+	out, _, err := execute(t, fakes(t, cluster(), nil), "why", "po/web-0", "-n", "shop")
+	if ExitCode(err) != ExitStuck {
+		t.Fatalf("exit code %d (%v), want %d", ExitCode(err), err, ExitStuck)
+	}
+	golden(t, "why-web-0.golden", out)
+}
+
+func TestListAllNamespaces(t *testing.T) {
+	out, _, err := execute(t, fakes(t, cluster(), nil), "list", "-A")
+	if ExitCode(err) != ExitStuck {
+		t.Fatalf("exit code %d (%v)", ExitCode(err), err)
+	}
+	golden(t, "list-all.golden", out)
+	wide, _, _ := execute(t, fakes(t, cluster(), nil), "list", "-A", "-o", "wide")
+	golden(t, "list-all-wide.golden", wide)
+}
+
+func TestWhyAllAsJSONAndYAML(t *testing.T) {
+	out, _, err := execute(t, fakes(t, cluster(), nil), "why", "-A", "-o", "json")
+	if ExitCode(err) != ExitStuck {
+		t.Fatalf("exit code %d (%v)", ExitCode(err), err)
+	}
+	var r struct {
+		APIVersion, Kind string
+		Items            []struct {
+			Object struct{ Kind, Name string }
+			Stuck  bool
+			Causes []struct{ Code string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range r.Items {
+		got = append(got, it.Object.Name+"="+it.Causes[0].Code)
+	}
+	want := "web-0=NodeUnreachable old=NamespaceContentRemaining cache-0=FinalizerPending batch-0=WithinGracePeriod"
+	if strings.Join(got, " ") != want {
+		t.Errorf("items = %v, want %s", got, want)
+	}
+	golden(t, "why-all.json.golden", out)
+	y, _, _ := execute(t, fakes(t, cluster(), nil), "why", "-A", "-o", "yaml")
+	golden(t, "why-all.yaml.golden", y)
+}
+
+func TestNamespaceScopeIncludesTheNamespaceItself(t *testing.T) {
+	out, _, err := execute(t, fakes(t, cluster(), nil), "list", "-n", "old", "-o", "name")
+	if ExitCode(err) != ExitStuck || out != "namespace/old\n" {
+		t.Errorf("exit %d, out %q", ExitCode(err), out)
+	}
+}
+
+func TestNothingStuckExitsZero(t *testing.T) {
+	out, _, err := execute(t, fakes(t, cluster(), nil), "why", "pod/batch-0", "-n", "shop", "-o", "jsonpath={.items[0].causes[0].code}")
+	if err != nil || out != "WithinGracePeriod" {
+		t.Errorf("err %v out %q", err, out)
+	}
+}
+
+func TestOlderThan(t *testing.T) {
+	out, _, _ := execute(t, fakes(t, cluster(), nil), "list", "-A", "--older-than", "6m", "-o", "name")
+	if out != "pod/web-0\nnamespace/old\n" {
+		t.Errorf("--older-than 6m: %q", out)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"why", "nosuch/x"}, `the server doesn't have a resource type "nosuch"`},
+		{[]string{"why", "pod/missing", "-n", "shop"}, `pods "missing" not found in namespace "shop"`},
+		{[]string{"why", "pod/a/b"}, "single resource and name"},
+		{[]string{"why", "pods", "pod/x"}, "no need to specify a resource type"},
+		{[]string{"why", "pod/x", "-A"}, "cannot be retrieved by name across all namespaces"},
+		{[]string{"list", "--older-than", "-5m"}, "must not be negative"},
+		{[]string{"list", "-o", "xml"}, "unable to match a printer"},
+		{[]string{"list", "a", "b"}, "accepts at most 1 arg"},
+	}
+	for _, tc := range cases {
+		_, _, err := execute(t, fakes(t, cluster(), nil), tc.args...)
+		if ExitCode(err) != ExitError || !strings.Contains(Explain(err), tc.want) {
+			t.Errorf("%v: exit %d, error %v; want 1 and %q", tc.args, ExitCode(err), err, tc.want)
+		}
+	}
+}
+
+func TestIgnoreNotFound(t *testing.T) {
+	out, _, err := execute(t, fakes(t, cluster(), nil), "why", "pod/missing", "-n", "shop", "--ignore-not-found")
+	if err != nil || out != "No terminating objects found.\n" {
+		t.Errorf("err %v out %q", err, out)
+	}
+}
+
+func TestNotTerminatingIsSaidOnStderr(t *testing.T) {
+	out, errOut, err := execute(t, fakes(t, cluster(), nil), "why", "pod/ok-0", "-n", "shop")
+	if err != nil || !strings.Contains(errOut, "pod/ok-0 is not being deleted") || out != "No terminating objects found.\n" {
+		t.Errorf("err %v out %q stderr %q", err, out, errOut)
+	}
+}
+
+// A forbidden read is reported and skipped; the diagnosis carries on.
+func TestForbiddenNodeIsSkipped(t *testing.T) {
+	forbidNodes := func(typed *kubefake.Clientset, _ *kube.Clients) {
+		typed.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "dead", errors.New("no rights"))
+		})
+	}
+	out, _, err := execute(t, fakes(t, cluster(), forbidNodes), "why", "pod/web-0", "-n", "shop", "-o", "json")
+	if ExitCode(err) != ExitStuck {
+		t.Fatalf("exit %d %v", ExitCode(err), err)
+	}
+	for _, want := range []string{`"check": "nodes/dead"`, `"reason": "Forbidden"`, `"code": "DiagnosisIncomplete"`, `"status": "unknown"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// brokenDiscovery fails one aggregated group, as an unavailable APIService does.
+type brokenDiscovery struct{ discovery.CachedDiscoveryInterface }
+
+func (b brokenDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
+	lists, _ := b.CachedDiscoveryInterface.ServerPreferredResources()
+	return lists, &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{
+		{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("the server is currently unable to handle the request"),
+	}}
+}
+
+func TestBrokenDiscoveryIsAFindingNotACrash(t *testing.T) {
+	breakIt := func(_ *kubefake.Clientset, c *kube.Clients) { c.Discovery = brokenDiscovery{c.Discovery} }
+	out, _, err := execute(t, fakes(t, cluster(), breakIt), "list", "-A", "-o", "json")
+	if ExitCode(err) != ExitStuck {
+		t.Fatalf("exit %d %v", ExitCode(err), err)
+	}
+	if !strings.Contains(out, `"check": "discovery metrics.k8s.io/v1beta1"`) || !strings.Contains(out, `"reason": "DiscoveryFailed"`) || !strings.Contains(out, `"name": "web-0"`) {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := execute(t, nil, "version")
+	if err != nil || !strings.HasPrefix(out, "kubectl-terminating v") {
+		t.Errorf("err %v out %q", err, out)
+	}
+}

@@ -1,0 +1,179 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `make golden` to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run `make golden` if the change is intended)\n--- got:\n%s\n--- want:\n%s", name, got, want)
+	}
+}
+
+// sample is a report with every field set.
+func sample() Report {
+	ts := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	pod := Item{
+		Object:            ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: "shop", Name: "web-0", UID: "pod-uid"},
+		DeletionTimestamp: ts, GracePeriodSeconds: 30, TerminatingSeconds: 630, OverdueSeconds: 600, Stuck: true, Severity: Critical,
+		Causes: []Cause{{
+			Code: "NodeUnreachable", Severity: Critical, Confidence: 0.9, Summary: "node node-1 stopped reporting",
+			Evidence:    []string{"lease kube-node-lease/node-1: spec.renewTime 2026-11-22T11:50:00Z (10m ago, leaseDurationSeconds 40s)"},
+			Remediation: []Step{{Action: "Check the node", Command: "kubectl get node node-1 -o wide", Risk: "none: read-only"}, {Action: "Force-delete", Command: "kubectl delete pod web-0 -n shop --grace-period=0 --force", Risk: "split brain"}},
+		}},
+		Checks:  []Check{{Name: "node alive", Status: Fail, Detail: "lease 10m old"}, {Name: "finalizers cleared", Status: Pass, Detail: "no metadata.finalizers"}},
+		Skipped: []Skip{{Check: "events", Reason: SkipForbidden, Detail: "events is forbidden"}},
+	}
+	ns := Item{
+		Object:            ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: "shop", UID: "ns-uid"},
+		DeletionTimestamp: ts, TerminatingSeconds: 700, OverdueSeconds: 700, Stuck: true, Severity: Critical,
+		Causes: []Cause{{Code: "PodStuckTerminating", Severity: Critical, Confidence: 0.8, Summary: "pod web-0 is stuck",
+			Evidence: []string{"pods/web-0"}, Remediation: []Step{{Action: "Fix the pod", Risk: "none"}}, BlockedBy: []Item{pod}}},
+	}
+	grace := Item{
+		Object:            ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: "shop", Name: "batch-0", UID: "batch-uid"},
+		DeletionTimestamp: ts, GracePeriodSeconds: 3600, TerminatingSeconds: 5, Severity: Info,
+		Causes: []Cause{{Code: "WithinGracePeriod", Severity: Info, Confidence: 1, Summary: "inside its grace period: 59m55s left of 3600s",
+			Evidence: []string{"metadata.deletionGracePeriodSeconds: 3600"}, Remediation: []Step{{Action: "Wait", Risk: "none"}}}},
+	}
+	return Report{APIVersion: APIVersion, Kind: Kind, GeneratedAt: ts, Items: []Item{ns, pod, grace},
+		Skipped: []Skip{{Check: "list widgets.example.com", Reason: SkipForbidden, Detail: "forbidden"}}}
+}
+
+// TestSchemaIsStable fails when a field of the JSON contract is removed or
+// renamed. Adding a field updates testdata/schema.golden (make golden).
+func TestSchemaIsStable(t *testing.T) {
+	u, err := ToUnstructured(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]bool{}
+	collectPaths("", u.Object, paths)
+	var got []string
+	for p := range paths {
+		got = append(got, p)
+	}
+	sort.Strings(got)
+	want, err := os.ReadFile("testdata/schema.golden")
+	if err != nil && !*update {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Fields(string(want)) {
+		if !paths[p] {
+			t.Errorf("field %s was removed or renamed: runbooks depend on it", p)
+		}
+	}
+	golden(t, "schema.golden", []byte(strings.Join(got, "\n")+"\n"))
+}
+
+func collectPaths(prefix string, v any, out map[string]bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			p := prefix + "." + k
+			out[p] = true
+			collectPaths(p, val, out)
+		}
+	case []any:
+		for _, val := range x {
+			collectPaths(prefix+"[]", val, out)
+		}
+	}
+}
+
+func TestRendering(t *testing.T) {
+	r := sample()
+	var list, wide, why bytes.Buffer
+	if err := WriteList(&list, r, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteList(&wide, r, Style{Wide: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteWhy(&why, r, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "list.golden", list.Bytes())
+	golden(t, "list-wide.golden", wide.Bytes())
+	golden(t, "why.golden", why.Bytes())
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.json.golden", append(data, '\n'))
+	for _, out := range []string{list.String(), wide.String(), why.String()} {
+		if strings.Contains(out, "\x1b[") {
+			t.Errorf("colour without Style.Color: %q", out)
+		}
+	}
+}
+
+func TestColourOnlyWhenAsked(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteList(&b, sample(), Style{Color: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\x1b[") {
+		t.Errorf("no colour codes with Style.Color")
+	}
+}
+
+func TestEmptyReport(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteList(&b, Report{}, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != "No terminating objects found.\n" {
+		t.Errorf("got %q", b.String())
+	}
+}
+
+func TestName(t *testing.T) {
+	cases := map[ObjectRef]string{
+		{APIVersion: "v1", Kind: "Pod", Name: "a"}:                     "pod/a",
+		{APIVersion: "apps/v1", Kind: "Deployment", Name: "b"}:         "deployment.apps/b",
+		{APIVersion: "example.com/v1alpha1", Kind: "Widget", Name: "c"}: "widget.example.com/c",
+	}
+	for ref, want := range cases {
+		if got := Name(ref); got != want {
+			t.Errorf("Name(%+v) = %q, want %q", ref, got, want)
+		}
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	cases := map[time.Duration]string{
+		0: "0s", 59 * time.Second: "59s", 90 * time.Second: "1m30s", 15 * time.Minute: "15m",
+		2*time.Hour + 10*time.Minute: "2h10m", 3 * time.Hour: "3h", 5 * 24 * time.Hour: "5d",
+	}
+	for d, want := range cases {
+		if got := HumanDuration(d); got != want {
+			t.Errorf("HumanDuration(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
