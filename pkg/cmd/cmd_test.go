@@ -296,7 +296,9 @@ func TestForbiddenNodeIsSkipped(t *testing.T) {
 }
 
 // brokenDiscovery fails one aggregated group, as an unavailable APIService does.
-type brokenDiscovery struct{ discovery.CachedDiscoveryInterface }
+type brokenDiscovery struct {
+	discovery.CachedDiscoveryInterface
+}
 
 func (b brokenDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
 	lists, _ := b.CachedDiscoveryInterface.ServerPreferredResources()

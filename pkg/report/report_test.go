@@ -155,8 +155,8 @@ func TestEmptyReport(t *testing.T) {
 
 func TestName(t *testing.T) {
 	cases := map[ObjectRef]string{
-		{APIVersion: "v1", Kind: "Pod", Name: "a"}:                     "pod/a",
-		{APIVersion: "apps/v1", Kind: "Deployment", Name: "b"}:         "deployment.apps/b",
+		{APIVersion: "v1", Kind: "Pod", Name: "a"}:                      "pod/a",
+		{APIVersion: "apps/v1", Kind: "Deployment", Name: "b"}:          "deployment.apps/b",
 		{APIVersion: "example.com/v1alpha1", Kind: "Widget", Name: "c"}: "widget.example.com/c",
 	}
 	for ref, want := range cases {
