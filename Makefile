@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-dev+$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown))
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 PKG     := github.com/kubectl-terminating/kubectl-terminating/pkg/version

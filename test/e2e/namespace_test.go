@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -23,9 +24,15 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 		}
 	}
 	// The real namespace controller deletes the content and reports what holds it.
+	deleted := time.Now()
 	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceFinalizersRemaining); err != nil {
 		t.Fatal(err)
 	}
+	// Seconds after the delete, what remains is progress; then it is stuck.
+	if r, res := diagnose(t, "why", "ns/"+ns); res.code != 0 || only(t, r).Stuck {
+		t.Errorf("right after the delete: exit %d, want 0 and not stuck", res.code)
+	}
+	settle(t, deleted)
 
 	r, res := diagnose(t, "why", "ns/"+ns)
 	if res.code != 2 {

@@ -51,7 +51,7 @@ func TestForbiddenReadsAreReportedAndSkipped(t *testing.T) {
 	if err := env.DeletePod(ctx, ns, "web-0", 1); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	settle(t, time.Now())
 
 	r, res := diagnose(t, "--as", "pod-reader", "why", "pod/web-0", "-n", ns)
 	if res.code != 2 {
