@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
@@ -65,9 +64,7 @@ func TestOutputFormats(t *testing.T) {
 	if err := env.DeletePod(ctx, ns, "held-0", 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.WaitPod(ctx, ns, "held-0", "finally deleted by its kubelet", func(p *corev1.Pod) bool {
-		return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
-	}); err != nil {
+	if _, err := env.WaitFinalDelete(ctx, ns, "held-0"); err != nil {
 		t.Fatal(err)
 	}
 

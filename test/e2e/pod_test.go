@@ -81,12 +81,9 @@ func TestPodHeldByFinalizerAfterFinalDelete(t *testing.T) {
 	if err := env.DeletePod(ctx, ns, "cache-0", 1); err != nil {
 		t.Fatal(err)
 	}
-	var deadline time.Time
 	// The fake kubelet stops the containers and sends the final grace-0 DELETE (state D).
-	if err := env.WaitPod(ctx, ns, "cache-0", "finally deleted by its kubelet", func(p *corev1.Pod) bool {
-		deadline = p.DeletionTimestamp.Time
-		return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
-	}); err != nil {
+	deadline, err := env.WaitFinalDelete(ctx, ns, "cache-0")
+	if err != nil {
 		t.Fatal(err)
 	}
 	settle(t, deadline)

@@ -76,9 +76,7 @@ func (e *Env) Gallery(ctx context.Context, progress func(string)) error {
 	if err := e.DeleteNamespace(ctx, GalleryBlockedNS, corev1.NamespaceFinalizersRemaining); err != nil {
 		return err
 	}
-	if err := e.WaitPod(ctx, ns, "cache-0", "finally deleted by its kubelet", func(p *corev1.Pod) bool {
-		return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
-	}); err != nil {
+	if _, err := e.WaitFinalDelete(ctx, ns, "cache-0"); err != nil {
 		return err
 	}
 	progress("waiting for the node lifecycle controller to give up on " + GalleryDeadNode)

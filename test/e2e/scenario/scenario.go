@@ -150,6 +150,16 @@ func (e *Env) WaitPod(ctx context.Context, ns, name, what string, cond func(*cor
 	})
 }
 
+// WaitFinalDelete waits until the pod's kubelet has sent the final grace-0
+// DELETE (a finalizer may still hold the pod), and returns its deadline.
+func (e *Env) WaitFinalDelete(ctx context.Context, ns, name string) (deadline time.Time, err error) {
+	err = e.WaitPod(ctx, ns, name, "finally deleted by its kubelet", func(p *corev1.Pod) bool {
+		deadline = p.DeletionTimestamp.Time
+		return p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
+	})
+	return deadline, err
+}
+
 // WaitGone waits until a pod no longer exists.
 func (e *Env) WaitGone(ctx context.Context, ns, name string) error {
 	return Until(ctx, time.Minute, "pod "+name+" gone", func(ctx context.Context) (bool, error) {
