@@ -57,6 +57,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 		s.Targets = append(s.Targets, t)
 	}
 	c.readNodes(ctx, s)
+	c.readPodEvents(ctx, s)
 	s.Skipped = c.Skips()
 	return s
 }
@@ -127,5 +128,23 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 func skipAll(targets []*snapshot.Target, sk report.Skip) {
 	for _, t := range targets {
 		t.Skipped = append(t.Skipped, sk)
+	}
+}
+
+// readPodEvents reads the events about each pod target (the kubelet's Killing,
+// FailedKillPod, ExceededGracePeriod...), matched by involvedObject.uid.
+func (c *Collector) readPodEvents(ctx context.Context, s *snapshot.Snapshot) {
+	for _, t := range s.Targets {
+		if t.Pod == nil {
+			continue
+		}
+		list, err := c.Clients.Typed.CoreV1().Events(t.Pod.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.uid=" + string(t.Pod.UID),
+		})
+		if err != nil {
+			t.Skipped = append(t.Skipped, skipOf("events", err))
+			continue
+		}
+		s.Events[t.Pod.UID] = list.Items
 	}
 }

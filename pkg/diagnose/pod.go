@@ -17,20 +17,40 @@ import (
 func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause, []report.Check) {
 	node := nodeHealthOf(s, pod.Spec.NodeName)
 	containers := containersOf(pod)
+	events := podEventsOf(s.Events[pod.UID])
 	var causes []report.Cause
 
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
 	}
 	causes = append(causes, node.causes(pod, tm)...)
-	if node.alive() && tm.overdue > 0 && len(containers.running) > 0 {
-		causes = append(causes, containersRunning(pod, containers, tm))
-	}
-	if node.alive() && tm.overdue > 0 && len(containers.running) == 0 && tm.grace > 0 && len(pod.Finalizers) == 0 {
-		causes = append(causes, kubeletCleanupPending(pod, tm))
+	if node.alive() {
+		causes = append(causes, kubeletCauses(s, pod, tm, containers, events)...)
 	}
 	causes = append(causes, finalizerCauses(pod.Finalizers, podRef(pod), tm)...)
-	return causes, podChecks(pod, tm, node, containers)
+	return causes, podChecks(pod, tm, node, containers, events)
+}
+
+// kubeletCauses explains a live kubelet that has not finished the pod, by the
+// step it is stuck at: killing containers (B), tearing down the sandbox (B'),
+// or cleaning up before its final DELETE (C).
+func kubeletCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing, c containerState, ev podEvents) []report.Cause {
+	if tm.overdue == 0 {
+		return nil
+	}
+	switch {
+	case ev.killFailed != nil && len(c.running) > 0:
+		return []report.Cause{killFailed(pod, tm, c, ev, s.Now)}
+	case len(c.running) > 0:
+		return []report.Cause{containersRunning(pod, c, tm, ev, s.Now)}
+	case ev.sandboxFailed != nil && !isTerminalPhase(pod.Status.Phase):
+		return []report.Cause{sandboxFailed(pod, tm, ev, s.Now, 0.85)}
+	case !isTerminalPhase(pod.Status.Phase):
+		return []report.Cause{sandboxFailed(pod, tm, ev, s.Now, 0.5)}
+	case tm.grace > 0 && len(pod.Finalizers) == 0:
+		return []report.Cause{kubeletCleanupPending(pod, tm)}
+	}
+	return nil
 }
 
 // forecast turns findings about an object still inside its grace period into
@@ -59,7 +79,7 @@ func negativeGrace(pod *corev1.Pod, tm timing) report.Cause {
 		forceDelete(pod, "the pod's processes may still run on the node until the kubelet catches up"))
 }
 
-func containersRunning(pod *corev1.Pod, c containerState, tm timing) report.Cause {
+func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvents, now time.Time) report.Cause {
 	sev := report.Warning
 	code := catalog.ContainersStillRunning
 	summary := fmt.Sprintf("%d container(s) still running %s past the deadline: %s", len(c.running), report.HumanDuration(tm.overdue), strings.Join(c.running, ", "))
@@ -67,10 +87,46 @@ func containersRunning(pod *corev1.Pod, c containerState, tm timing) report.Caus
 		code, sev = catalog.GracePeriodOverrun, report.Info
 		summary = fmt.Sprintf("%s past the deadline; the kubelet is still stopping %s", report.HumanDuration(tm.overdue), strings.Join(c.running, ", "))
 	}
-	return cause(code, sev, 0.6, summary,
-		append([]string{fmt.Sprintf("status.phase: %s", pod.Status.Phase)}, c.evidence...),
+	evidence := append([]string{fmt.Sprintf("status.phase: %s", pod.Status.Phase)}, c.evidence...)
+	for _, e := range []*corev1.Event{ev.killing, ev.exceeded, ev.preStopFailed} {
+		if e != nil {
+			evidence = append(evidence, describeEvent(e, now))
+		}
+	}
+	evidence = append(evidence, noEventSeen(reasonFailedKillPod))
+	return cause(code, sev, 0.6, summary, evidence,
 		step("Look at the pod's events and the kubelet on its node", fmt.Sprintf("kubectl describe pod %s -n %s", pod.Name, pod.Namespace), "none: read-only"),
 		forceDelete(pod, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))
+}
+
+func killFailed(pod *corev1.Pod, tm timing, c containerState, ev podEvents, now time.Time) report.Cause {
+	return cause(catalog.ContainerKillFailed, report.Critical, 0.85,
+		fmt.Sprintf("the container runtime on %s fails to kill %s (%s past the deadline)", pod.Spec.NodeName, strings.Join(c.running, ", "), report.HumanDuration(tm.overdue)),
+		append([]string{describeEvent(ev.killFailed, now)}, c.evidence...),
+		step("Check the runtime on the node", "crictl ps --pod $(crictl pods --name "+pod.Name+" -q); journalctl -u containerd --since -1h", "none: read-only"),
+		step("Restart the container runtime on the node", "systemctl restart containerd", "running containers on the node may restart if the runtime does not keep them (shim) alive"),
+		forceDelete(pod, "the processes may keep running on the node, holding ports, files and volumes; a StatefulSet replacement can run twice (split brain)"))
+}
+
+func sandboxFailed(pod *corev1.Pod, tm timing, ev podEvents, now time.Time, confidence float64) report.Cause {
+	sev, summary := report.Critical, fmt.Sprintf("the pod sandbox on %s cannot be torn down (usually the CNI plugin)", pod.Spec.NodeName)
+	evidence := []string{fmt.Sprintf("status.phase: %s while no container runs: the kubelet writes a terminal phase only after the sandbox is stopped", pod.Status.Phase)}
+	if ev.sandboxFailed != nil {
+		evidence = append(evidence, describeEvent(ev.sandboxFailed, now))
+	} else {
+		sev = settling(report.Warning, tm)
+		summary = fmt.Sprintf("containers stopped but no terminal phase %s past the deadline: sandbox (CNI) or resource-claim teardown is probably failing", report.HumanDuration(tm.overdue))
+		evidence = append(evidence, noEventSeen(reasonFailedKillPod))
+	}
+	return cause(catalog.SandboxTeardownFailed, sev, confidence, summary, evidence,
+		step("Check the CNI plugin's pods and logs on the node", fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s | grep -Ei 'calico|cilium|flannel|weave|cni'", pod.Spec.NodeName), "none: read-only"),
+		step("Restore the CNI plugin on the node (restart its pod, fix its credentials); the kubelet retries the teardown", "", "restarting the CNI pod briefly disrupts networking setup for new pods on that node"),
+		forceDelete(pod, "the sandbox's network resources (IP address, routes) may leak on the node"))
+}
+
+// noEventSeen says honestly what a missing event means.
+func noEventSeen(reason string) string {
+	return fmt.Sprintf("no %s event seen (events expire after one hour by default: their absence proves nothing)", reason)
 }
 
 func kubeletCleanupPending(pod *corev1.Pod, tm timing) report.Cause {

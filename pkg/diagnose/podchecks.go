@@ -10,14 +10,16 @@ import (
 )
 
 // podChecks is the kubelet's reclaim gate as a checklist.
-func podChecks(pod *corev1.Pod, tm timing, n nodeHealth, c containerState) []report.Check {
+func podChecks(pod *corev1.Pod, tm timing, n nodeHealth, c containerState, ev podEvents) []report.Check {
 	checks := []report.Check{graceCheck(tm), nodeCheck(n)}
 	if len(c.running) > 0 {
 		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Fail, Detail: "running: " + strings.Join(c.running, ", ")})
 	} else {
 		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Pass, Detail: "no container reports state.running"})
 	}
+	checks = append(checks, sandboxCheck(pod, c, ev))
 	checks = append(checks, statusCheck("terminal phase reported", isTerminalPhase(pod.Status.Phase), fmt.Sprintf("status.phase: %s", pod.Status.Phase)))
+	checks = append(checks, cgroupCheck(tm))
 	checks = append(checks, statusCheck("final delete admitted", tm.grace == 0, fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace)))
 	if len(pod.Finalizers) > 0 {
 		checks = append(checks, report.Check{Name: "finalizers cleared", Status: report.Fail, Detail: "metadata.finalizers: " + strings.Join(pod.Finalizers, ", ")})
@@ -59,4 +61,29 @@ func nodeCheck(n nodeHealth) report.Check {
 		c.Status, c.Detail = report.Fail, n.summary()
 	}
 	return c
+}
+
+// sandboxCheck: the kubelet writes a terminal phase only after stopping the sandbox.
+func sandboxCheck(pod *corev1.Pod, c containerState, ev podEvents) report.Check {
+	ch := report.Check{Name: "sandbox torn down"}
+	switch {
+	case isTerminalPhase(pod.Status.Phase):
+		ch.Status, ch.Detail = report.Pass, "terminal phase written, which the kubelet does after stopping the sandbox"
+	case ev.sandboxFailed != nil:
+		ch.Status, ch.Detail = report.Fail, "FailedKillPod event for KillPodSandbox"
+	case len(c.running) == 0 && pod.Spec.NodeName != "":
+		ch.Status, ch.Detail = report.Fail, "containers stopped, no terminal phase yet"
+	default:
+		ch.Status, ch.Detail = report.Unknown, "containers not stopped yet"
+	}
+	return ch
+}
+
+// cgroupCheck: the pod cgroup is not visible through the API; the kubelet
+// sends its final DELETE only after removing it.
+func cgroupCheck(tm timing) report.Check {
+	if tm.grace == 0 {
+		return report.Check{Name: "cgroup sandbox removed", Status: report.Pass, Detail: "inferred: the final grace-0 DELETE was sent"}
+	}
+	return report.Check{Name: "cgroup sandbox removed", Status: report.Unknown, Detail: "not visible through the API"}
 }

@@ -221,3 +221,58 @@ func TestPodThatWasDeletedNormally(t *testing.T) {
 		t.Errorf("--ignore-not-found: exit %d, %d items", res.code, len(r.Items))
 	}
 }
+
+func TestPodWhoseRuntimeCannotKill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "fail-kill")
+	pod := scenario.PodSpec(ns, "db-0", liveNode)
+	pod.Labels[lab.KubeletLabel] = "fail-kill"
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "db-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitEvent(ctx, ns, "db-0", "FailedKillPod"); err != nil {
+		t.Fatal(err)
+	}
+	r, res := diagnose(t, "why", "pod/db-0", "-n", ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "ContainerKillFailed" || it.Causes[0].Severity != "critical" {
+		t.Fatalf("exit %d causes %v, want 2 and ContainerKillFailed (critical)", res.code, codesOf(it))
+	}
+	if !hasEvidence(it.Causes[0], `FailedKillPod`) || !hasEvidence(it.Causes[0], `failed to "KillContainer" for "app"`) {
+		t.Errorf("evidence: %q", it.Causes[0].Evidence)
+	}
+}
+
+func TestPodWhoseSandboxCannotBeTornDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "fail-sandbox")
+	pod := scenario.PodSpec(ns, "web-0", liveNode)
+	pod.Labels[lab.KubeletLabel] = "fail-sandbox"
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "web-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitEvent(ctx, ns, "web-0", "FailedKillPod"); err != nil {
+		t.Fatal(err)
+	}
+	r, res := diagnose(t, "why", "pod/web-0", "-n", ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "SandboxTeardownFailed" || it.Causes[0].Severity != "critical" {
+		t.Fatalf("exit %d causes %v, want 2 and SandboxTeardownFailed (critical)", res.code, codesOf(it))
+	}
+	if !hasEvidence(it.Causes[0], "failed to destroy network for sandbox") {
+		t.Errorf("evidence: %q", it.Causes[0].Evidence)
+	}
+	for name, want := range map[string]string{"containers stopped": "pass", "sandbox torn down": "fail", "terminal phase reported": "fail"} {
+		if got := checkStatus(it, name); got != want {
+			t.Errorf("check %q = %s, want %s", name, got, want)
+		}
+	}
+}

@@ -232,3 +232,11 @@ func (e *Env) DeleteNamespace(ctx context.Context, name string, waitFor corev1.N
 }
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// WaitEvent waits until an event with the reason is recorded about the pod.
+func (e *Env) WaitEvent(ctx context.Context, ns, pod, reason string) error {
+	return Until(ctx, time.Minute, "event "+reason+" on pod "+pod, func(ctx context.Context) (bool, error) {
+		list, err := e.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod + ",reason=" + reason})
+		return err == nil && len(list.Items) > 0, nil
+	})
+}
