@@ -58,6 +58,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 	}
 	c.readNodes(ctx, s)
 	c.readPodEvents(ctx, s)
+	c.readAdmission(ctx, s)
 	s.Skipped = c.Skips()
 	return s
 }

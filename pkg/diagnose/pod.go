@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
@@ -18,6 +19,7 @@ func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause
 	node := nodeHealthOf(s, pod.Spec.NodeName)
 	containers := containersOf(pod)
 	events := podEventsOf(s.Events[pod.UID])
+	refused := finalDeleteRefusals(s, pod, tm)
 	var causes []report.Cause
 
 	if tm.grace < 0 {
@@ -25,16 +27,16 @@ func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause
 	}
 	causes = append(causes, node.causes(pod, tm)...)
 	if node.alive() {
-		causes = append(causes, kubeletCauses(s, pod, tm, containers, events)...)
+		causes = append(causes, kubeletCauses(s, pod, tm, containers, events, refused)...)
 	}
 	causes = append(causes, finalizerCauses(pod.Finalizers, podRef(pod), tm)...)
-	return causes, podChecks(pod, tm, node, containers, events)
+	return causes, podChecks(pod, tm, node, containers, events, refused)
 }
 
 // kubeletCauses explains a live kubelet that has not finished the pod, by the
 // step it is stuck at: killing containers (B), tearing down the sandbox (B'),
 // or cleaning up before its final DELETE (C).
-func kubeletCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing, c containerState, ev podEvents) []report.Cause {
+func kubeletCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing, c containerState, ev podEvents, refused []refusal) []report.Cause {
 	if tm.overdue == 0 {
 		return nil
 	}
@@ -47,10 +49,36 @@ func kubeletCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing, c container
 		return []report.Cause{sandboxFailed(pod, tm, ev, s.Now, 0.85)}
 	case !isTerminalPhase(pod.Status.Phase):
 		return []report.Cause{sandboxFailed(pod, tm, ev, s.Now, 0.5)}
-	case tm.grace > 0 && len(pod.Finalizers) == 0:
-		return []report.Cause{kubeletCleanupPending(pod, tm)}
+	case tm.grace > 0:
+		// State C: everything observable is done; the final DELETE is refused
+		// by admission, or the kubelet waits on volumes and the cgroup.
+		var causes []report.Cause
+		certain := false
+		for _, r := range refused {
+			causes = append(causes, cause(r.code, settling(r.severity, tm), r.confidence, r.summary,
+				append(r.evidence, "the kubelet only logs \"Failed to delete status for pod\" when its final DELETE is refused: no event"), r.steps...))
+			certain = certain || r.severity == report.Critical
+		}
+		if !certain {
+			causes = append(causes, kubeletCleanupPending(pod, tm))
+		}
+		return causes
 	}
 	return nil
+}
+
+// finalDeleteRefusals finds the admission webhooks and policies that refuse,
+// or may refuse, the kubelet's final DELETE of a pod in state C.
+func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []refusal {
+	if !s.Admission.Read || !isTerminalPhase(pod.Status.Phase) || tm.grace <= 0 {
+		return nil
+	}
+	var nsLabels map[string]string
+	if ns := s.Namespaces[pod.Namespace]; ns != nil {
+		nsLabels = ns.Labels
+	}
+	return refusals(s.Admission, request{operation: admissionregistrationv1.Delete, version: "v1", resource: "pods",
+		namespaced: true, objLabels: pod.Labels, nsLabels: nsLabels}, "DELETE pods (the kubelet's final grace-0 delete)")
 }
 
 // forecast turns findings about an object still inside its grace period into

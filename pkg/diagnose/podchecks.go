@@ -10,7 +10,7 @@ import (
 )
 
 // podChecks is the kubelet's reclaim gate as a checklist.
-func podChecks(pod *corev1.Pod, tm timing, n nodeHealth, c containerState, ev podEvents) []report.Check {
+func podChecks(pod *corev1.Pod, tm timing, n nodeHealth, c containerState, ev podEvents, refused []refusal) []report.Check {
 	checks := []report.Check{graceCheck(tm), nodeCheck(n)}
 	if len(c.running) > 0 {
 		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Fail, Detail: "running: " + strings.Join(c.running, ", ")})
@@ -20,7 +20,7 @@ func podChecks(pod *corev1.Pod, tm timing, n nodeHealth, c containerState, ev po
 	checks = append(checks, sandboxCheck(pod, c, ev))
 	checks = append(checks, statusCheck("terminal phase reported", isTerminalPhase(pod.Status.Phase), fmt.Sprintf("status.phase: %s", pod.Status.Phase)))
 	checks = append(checks, cgroupCheck(tm))
-	checks = append(checks, statusCheck("final delete admitted", tm.grace == 0, fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace)))
+	checks = append(checks, finalDeleteCheck(tm, refused))
 	if len(pod.Finalizers) > 0 {
 		checks = append(checks, report.Check{Name: "finalizers cleared", Status: report.Fail, Detail: "metadata.finalizers: " + strings.Join(pod.Finalizers, ", ")})
 	} else {
@@ -86,4 +86,12 @@ func cgroupCheck(tm timing) report.Check {
 		return report.Check{Name: "cgroup sandbox removed", Status: report.Pass, Detail: "inferred: the final grace-0 DELETE was sent"}
 	}
 	return report.Check{Name: "cgroup sandbox removed", Status: report.Unknown, Detail: "not visible through the API"}
+}
+
+func finalDeleteCheck(tm timing, refused []refusal) report.Check {
+	detail := fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace)
+	for _, r := range refused {
+		detail += "; " + r.summary
+	}
+	return statusCheck("final delete admitted", tm.grace == 0, detail)
 }

@@ -6,6 +6,7 @@ package snapshot
 import (
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,8 +30,28 @@ type Snapshot struct {
 	// Events holds the events about each target, by involvedObject.uid.
 	// Events expire (one hour by default): their absence proves nothing.
 	Events map[types.UID][]corev1.Event
+	// Admission holds what can refuse a DELETE or UPDATE: webhooks, policies,
+	// and the endpoints of the webhooks' services.
+	Admission Admission
+	// Namespaces holds the namespaces of the targets, by name (their labels
+	// decide which webhooks apply).
+	Namespaces map[string]*corev1.Namespace
 	// Skipped lists run-wide reads that could not be made.
 	Skipped []report.Skip
+}
+
+// Admission is the cluster's admission configuration, read once.
+type Admission struct {
+	// Read is false when the configuration was not read (forbidden, or no
+	// target needed it): rules must then not claim anything about admission.
+	Read           bool
+	Validating     []admissionregistrationv1.ValidatingWebhookConfiguration
+	Mutating       []admissionregistrationv1.MutatingWebhookConfiguration
+	Policies       []admissionregistrationv1.ValidatingAdmissionPolicy
+	PolicyBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// ServiceEndpoints counts the ready endpoints of each webhook service,
+	// by "namespace/name"; a missing key means it was not read.
+	ServiceEndpoints map[string]int
 }
 
 // Target is one object to diagnose, with its typed form where a rule needs it.
@@ -53,5 +74,7 @@ func New(now time.Time) *Snapshot {
 		MissingNodes: map[string]bool{},
 		Leases:       map[string]*coordinationv1.Lease{},
 		Events:       map[types.UID][]corev1.Event{},
+		Namespaces:   map[string]*corev1.Namespace{},
+		Admission:    Admission{ServiceEndpoints: map[string]int{}},
 	}
 }

@@ -1,0 +1,118 @@
+package collect
+
+import (
+	"context"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// needsAdmission: only a request still to be admitted can be refused. Today
+// that is the kubelet's final DELETE of a pod in state C (terminal phase,
+// grace period not yet 0).
+func needsAdmission(s *snapshot.Snapshot) bool {
+	for _, t := range s.Targets {
+		p := t.Pod
+		if p != nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) &&
+			p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// readAdmission reads the webhooks and admission policies, the endpoints of
+// the webhooks' services, and the targets' namespaces (for namespaceSelectors).
+func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
+	if !needsAdmission(s) {
+		return
+	}
+	api := c.Clients.Typed.AdmissionregistrationV1()
+	vw, err := api.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.Skip(skipOf("list validatingwebhookconfigurations", err))
+		return
+	}
+	mw, err := api.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.Skip(skipOf("list mutatingwebhookconfigurations", err))
+		return
+	}
+	a := &s.Admission
+	a.Read, a.Validating, a.Mutating = true, vw.Items, mw.Items
+	if p, err := api.ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err != nil {
+		c.Skip(skipOf("list validatingadmissionpolicies", err))
+	} else if b, err := api.ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{}); err != nil {
+		c.Skip(skipOf("list validatingadmissionpolicybindings", err))
+	} else {
+		a.Policies, a.PolicyBindings = p.Items, b.Items
+	}
+	for _, svc := range webhookServices(a) {
+		c.readServiceEndpoints(ctx, a, svc[0], svc[1])
+	}
+	c.readTargetNamespaces(ctx, s)
+}
+
+// webhookServices lists each webhook service once, as [namespace, name].
+func webhookServices(a *snapshot.Admission) [][2]string {
+	seen := map[[2]string]bool{}
+	add := func(ns, name string) { seen[[2]string{ns, name}] = true }
+	for _, c := range a.Validating {
+		for _, w := range c.Webhooks {
+			if s := w.ClientConfig.Service; s != nil {
+				add(s.Namespace, s.Name)
+			}
+		}
+	}
+	for _, c := range a.Mutating {
+		for _, w := range c.Webhooks {
+			if s := w.ClientConfig.Service; s != nil {
+				add(s.Namespace, s.Name)
+			}
+		}
+	}
+	out := make([][2]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0]+"/"+out[i][1] < out[j][0]+"/"+out[j][1] })
+	return out
+}
+
+// readServiceEndpoints counts a service's ready endpoints in its EndpointSlices.
+func (c *Collector) readServiceEndpoints(ctx context.Context, a *snapshot.Admission, ns, name string) {
+	list, err := c.Clients.Typed.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	if err != nil {
+		c.Skip(skipOf("endpointslices of service "+ns+"/"+name, err))
+		return
+	}
+	ready := 0
+	for _, sl := range list.Items {
+		for _, ep := range sl.Endpoints {
+			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+				ready++
+			}
+		}
+	}
+	a.ServiceEndpoints[ns+"/"+name] = ready
+}
+
+// readTargetNamespaces reads the namespaces of the targets, for their labels.
+func (c *Collector) readTargetNamespaces(ctx context.Context, s *snapshot.Snapshot) {
+	for _, t := range s.Targets {
+		ns := t.Ref.Namespace
+		if ns == "" || s.Namespaces[ns] != nil {
+			continue
+		}
+		obj, err := c.Clients.Typed.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			t.Skipped = append(t.Skipped, skipOf("namespaces/"+ns, err))
+			continue
+		}
+		s.Namespaces[ns] = obj
+	}
+}

@@ -1,0 +1,135 @@
+package diagnose
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func deletePodsWebhook(policy admissionregistrationv1.FailurePolicyType, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhookConfiguration {
+	if len(ops) == 0 {
+		ops = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
+	}
+	return admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-guard"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:          "guard.example.com",
+			FailurePolicy: &policy,
+			ClientConfig:  admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "guard", Name: "guard-svc"}},
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: ops,
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+		}},
+	}
+}
+
+// stateC is a pod whose kubelet stopped everything but has not deleted it.
+func stateC(adm func(*snapshot.Admission)) *snapshot.Snapshot {
+	s := healthySnap(stopped(terminatingPod(10*time.Minute, 30), corev1.PodFailed))
+	s.Admission.Read = true
+	adm(&s.Admission)
+	return s
+}
+
+func TestFinalDeleteAdmission(t *testing.T) {
+	withHook := func(policy admissionregistrationv1.FailurePolicyType, ready int, ops ...admissionregistrationv1.OperationType) func(*snapshot.Admission) {
+		return func(a *snapshot.Admission) {
+			a.Validating = append(a.Validating, deletePodsWebhook(policy, ops...))
+			a.ServiceEndpoints["guard/guard-svc"] = ready
+		}
+	}
+	cases := []struct {
+		name     string
+		s        *snapshot.Snapshot
+		codes    []string
+		severity report.Severity
+		evidence string
+	}{
+		{"webhook down with failurePolicy Fail refuses it", stateC(withHook(admissionregistrationv1.Fail, 0)),
+			[]string{"AdmissionWebhookDenied"}, report.Critical, "service guard/guard-svc: 0 ready endpoints"},
+		{"webhook up may refuse it", stateC(withHook(admissionregistrationv1.Fail, 2)),
+			[]string{"AdmissionWebhookDenied", "CgroupCleanupPending"}, report.Warning, "matches DELETE pods"},
+		{"webhook down with failurePolicy Ignore is harmless", stateC(withHook(admissionregistrationv1.Ignore, 0)),
+			[]string{"CgroupCleanupPending"}, report.Warning, ""},
+		{"webhook on CREATE only does not see the delete", stateC(withHook(admissionregistrationv1.Fail, 0, admissionregistrationv1.Create)),
+			[]string{"CgroupCleanupPending"}, report.Warning, ""},
+		{"objectSelector that excludes the pod", stateC(func(a *snapshot.Admission) {
+			w := deletePodsWebhook(admissionregistrationv1.Fail)
+			w.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}}
+			a.Validating = append(a.Validating, w)
+			a.ServiceEndpoints["guard/guard-svc"] = 0
+		}), []string{"CgroupCleanupPending"}, report.Warning, ""},
+		{"a Deny policy may refuse it", stateC(func(a *snapshot.Admission) {
+			a.Policies = []admissionregistrationv1.ValidatingAdmissionPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "no-pod-deletes"},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+					MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+						RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+							Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}}}},
+					Validations: []admissionregistrationv1.Validation{{Expression: "request.operation != 'DELETE'"}}}}}
+			a.PolicyBindings = []admissionregistrationv1.ValidatingAdmissionPolicyBinding{{ObjectMeta: metav1.ObjectMeta{Name: "no-pod-deletes"},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-pod-deletes", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}}
+		}), []string{"AdmissionPolicyDenied", "CgroupCleanupPending"}, report.Warning, "request.operation != 'DELETE'"},
+		{"admission not read: no claim either way", healthySnap(stopped(terminatingPod(10*time.Minute, 30), corev1.PodFailed)),
+			[]string{"CgroupCleanupPending"}, report.Warning, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			it := Diagnose(tc.s).Items[0]
+			if got := codes(it); !slices.Equal(got, tc.codes) {
+				t.Fatalf("codes = %v, want %v", got, tc.codes)
+			}
+			if it.Severity != tc.severity {
+				t.Errorf("severity = %s, want %s", it.Severity, tc.severity)
+			}
+			if tc.evidence != "" && !slices.ContainsFunc(it.Causes[0].Evidence, func(e string) bool { return strings.Contains(e, tc.evidence) }) {
+				t.Errorf("evidence %q lacks %q", it.Causes[0].Evidence, tc.evidence)
+			}
+		})
+	}
+}
+
+func TestWebhookRemediationEndsWithTheRiskiest(t *testing.T) {
+	s := stateC(func(a *snapshot.Admission) {
+		a.Validating = append(a.Validating, deletePodsWebhook(admissionregistrationv1.Fail))
+		a.ServiceEndpoints["guard/guard-svc"] = 0
+	})
+	c := Diagnose(s).Items[0].Causes[0]
+	if c.Remediation[0].Risk != "none: read-only" || !strings.Contains(c.Remediation[0].Command, "kubernetes.io/service-name=guard-svc") {
+		t.Errorf("first step: %+v", c.Remediation[0])
+	}
+	if !strings.Contains(c.Remediation[2].Command, `"path":"/webhooks/0/failurePolicy","value":"Ignore"`) {
+		t.Errorf("third step: %+v", c.Remediation[2])
+	}
+	if last := c.Remediation[len(c.Remediation)-1]; !strings.Contains(last.Command, "kubectl delete validatingwebhookconfiguration pod-guard") {
+		t.Errorf("last step: %+v", last)
+	}
+	check := Diagnose(s).Items[0].Checks
+	if !slices.ContainsFunc(check, func(c report.Check) bool {
+		return c.Name == "final delete admitted" && c.Status == report.Fail && strings.Contains(c.Detail, "no ready endpoints")
+	}) {
+		t.Errorf("checks: %+v", check)
+	}
+}
+
+func TestNamespaceSelector(t *testing.T) {
+	hook := deletePodsWebhook(admissionregistrationv1.Fail)
+	hook.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+	h := hooksOf(snapshot.Admission{Validating: []admissionregistrationv1.ValidatingWebhookConfiguration{hook}})[0]
+	r := request{operation: admissionregistrationv1.Delete, version: "v1", resource: "pods", namespaced: true}
+	if r.nsLabels = map[string]string{"env": "dev"}; h.matches(r) {
+		t.Error("matched a namespace outside its selector")
+	}
+	if r.nsLabels = map[string]string{"env": "prod"}; !h.matches(r) {
+		t.Error("did not match a namespace inside its selector")
+	}
+	if r.nsLabels = nil; !h.matches(r) {
+		t.Error("an unread namespace must count as a possible match")
+	}
+}

@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
+)
+
+// guardedPodInStateC deletes a pod, then lets guard install what refuses
+// DELETE before the (fake) kubelet sends its final one: the pod stops, writes
+// its terminal phase and stays (state C), its final DELETE really refused.
+func guardedPodInStateC(t *testing.T, ns, name string, guard func(context.Context, string) error) (deadline time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	pod := scenario.PodSpec(ns, name, liveNode)
+	pod.Labels[scenario.GuardLabel] = ns
+	pod.Annotations = map[string]string{lab.KillDelayAnnotation: "4s"}
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, name, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := guard(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitPod(ctx, ns, name, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed }); err != nil {
+		t.Fatal(err)
+	}
+	p, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, p.DeletionTimestamp.Time)
+	// The kubelet's final DELETE was refused all along: the grace period is still 5 s.
+	if p, err = env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil || *p.DeletionGracePeriodSeconds != 5 {
+		t.Fatalf("the final DELETE went through (or the pod is gone): %v", err)
+	}
+	return p.DeletionTimestamp.Time
+}
+
+func TestFinalDeleteRefusedByAWebhookWhoseServiceIsGone(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "guarded-webhook")
+	guardedPodInStateC(t, ns, "api-0", env.DownWebhook)
+
+	r, res := diagnose(t, "why", "pod/api-0", "-n", ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "AdmissionWebhookDenied" || it.Causes[0].Severity != "critical" {
+		t.Fatalf("exit %d causes %v, want 2 and AdmissionWebhookDenied (critical) first", res.code, codesOf(it))
+	}
+	for _, want := range []string{"validatingwebhookconfiguration " + ns + " webhook guard." + ns + ".example.com: matches DELETE pods", "service webhook-" + ns + "/guard: 0 ready endpoints"} {
+		if !hasEvidence(it.Causes[0], want) {
+			t.Errorf("evidence lacks %q: %q", want, it.Causes[0].Evidence)
+		}
+	}
+	if got := checkStatus(it, "final delete admitted"); got != "fail" {
+		t.Errorf("final delete admitted = %s", got)
+	}
+}
+
+func TestFinalDeleteRefusedByAnAdmissionPolicy(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "guarded-policy")
+	guardedPodInStateC(t, ns, "api-0", env.DenyPolicy)
+
+	r, res := diagnose(t, "why", "pod/api-0", "-n", ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "AdmissionPolicyDenied" {
+		t.Fatalf("exit %d causes %v, want 2 and AdmissionPolicyDenied first", res.code, codesOf(it))
+	}
+	if !hasEvidence(it.Causes[0], "request.operation != 'DELETE'") {
+		t.Errorf("evidence: %q", it.Causes[0].Evidence)
+	}
+}
