@@ -11,24 +11,26 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
-// needsAdmission: only a request still to be admitted can be refused. Today
-// that is the kubelet's final DELETE of a pod in state C (terminal phase,
-// grace period not yet 0).
-func needsAdmission(s *snapshot.Snapshot) bool {
+// stateCPods are the pod targets whose kubelet stopped everything but has not
+// sent its final DELETE (terminal phase, grace period not yet 0): it waits on
+// volumes and the cgroup, or admission refuses the DELETE.
+func stateCPods(s *snapshot.Snapshot) []*corev1.Pod {
+	var out []*corev1.Pod
 	for _, t := range s.Targets {
 		p := t.Pod
 		if p != nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) &&
 			p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds > 0 {
-			return true
+			out = append(out, p)
 		}
 	}
-	return false
+	return out
 }
 
 // readAdmission reads the webhooks and admission policies, the endpoints of
 // the webhooks' services, and the targets' namespaces (for namespaceSelectors).
 func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
-	if !needsAdmission(s) {
+	// Only a request still to be admitted can be refused: today, the final DELETE of pods in state C.
+	if len(stateCPods(s)) == 0 {
 		return
 	}
 	api := c.Clients.Typed.AdmissionregistrationV1()

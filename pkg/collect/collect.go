@@ -59,6 +59,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 	c.readNodes(ctx, s)
 	c.readPodEvents(ctx, s)
 	c.readAdmission(ctx, s)
+	c.readVolumes(ctx, s)
 	s.Skipped = c.Skips()
 	return s
 }

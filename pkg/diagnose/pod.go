@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,55 +17,71 @@ import (
 // podCauses mirrors the kubelet's gate before it removes a pod and explains
 // what holds it.
 func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause, []report.Check) {
-	node := nodeHealthOf(s, pod.Spec.NodeName)
-	containers := containersOf(pod)
-	events := podEventsOf(s.Events[pod.UID])
-	refused := finalDeleteRefusals(s, pod, tm)
+	f := podFacts{
+		node:       nodeHealthOf(s, pod.Spec.NodeName),
+		containers: containersOf(pod),
+		events:     podEventsOf(s.Events[pod.UID]),
+		refused:    finalDeleteRefusals(s, pod, tm),
+	}
+	f.volumes, f.volumesKnown = podVolumesOf(s, pod)
 	var causes []report.Cause
-
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
 	}
-	causes = append(causes, node.causes(pod, tm)...)
-	if node.alive() {
-		causes = append(causes, kubeletCauses(s, pod, tm, containers, events, refused)...)
+	causes = append(causes, f.node.causes(pod, tm)...)
+	if f.node.alive() {
+		causes = append(causes, kubeletCauses(pod, tm, f, s.Now)...)
 	}
 	causes = append(causes, finalizerCauses(pod.Finalizers, podRef(pod), tm)...)
-	return causes, podChecks(pod, tm, node, containers, events, refused)
+	return causes, podChecks(pod, tm, f)
+}
+
+// podFacts is what the snapshot says about one pod's shutdown.
+type podFacts struct {
+	node         nodeHealth
+	containers   containerState
+	events       podEvents
+	refused      []refusal // admission that refuses, or may refuse, the final DELETE
+	volumes      []podVolume
+	volumesKnown bool
 }
 
 // kubeletCauses explains a live kubelet that has not finished the pod, by the
 // step it is stuck at: killing containers (B), tearing down the sandbox (B'),
-// or cleaning up before its final DELETE (C).
-func kubeletCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing, c containerState, ev podEvents, refused []refusal) []report.Cause {
+// or unmounting volumes and sending its final DELETE (C).
+func kubeletCauses(pod *corev1.Pod, tm timing, f podFacts, now time.Time) []report.Cause {
 	if tm.overdue == 0 {
 		return nil
 	}
+	c, ev := f.containers, f.events
 	switch {
 	case ev.killFailed != nil && len(c.running) > 0:
-		return []report.Cause{killFailed(pod, tm, c, ev, s.Now)}
+		return []report.Cause{killFailed(pod, tm, c, ev, now)}
 	case len(c.running) > 0:
-		return []report.Cause{containersRunning(pod, c, tm, ev, s.Now)}
+		return []report.Cause{containersRunning(pod, c, tm, ev, now)}
 	case ev.sandboxFailed != nil && !isTerminalPhase(pod.Status.Phase):
-		return []report.Cause{sandboxFailed(pod, tm, ev, s.Now, 0.85)}
+		return []report.Cause{sandboxFailed(pod, tm, ev, now, 0.85)}
 	case !isTerminalPhase(pod.Status.Phase):
-		return []report.Cause{sandboxFailed(pod, tm, ev, s.Now, 0.5)}
+		return []report.Cause{sandboxFailed(pod, tm, ev, now, 0.5)}
 	case tm.grace > 0:
-		// State C: everything observable is done; the final DELETE is refused
-		// by admission, or the kubelet waits on volumes and the cgroup.
-		var causes []report.Cause
-		certain := false
-		for _, r := range refused {
-			causes = append(causes, cause(r.code, settling(r.severity, tm), r.confidence, r.summary,
-				append(r.evidence, "the kubelet only logs \"Failed to delete status for pod\" when its final DELETE is refused: no event"), r.steps...))
-			certain = certain || r.severity == report.Critical
-		}
-		if !certain {
-			causes = append(causes, kubeletCleanupPending(pod, tm))
-		}
-		return causes
+		return stateCCauses(pod, tm, f)
 	}
 	return nil
+}
+
+// stateCCauses: everything observable is done; the final DELETE is refused by
+// admission, or the kubelet still waits on volumes and the cgroup.
+func stateCCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
+	var causes []report.Cause
+	for _, r := range f.refused {
+		causes = append(causes, cause(r.code, settling(r.severity, tm), r.confidence, r.summary,
+			append(r.evidence, "the kubelet only logs \"Failed to delete status for pod\" when its final DELETE is refused: no event"), r.steps...))
+	}
+	causes = append(causes, volumeCauses(pod, f.volumes, tm)...)
+	if !slices.ContainsFunc(causes, func(c report.Cause) bool { return c.Severity == report.Critical }) {
+		causes = append(causes, kubeletCleanupPending(pod, tm))
+	}
+	return causes
 }
 
 // finalDeleteRefusals finds the admission webhooks and policies that refuse,

@@ -10,17 +10,19 @@ import (
 )
 
 // podChecks is the kubelet's reclaim gate as a checklist.
-func podChecks(pod *corev1.Pod, tm timing, n nodeHealth, c containerState, ev podEvents, refused []refusal) []report.Check {
-	checks := []report.Check{graceCheck(tm), nodeCheck(n)}
-	if len(c.running) > 0 {
-		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Fail, Detail: "running: " + strings.Join(c.running, ", ")})
+func podChecks(pod *corev1.Pod, tm timing, f podFacts) []report.Check {
+	checks := []report.Check{graceCheck(tm), nodeCheck(f.node)}
+	if len(f.containers.running) > 0 {
+		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Fail, Detail: "running: " + strings.Join(f.containers.running, ", ")})
 	} else {
 		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Pass, Detail: "no container reports state.running"})
 	}
-	checks = append(checks, sandboxCheck(pod, c, ev))
-	checks = append(checks, statusCheck("terminal phase reported", isTerminalPhase(pod.Status.Phase), fmt.Sprintf("status.phase: %s", pod.Status.Phase)))
-	checks = append(checks, cgroupCheck(tm))
-	checks = append(checks, finalDeleteCheck(tm, refused))
+	checks = append(checks,
+		sandboxCheck(pod, f.containers, f.events),
+		statusCheck("terminal phase reported", isTerminalPhase(pod.Status.Phase), fmt.Sprintf("status.phase: %s", pod.Status.Phase)),
+		volumesCheck(pod, f.volumes, f.volumesKnown),
+		cgroupCheck(tm),
+		finalDeleteCheck(tm, f.refused))
 	if len(pod.Finalizers) > 0 {
 		checks = append(checks, report.Check{Name: "finalizers cleared", Status: report.Fail, Detail: "metadata.finalizers: " + strings.Join(pod.Finalizers, ", ")})
 	} else {

@@ -9,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -33,11 +34,25 @@ type Snapshot struct {
 	// Admission holds what can refuse a DELETE or UPDATE: webhooks, policies,
 	// and the endpoints of the webhooks' services.
 	Admission Admission
+	// Volumes holds what the pods' volumes lead to, for pods whose kubelet
+	// must unmount them (state C).
+	Volumes Volumes
 	// Namespaces holds the namespaces of the targets, by name (their labels
 	// decide which webhooks apply).
 	Namespaces map[string]*corev1.Namespace
 	// Skipped lists run-wide reads that could not be made.
 	Skipped []report.Skip
+}
+
+// Volumes is the storage chain of the targets' volumes: claim, volume, CSI
+// driver registration on the node, attachments.
+type Volumes struct {
+	// Claims by "namespace/name"; PersistentVolumes, CSINodes by name.
+	Claims            map[string]*corev1.PersistentVolumeClaim
+	PersistentVolumes map[string]*corev1.PersistentVolume
+	CSINodes          map[string]*storagev1.CSINode
+	// Attachments are the VolumeAttachments to the targets' nodes.
+	Attachments []storagev1.VolumeAttachment
 }
 
 // Admission is the cluster's admission configuration, read once.
@@ -76,5 +91,7 @@ func New(now time.Time) *Snapshot {
 		Events:       map[types.UID][]corev1.Event{},
 		Namespaces:   map[string]*corev1.Namespace{},
 		Admission:    Admission{ServiceEndpoints: map[string]int{}},
+		Volumes: Volumes{Claims: map[string]*corev1.PersistentVolumeClaim{},
+			PersistentVolumes: map[string]*corev1.PersistentVolume{}, CSINodes: map[string]*storagev1.CSINode{}},
 	}
 }

@@ -276,3 +276,45 @@ func TestPodWhoseSandboxCannotBeTornDown(t *testing.T) {
 		}
 	}
 }
+
+// The CSI node plugin is gone (the driver is not in the node's CSINode), the
+// volume is still in use on the node, so the kubelet never sends its final DELETE.
+func TestPodWhoseVolumeCannotBeUnmounted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "csi")
+	if err := env.LiveNode(ctx, "kwok-csi"); err != nil {
+		t.Fatal(err)
+	}
+	unique, err := env.CSIClaim(ctx, ns, "data-db-0", "csi.lab.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := scenario.WithClaim(scenario.PodSpec(ns, "db-0", "kwok-csi"), "data-db-0")
+	pod.Labels[lab.KubeletLabel] = "hang-delete" // the real kubelet waits for the unmount
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.MountedOnNode(ctx, "kwok-csi", unique); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "db-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitPod(ctx, ns, "db-0", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed }); err != nil {
+		t.Fatal(err)
+	}
+	r, res := diagnose(t, "why", "pod/db-0", "-n", ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "VolumeTeardownPending" || it.Causes[0].Severity != "critical" {
+		t.Fatalf("exit %d causes %v, want 2 and VolumeTeardownPending (critical) first", res.code, codesOf(it))
+	}
+	for _, want := range []string{"node kwok-csi: status.volumesInUse lists " + unique, "does not list csi.lab.example.com"} {
+		if !hasEvidence(it.Causes[0], want) {
+			t.Errorf("evidence lacks %q: %q", want, it.Causes[0].Evidence)
+		}
+	}
+	if got := checkStatus(it, "volumes unmounted"); got != "fail" {
+		t.Errorf("volumes unmounted = %s", got)
+	}
+}

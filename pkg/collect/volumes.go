@@ -1,0 +1,77 @@
+package collect
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// readVolumes follows the volumes of pods in state C (the kubelet unmounts
+// them before its final DELETE): claim -> volume -> CSI driver, the driver's
+// registration in the node's CSINode, and the node's VolumeAttachments.
+func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
+	pods := stateCPods(s)
+	if len(pods) == 0 {
+		return
+	}
+	v := &s.Volumes
+	core, storage := c.Clients.Typed.CoreV1(), c.Clients.Typed.StorageV1()
+	nodes := map[string]bool{}
+	for _, p := range pods {
+		nodes[p.Spec.NodeName] = true
+		for _, vol := range p.Spec.Volumes {
+			if vol.PersistentVolumeClaim == nil {
+				continue
+			}
+			key := p.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName
+			if _, done := v.Claims[key]; done {
+				continue
+			}
+			pvc, err := core.PersistentVolumeClaims(p.Namespace).Get(ctx, vol.PersistentVolumeClaim.ClaimName, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				c.Skip(skipOf("persistentvolumeclaims/"+key, err))
+				continue
+			}
+			if err != nil {
+				pvc = nil
+			}
+			v.Claims[key] = pvc // nil: not found
+			if pvc == nil || pvc.Spec.VolumeName == "" {
+				continue
+			}
+			pv, err := core.PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				c.Skip(skipOf("persistentvolumes/"+pvc.Spec.VolumeName, err))
+				continue
+			}
+			if err != nil {
+				pv = nil
+			}
+			v.PersistentVolumes[pvc.Spec.VolumeName] = pv
+		}
+	}
+	for node := range nodes {
+		csiNode, err := storage.CSINodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			c.Skip(skipOf("csinodes/"+node, err))
+			continue
+		}
+		if err != nil {
+			csiNode = nil
+		}
+		v.CSINodes[node] = csiNode // nil: the node has no CSINode
+	}
+	vas, err := storage.VolumeAttachments().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.Skip(skipOf("list volumeattachments", err))
+		return
+	}
+	for _, va := range vas.Items {
+		if nodes[va.Spec.NodeName] {
+			v.Attachments = append(v.Attachments, va)
+		}
+	}
+}
