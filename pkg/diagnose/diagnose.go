@@ -59,6 +59,7 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 		TerminatingSeconds: seconds(tm.terminating),
 		OverdueSeconds:     seconds(tm.overdue),
 		Skipped:            t.Skipped,
+		Timeline:           timelineOf(s, t, tm),
 	}
 	if ts := t.Object.GetDeletionTimestamp(); ts != nil {
 		item.DeletionTimestamp = *ts

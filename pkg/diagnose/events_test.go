@@ -137,3 +137,19 @@ func FuzzPodEvents(f *testing.F) {
 		}
 	})
 }
+
+// Before 1.27 the kubelet removed pods without a terminal phase: stopped
+// containers with phase Running are not a sandbox failure there.
+func TestOldKubeletSemantics(t *testing.T) {
+	s := healthySnap(allStopped(terminatingPod(10*time.Minute, 30)))
+	s.Nodes["node-1"].Status.NodeInfo.KubeletVersion = "v1.26.9"
+	it := Diagnose(s).Items[0]
+	if got := codes(it); !slices.Equal(got, []string{"CgroupCleanupPending"}) {
+		t.Fatalf("codes = %v, want [CgroupCleanupPending] for a 1.26 kubelet", got)
+	}
+	if !slices.ContainsFunc(it.Checks, func(c report.Check) bool {
+		return c.Name == "terminal phase reported" && c.Status == report.Pass && strings.Contains(c.Detail, "before 1.27")
+	}) {
+		t.Errorf("checks: %+v", it.Checks)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"k8s.io/apimachinery/pkg/util/version"
+
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -48,6 +50,18 @@ func nodeHealthOf(s *snapshot.Snapshot, name string) nodeHealth {
 		}
 	}
 	return n
+}
+
+// terminalPhaseGate reports whether the node's kubelet writes a terminal
+// phase before its final DELETE: 1.27 and later do (PodIsFinished); before,
+// PodResourcesAreReclaimed let a pod go with phase Running. Unknown versions
+// are taken as current.
+func (n nodeHealth) terminalPhaseGate() bool {
+	if n.node == nil {
+		return true
+	}
+	v, err := version.ParseGeneric(n.node.Status.NodeInfo.KubeletVersion)
+	return err != nil || v.AtLeast(version.MajorMinor(1, 27))
 }
 
 // leaseStale is true when the kubelet has not renewed its Lease within its duration.

@@ -28,12 +28,36 @@ func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
 	}
-	causes = append(causes, f.node.causes(pod, tm)...)
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		causes = append(causes, mirrorPodCauses(pod, tm, f)...)
+	} else {
+		causes = append(causes, f.node.causes(pod, tm)...)
+	}
 	if f.node.alive() {
 		causes = append(causes, kubeletCauses(pod, tm, f, s.Now)...)
 	}
 	causes = append(causes, finalizerCauses(pod.Finalizers, podRef(pod), tm)...)
 	return causes, podChecks(pod, tm, f)
+}
+
+// mirrorPodCauses: a static pod's mirror is removed only by the kubelet that
+// runs the static pod; no controller, pod GC included, acts on it.
+func mirrorPodCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
+	nodeCauses := f.node.causes(pod, tm)
+	if len(nodeCauses) == 0 && (!f.node.alive() || tm.overdue < settleTime) {
+		return nil
+	}
+	evidence := []string{fmt.Sprintf("metadata.annotations[%s]: %s (a static pod's mirror)", corev1.MirrorPodAnnotationKey, pod.Annotations[corev1.MirrorPodAnnotationKey])}
+	sev, summary := report.Warning, fmt.Sprintf("the kubelet on %s has not removed this static pod's mirror %s past the deadline", pod.Spec.NodeName, report.HumanDuration(tm.overdue))
+	for _, c := range nodeCauses {
+		evidence = append(evidence, c.Evidence...)
+		sev, summary = report.Critical, fmt.Sprintf("static pod mirror: only the kubelet on %s removes it, and it is not syncing (%s)", pod.Spec.NodeName, c.Summary)
+	}
+	return []report.Cause{cause(catalog.MirrorPodKubeletNotSyncing, sev, 0.8, summary, evidence,
+		step("Check the kubelet on the node", "systemctl status kubelet; journalctl -u kubelet --since -1h", "none: read-only"),
+		step("Fix the kubelet; to remove the static pod for good, delete its manifest from the kubelet's staticPodPath (usually /etc/kubernetes/manifests)", "", "the static pod (often a control-plane component) stops on that node"),
+		step("Force-delete the mirror pod from the API", fmt.Sprintf("kubectl delete pod %s -n %s --grace-period=0 --force", pod.Name, pod.Namespace),
+			"only the API object goes: the static pod keeps running, and the kubelet recreates the mirror once it syncs while the manifest remains"))}
 }
 
 // podFacts is what the snapshot says about one pod's shutdown.
@@ -61,7 +85,7 @@ func kubeletCauses(pod *corev1.Pod, tm timing, f podFacts, now time.Time) []repo
 		return []report.Cause{containersRunning(pod, c, tm, ev, now)}
 	case ev.sandboxFailed != nil && !isTerminalPhase(pod.Status.Phase):
 		return []report.Cause{sandboxFailed(pod, tm, ev, now, 0.85)}
-	case !isTerminalPhase(pod.Status.Phase):
+	case !isTerminalPhase(pod.Status.Phase) && f.node.terminalPhaseGate():
 		return []report.Cause{sandboxFailed(pod, tm, ev, now, 0.5)}
 	case tm.grace > 0:
 		return stateCCauses(pod, tm, f)

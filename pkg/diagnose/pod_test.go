@@ -153,3 +153,42 @@ func TestDeadNodeRemediationIsSafeToRisky(t *testing.T) {
 		t.Errorf("first step should be read-only, got %q", steps[0].Risk)
 	}
 }
+
+func TestMirrorPod(t *testing.T) {
+	mirror := func(p *corev1.Pod) *corev1.Pod {
+		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "8a1e0c6f"}
+		return p
+	}
+	dead := Diagnose(snap(mirror(terminatingPod(10*time.Minute, 30)), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 10*time.Minute))).Items[0]
+	if got := codes(dead); got[0] != "MirrorPodKubeletNotSyncing" || slices.Contains(got, "NodeUnreachable") || dead.Severity != report.Critical {
+		t.Errorf("mirror pod on a dead node: %v %s", got, dead.Severity)
+	}
+	if last := dead.Causes[0].Remediation[2]; !strings.Contains(last.Risk, "recreates the mirror") {
+		t.Errorf("force delete of a mirror pod must say the kubelet recreates it: %+v", last)
+	}
+	live := Diagnose(healthySnap(mirror(terminatingPod(10*time.Minute, 30)))).Items[0]
+	if got := codes(live); got[0] != "MirrorPodKubeletNotSyncing" || live.Severity != report.Warning {
+		t.Errorf("mirror pod on a live node: %v %s", got, live.Severity)
+	}
+}
+
+func TestPodTimeline(t *testing.T) {
+	s := withEvents(healthySnap(terminatingPod(10*time.Minute, 30)), event("Killing", "Stopping container app", 9*time.Minute+50*time.Second), event(reasonFailedKillPod, killContainerMsg, time.Minute))
+	tl := Diagnose(s).Items[0].Timeline
+	var events []string
+	for i, m := range tl {
+		events = append(events, m.Event)
+		if i > 0 && m.Time.Before(&tl[i-1].Time) {
+			t.Errorf("timeline out of order at %d: %v", i, tl)
+		}
+	}
+	want := []string{"deletion requested (grace period 30s)", "event Killing: Stopping container app", "grace period ends (metadata.deletionTimestamp)", "event FailedKillPod: " + killContainerMsg, "node node-1: lease last renewed"}
+	for _, w := range want {
+		if !slices.Contains(events, w) {
+			t.Errorf("timeline lacks %q: %q", w, events)
+		}
+	}
+	if slices.Index(events, want[0]) > slices.Index(events, want[1]) || slices.Index(events, want[2]) > slices.Index(events, want[3]) {
+		t.Errorf("order: %q", events)
+	}
+}

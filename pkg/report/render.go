@@ -112,6 +112,12 @@ func writeItem(w io.Writer, it Item, indent string, st Style) error {
 			}
 		}
 	}
+	if len(it.Timeline) > 0 {
+		p.linef("%s  timeline:", indent)
+		for _, m := range it.Timeline {
+			p.linef("%s    %s  %s", indent, m.Time.UTC().Format("2006-01-02T15:04:05Z"), m.Event)
+		}
+	}
 	for _, s := range it.Skipped {
 		p.linef("%s  skipped: %s (%s) %s", indent, s.Check, s.Reason, s.Detail)
 	}

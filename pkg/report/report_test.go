@@ -46,8 +46,9 @@ func sample() Report {
 			Evidence:    []string{"lease kube-node-lease/node-1: spec.renewTime 2026-11-22T11:50:00Z (10m ago, leaseDurationSeconds 40s)"},
 			Remediation: []Step{{Action: "Check the node", Command: "kubectl get node node-1 -o wide", Risk: "none: read-only"}, {Action: "Force-delete", Command: "kubectl delete pod web-0 -n shop --grace-period=0 --force", Risk: "split brain"}},
 		}},
-		Checks:  []Check{{Name: "node alive", Status: Fail, Detail: "lease 10m old"}, {Name: "finalizers cleared", Status: Pass, Detail: "no metadata.finalizers"}},
-		Skipped: []Skip{{Check: "events", Reason: SkipForbidden, Detail: "events is forbidden"}},
+		Checks:   []Check{{Name: "node alive", Status: Fail, Detail: "lease 10m old"}, {Name: "finalizers cleared", Status: Pass, Detail: "no metadata.finalizers"}},
+		Skipped:  []Skip{{Check: "events", Reason: SkipForbidden, Detail: "events is forbidden"}},
+		Timeline: []Moment{{Time: metav1.NewTime(ts.Add(-630 * time.Second)), Event: "deletion requested (grace period 30s)"}, {Time: ts, Event: "grace period ends (metadata.deletionTimestamp)"}},
 	}
 	ns := Item{
 		Object:            ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: "shop", UID: "ns-uid"},

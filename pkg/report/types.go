@@ -71,6 +71,14 @@ type Item struct {
 	Checks []Check `json:"checks,omitempty"`
 	// Skipped lists the checks not made for this object, and why.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Timeline lists what is known to have happened, oldest first.
+	Timeline []Moment `json:"timeline,omitempty"`
+}
+
+// Moment is one entry of a timeline.
+type Moment struct {
+	Time  metav1.Time `json:"time"`
+	Event string      `json:"event"`
 }
 
 // ObjectRef names the diagnosed object.

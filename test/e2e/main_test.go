@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
@@ -232,4 +233,14 @@ func settle(t *testing.T, deadline time.Time) {
 
 func deleteOpts(grace *int64) metav1.DeleteOptions {
 	return metav1.DeleteOptions{GracePeriodSeconds: grace}
+}
+
+// pastDeadline waits until the pod's deletion deadline is a second behind.
+func pastDeadline(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := env.WaitPod(context.Background(), ns, name, "past its deadline", func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp != nil && time.Now().After(p.DeletionTimestamp.Add(time.Second))
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
@@ -152,7 +153,7 @@ func TestPodWhoseKubeletNeverKills(t *testing.T) {
 	if err := env.DeletePod(ctx, ns, "api-0", 1); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	pastDeadline(t, ns, "api-0")
 	// Just past the deadline: the kubelet may still be at it.
 	r, res := diagnose(t, "why", "pod/api-0", "-n", ns)
 	it := only(t, r)
@@ -237,6 +238,7 @@ func TestPodWhoseRuntimeCannotKill(t *testing.T) {
 	if err := env.WaitEvent(ctx, ns, "db-0", "FailedKillPod"); err != nil {
 		t.Fatal(err)
 	}
+	pastDeadline(t, ns, "db-0")
 	r, res := diagnose(t, "why", "pod/db-0", "-n", ns)
 	it := only(t, r)
 	if res.code != 2 || codesOf(it)[0] != "ContainerKillFailed" || it.Causes[0].Severity != "critical" {
@@ -262,6 +264,7 @@ func TestPodWhoseSandboxCannotBeTornDown(t *testing.T) {
 	if err := env.WaitEvent(ctx, ns, "web-0", "FailedKillPod"); err != nil {
 		t.Fatal(err)
 	}
+	pastDeadline(t, ns, "web-0")
 	r, res := diagnose(t, "why", "pod/web-0", "-n", ns)
 	it := only(t, r)
 	if res.code != 2 || codesOf(it)[0] != "SandboxTeardownFailed" || it.Causes[0].Severity != "critical" {
@@ -304,6 +307,7 @@ func TestPodWhoseVolumeCannotBeUnmounted(t *testing.T) {
 	if err := env.WaitPod(ctx, ns, "db-0", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed }); err != nil {
 		t.Fatal(err)
 	}
+	pastDeadline(t, ns, "db-0")
 	r, res := diagnose(t, "why", "pod/db-0", "-n", ns)
 	it := only(t, r)
 	if res.code != 2 || codesOf(it)[0] != "VolumeTeardownPending" || it.Causes[0].Severity != "critical" {
@@ -316,5 +320,77 @@ func TestPodWhoseVolumeCannotBeUnmounted(t *testing.T) {
 	}
 	if got := checkStatus(it, "volumes unmounted"); got != "fail" {
 		t.Errorf("volumes unmounted = %s", got)
+	}
+}
+
+// A static pod's mirror on a node whose kubelet died: only that kubelet removes it.
+func TestMirrorPodOfADeadKubelet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "mirror")
+	if err := env.DyingNode(ctx, "dead-mirror"); err != nil {
+		t.Fatal(err)
+	}
+	pod := scenario.PodSpec(ns, "etcd-dead-mirror", "dead-mirror")
+	pod.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "3f1c2b"}
+	if err := env.RunOnDyingNode(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, pod.Name, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitNodeUnreachable(ctx, "dead-mirror"); err != nil {
+		t.Fatal(err)
+	}
+	r, res := diagnose(t, "why", "pod/"+pod.Name, "-n", ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "MirrorPodKubeletNotSyncing" || it.Causes[0].Severity != "critical" {
+		t.Fatalf("exit %d causes %v, want 2 and MirrorPodKubeletNotSyncing (critical)", res.code, codesOf(it))
+	}
+	if !hasEvidence(it.Causes[0], "kubernetes.io/config.mirror") || !hasEvidence(it.Causes[0], "lease kube-node-lease/dead-mirror") {
+		t.Errorf("evidence: %q", it.Causes[0].Evidence)
+	}
+}
+
+// A pod whose Node object is gone: the pod GC controller removes it, and a
+// finalizer still holds it afterwards.
+func TestPodWhoseNodeIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "node-gone")
+	pod := scenario.PodSpec(ns, "orphan-0", "no-such-node")
+	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held := scenario.PodSpec(ns, "orphan-held", "no-such-node")
+	held.Finalizers = []string{"example.com/hold"}
+	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "orphan-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	// Past its 1 s deadline, well inside pod GC's 40 s quarantine.
+	pastDeadline(t, ns, "orphan-0")
+	r, _ := diagnose(t, "why", "pod/orphan-0", "-n", ns)
+	it := only(t, r)
+	if codesOf(it)[0] != "NodeNotFound" || it.Causes[0].Severity != "warning" {
+		t.Fatalf("causes %v severity %s, want NodeNotFound (warning: pod GC may still act)", codesOf(it), it.Causes[0].Severity)
+	}
+	if got := checkStatus(it, "node alive"); got != "fail" {
+		t.Errorf("node alive = %s", got)
+	}
+	// The pod GC controller force-deletes the orphan (about 40 s after it notices the node is missing).
+	if err := env.WaitGone(ctx, ns, "orphan-0"); err != nil {
+		t.Fatal(err)
+	}
+	// The one with a finalizer got the same grace-0 delete from pod GC, and stays.
+	r, res := diagnose(t, "why", "pod/orphan-held", "-n", ns)
+	it = only(t, r)
+	if !slices.Contains(codesOf(it), "FinalizerPending") || !slices.Contains(codesOf(it), "NodeNotFound") {
+		t.Errorf("exit %d causes %v, want NodeNotFound and FinalizerPending", res.code, codesOf(it))
+	}
+	if it.GracePeriodSeconds != 0 {
+		t.Errorf("pod GC deletes with grace 0, got %d", it.GracePeriodSeconds)
 	}
 }
