@@ -60,6 +60,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 	c.readPodEvents(ctx, s)
 	c.readAdmission(ctx, s)
 	c.readVolumes(ctx, s)
+	c.readDRA(ctx, s)
 	s.Skipped = c.Skips()
 	return s
 }

@@ -24,6 +24,7 @@ func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause
 		refused:    finalDeleteRefusals(s, pod, tm),
 	}
 	f.volumes, f.volumesKnown = podVolumesOf(s, pod)
+	f.claims, f.claimsKnown = podClaimsOf(s, pod)
 	var causes []report.Cause
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
@@ -68,6 +69,8 @@ type podFacts struct {
 	refused      []refusal // admission that refuses, or may refuse, the final DELETE
 	volumes      []podVolume
 	volumesKnown bool
+	claims       []podClaim // read only while the kubelet should unprepare them
+	claimsKnown  bool
 }
 
 // kubeletCauses explains a live kubelet that has not finished the pod, by the
@@ -86,6 +89,10 @@ func kubeletCauses(pod *corev1.Pod, tm timing, f podFacts, now time.Time) []repo
 	case ev.sandboxFailed != nil && !isTerminalPhase(pod.Status.Phase):
 		return []report.Cause{sandboxFailed(pod, tm, ev, now, 0.85)}
 	case !isTerminalPhase(pod.Status.Phase) && f.node.terminalPhaseGate():
+		// State B': killPod or the claims' unprepare failed.
+		if dra := claimCauses(pod, f.claims, tm); len(dra) > 0 {
+			return append(dra, sandboxFailed(pod, tm, ev, now, 0.3))
+		}
 		return []report.Cause{sandboxFailed(pod, tm, ev, now, 0.5)}
 	case tm.grace > 0:
 		return stateCCauses(pod, tm, f)

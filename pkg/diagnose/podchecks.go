@@ -19,6 +19,11 @@ func podChecks(pod *corev1.Pod, tm timing, f podFacts) []report.Check {
 	}
 	checks = append(checks,
 		sandboxCheck(pod, f.containers, f.events),
+	)
+	if c, ok := claimsCheck(f.claims, f.claimsKnown); ok {
+		checks = append(checks, c)
+	}
+	checks = append(checks,
 		phaseCheck(pod, f.node),
 		volumesCheck(pod, f.volumes, f.volumesKnown),
 		cgroupCheck(tm),

@@ -9,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +38,9 @@ type Snapshot struct {
 	// Volumes holds what the pods' volumes lead to, for pods whose kubelet
 	// must unmount them (state C).
 	Volumes Volumes
+	// DRA holds the resource claims of pods whose kubelet must unprepare them
+	// (containers stopped, no terminal phase yet) and their drivers' slices.
+	DRA DRA
 	// Namespaces holds the namespaces of the targets, by name (their labels
 	// decide which webhooks apply).
 	Namespaces map[string]*corev1.Namespace
@@ -53,6 +57,15 @@ type Volumes struct {
 	CSINodes          map[string]*storagev1.CSINode
 	// Attachments are the VolumeAttachments to the targets' nodes.
 	Attachments []storagev1.VolumeAttachment
+}
+
+// DRA is what dynamic resource allocation says about the targets' claims.
+type DRA struct {
+	// Claims by "namespace/name"; nil: not found.
+	Claims map[string]*resourcev1.ResourceClaim
+	// Slices are the ResourceSlices published for each node, by node name;
+	// a missing key means they were not read.
+	Slices map[string][]resourcev1.ResourceSlice
 }
 
 // Admission is the cluster's admission configuration, read once.
@@ -91,7 +104,26 @@ func New(now time.Time) *Snapshot {
 		Events:       map[types.UID][]corev1.Event{},
 		Namespaces:   map[string]*corev1.Namespace{},
 		Admission:    Admission{ServiceEndpoints: map[string]int{}},
+		DRA:          DRA{Claims: map[string]*resourcev1.ResourceClaim{}, Slices: map[string][]resourcev1.ResourceSlice{}},
 		Volumes: Volumes{Claims: map[string]*corev1.PersistentVolumeClaim{},
 			PersistentVolumes: map[string]*corev1.PersistentVolume{}, CSINodes: map[string]*storagev1.CSINode{}},
 	}
+}
+
+// PodClaimNames lists the ResourceClaims a pod uses: named ones, and those
+// generated from templates (recorded in status.resourceClaimStatuses).
+func PodClaimNames(pod *corev1.Pod) []string {
+	var names []string
+	for _, rc := range pod.Spec.ResourceClaims {
+		if rc.ResourceClaimName != nil {
+			names = append(names, *rc.ResourceClaimName)
+			continue
+		}
+		for _, st := range pod.Status.ResourceClaimStatuses {
+			if st.Name == rc.Name && st.ResourceClaimName != nil {
+				names = append(names, *st.ResourceClaimName)
+			}
+		}
+	}
+	return names
 }

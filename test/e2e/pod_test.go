@@ -394,3 +394,49 @@ func TestPodWhoseNodeIsGone(t *testing.T) {
 		t.Errorf("pod GC deletes with grace 0, got %d", it.GracePeriodSeconds)
 	}
 }
+
+// The pod's DRA driver publishes no ResourceSlice on the node (its kubelet
+// plugin is gone): the kubelet cannot unprepare the claim and never writes
+// the terminal phase (state B').
+func TestPodWhoseResourceClaimCannotBeUnprepared(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "dra")
+	if err := env.AllocatedClaim(ctx, ns, "gpu-claim", "gpu.lab.example.com", liveNode); err != nil {
+		t.Fatal(err)
+	}
+	pod := scenario.PodSpec(ns, "train-0", liveNode)
+	claim := "gpu-claim"
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim}}
+	pod.Labels[lab.KubeletLabel] = "hang-unprepare"
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	created, err := env.Client.CoreV1().Pods(ns).Get(ctx, "train-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitClaimReserved(ctx, ns, claim, created); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "train-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitPod(ctx, ns, "train-0", "containers stopped", func(p *corev1.Pod) bool {
+		return len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Terminated != nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pastDeadline(t, ns, "train-0")
+	r, res := diagnose(t, "why", "pod/train-0", "-n", ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "ResourceClaimCleanupPending" || it.Causes[0].Severity != "critical" {
+		t.Fatalf("exit %d causes %v, want 2 and ResourceClaimCleanupPending (critical)", res.code, codesOf(it))
+	}
+	if !hasEvidence(it.Causes[0], "none of driver gpu.lab.example.com") {
+		t.Errorf("evidence: %q", it.Causes[0].Evidence)
+	}
+	if got := checkStatus(it, "resource claims unprepared"); got != "fail" {
+		t.Errorf("resource claims unprepared = %s", got)
+	}
+}

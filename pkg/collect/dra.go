@@ -1,0 +1,50 @@
+package collect
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// readDRA reads the claims of pods whose containers stopped but whose phase
+// is not terminal yet (the kubelet unprepares claims in between), and the
+// ResourceSlices their nodes publish.
+func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
+	api := c.Clients.Typed.ResourceV1()
+	for _, t := range s.Targets {
+		p := t.Pod
+		if p == nil || len(p.Spec.ResourceClaims) == 0 || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, name := range snapshot.PodClaimNames(p) {
+			key := p.Namespace + "/" + name
+			if _, done := s.DRA.Claims[key]; done {
+				continue
+			}
+			claim, err := api.ResourceClaims(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				s.DRA.Claims[key] = nil
+			case err != nil:
+				t.Skipped = append(t.Skipped, skipOf("resourceclaims/"+name, err))
+			default:
+				s.DRA.Claims[key] = claim
+			}
+		}
+		node := p.Spec.NodeName
+		if _, done := s.DRA.Slices[node]; done || node == "" {
+			continue
+		}
+		slices, err := api.ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: resourcev1.ResourceSliceSelectorNodeName + "=" + node})
+		if err != nil {
+			t.Skipped = append(t.Skipped, skipOf("resourceslices of node "+node, err))
+			continue
+		}
+		s.DRA.Slices[node] = slices.Items
+	}
+}
