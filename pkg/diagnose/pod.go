@@ -231,6 +231,12 @@ type containerState struct {
 
 func containersOf(pod *corev1.Pod) containerState {
 	var c containerState
+	sidecars := map[string]bool{}
+	for _, ic := range pod.Spec.InitContainers {
+		if ic.RestartPolicy != nil && *ic.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars[ic.Name] = true // restartable init container: stops after the main containers
+		}
+	}
 	groups := []struct {
 		field    string
 		statuses []corev1.ContainerStatus
@@ -241,14 +247,18 @@ func containersOf(pod *corev1.Pod) containerState {
 	}
 	for _, g := range groups {
 		for _, st := range g.statuses {
+			name := st.Name
+			if g.field == "status.initContainerStatuses" && sidecars[st.Name] {
+				name += " (sidecar)"
+			}
 			switch {
 			case st.State.Running != nil:
-				c.running = append(c.running, st.Name)
-				c.evidence = append(c.evidence, fmt.Sprintf("%s[%s].state.running.startedAt: %s", g.field, st.Name, st.State.Running.StartedAt.UTC().Format(time.RFC3339)))
+				c.running = append(c.running, name)
+				c.evidence = append(c.evidence, fmt.Sprintf("%s[%s].state.running.startedAt: %s", g.field, name, st.State.Running.StartedAt.UTC().Format(time.RFC3339)))
 			case st.State.Terminated != nil:
-				c.evidence = append(c.evidence, fmt.Sprintf("%s[%s].state.terminated: exitCode %d, reason %s", g.field, st.Name, st.State.Terminated.ExitCode, st.State.Terminated.Reason))
+				c.evidence = append(c.evidence, fmt.Sprintf("%s[%s].state.terminated: exitCode %d, reason %s", g.field, name, st.State.Terminated.ExitCode, st.State.Terminated.Reason))
 			case st.State.Waiting != nil:
-				c.evidence = append(c.evidence, fmt.Sprintf("%s[%s].state.waiting: %s", g.field, st.Name, st.State.Waiting.Reason))
+				c.evidence = append(c.evidence, fmt.Sprintf("%s[%s].state.waiting: %s", g.field, name, st.State.Waiting.Reason))
 			}
 		}
 	}

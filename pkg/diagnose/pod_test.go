@@ -192,3 +192,22 @@ func TestPodTimeline(t *testing.T) {
 		t.Errorf("order: %q", events)
 	}
 }
+
+func TestSidecarsAreNamed(t *testing.T) {
+	p := terminatingPod(10*time.Minute, 30)
+	always := corev1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers = []corev1.Container{{Name: "istio-proxy", RestartPolicy: &always}, {Name: "migrate"}}
+	p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+		{Name: "istio-proxy", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: *ago(time.Hour)}}},
+		{Name: "migrate", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}},
+	}
+	it := Diagnose(healthySnap(p)).Items[0]
+	if !strings.Contains(it.Causes[0].Summary, "istio-proxy (sidecar)") {
+		t.Errorf("summary: %s", it.Causes[0].Summary)
+	}
+	if !slices.ContainsFunc(it.Causes[0].Evidence, func(e string) bool {
+		return e == "status.initContainerStatuses[migrate].state.terminated: exitCode 0, reason Completed"
+	}) {
+		t.Errorf("evidence: %q", it.Causes[0].Evidence)
+	}
+}

@@ -440,3 +440,33 @@ func TestPodWhoseResourceClaimCannotBeUnprepared(t *testing.T) {
 		t.Errorf("resource claims unprepared = %s", got)
 	}
 }
+
+// A live kubelet that reports Ready=False (its CNI is not initialised): the
+// Lease is fresh, so the node is NotReady, not unreachable.
+func TestPodOnANotReadyNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "not-ready")
+	stop, err := env.NotReadyNode(ctx, "sick-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := env.RunOnDyingNode(ctx, scenario.PodSpec(ns, "web-0", "sick-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, "web-0", 1); err != nil {
+		t.Fatal(err)
+	}
+	pastDeadline(t, ns, "web-0")
+	// Well past the node lifecycle controller's 20 s grace: a dead kubelet would be Unknown by now.
+	time.Sleep(25 * time.Second)
+	r, res := diagnose(t, "why", "pod/web-0", "-n", ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "NodeNotReady" {
+		t.Fatalf("exit %d causes %v, want 2 and NodeNotReady first", res.code, codesOf(it))
+	}
+	if !hasEvidence(it.Causes[0], "Ready=False reason KubeletNotReady") || !hasEvidence(it.Causes[0], "cni plugin not initialized") {
+		t.Errorf("evidence: %q", it.Causes[0].Evidence)
+	}
+}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -72,4 +73,41 @@ func (e *Env) RunOnDyingNode(ctx context.Context, pod *corev1.Pod) error {
 	}
 	_, err = e.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	return err
+}
+
+// NotReadyNode creates a node whose kubelet is alive (it renews the Lease
+// every 2 s until stop is called) but reports Ready=False, as a kubelet does
+// when the container runtime's network is not ready.
+func (e *Env) NotReadyNode(ctx context.Context, name string) (stop func(), err error) {
+	if err := e.DyingNode(ctx, name); err != nil {
+		return nil, err
+	}
+	now := metav1.Now()
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+		Message:           "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized",
+		LastHeartbeatTime: now, LastTransitionTime: now,
+	}}}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.Client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return nil, err
+	}
+	renewCtx, cancel := context.WithCancel(context.Background())
+	go func() {
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case <-tick.C:
+				renew := metav1.NewMicroTime(time.Now())
+				patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, renew.Format(metav1.RFC3339Micro))
+				_, _ = e.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Patch(renewCtx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			}
+		}
+	}()
+	return cancel, nil
 }
