@@ -61,6 +61,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 	c.readAdmission(ctx, s)
 	c.readVolumes(ctx, s)
 	c.readDRA(ctx, s)
+	c.readControllers(ctx, s)
 	s.Skipped = c.Skips()
 	return s
 }

@@ -72,7 +72,7 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 	case t.Namespace != nil:
 		causes = namespaceCauses(t.Namespace, tm)
 	default:
-		causes = finalizerCauses(t.Object.GetFinalizers(), t.Ref, tm)
+		causes = finalizerCauses(s, t.Object.GetFinalizers(), t.Ref, tm)
 	}
 	if len(causes) == 0 && tm.overdue > 0 {
 		causes = append(causes, incomplete(t, tm))

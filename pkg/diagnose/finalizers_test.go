@@ -52,7 +52,7 @@ func TestFinalizerJustAfterDeleteIsProgress(t *testing.T) {
 }
 
 func TestExternalAttacherOwner(t *testing.T) {
-	if o := ownerOf("external-attacher/ebs.csi.aws.com"); !strings.Contains(o.owner, "ebs.csi.aws.com") {
+	if o := catalog.FinalizerOwner("external-attacher/ebs.csi.aws.com"); !strings.Contains(o.Owner, "ebs.csi.aws.com") {
 		t.Errorf("owner = %+v", o)
 	}
 }

@@ -37,7 +37,7 @@ func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause
 	if f.node.alive() {
 		causes = append(causes, kubeletCauses(pod, tm, f, s.Now)...)
 	}
-	causes = append(causes, finalizerCauses(pod.Finalizers, podRef(pod), tm)...)
+	causes = append(causes, finalizerCauses(s, pod.Finalizers, podRef(pod), tm)...)
 	return causes, podChecks(pod, tm, f)
 }
 

@@ -41,6 +41,9 @@ type Snapshot struct {
 	// DRA holds the resource claims of pods whose kubelet must unprepare them
 	// (containers stopped, no terminal phase yet) and their drivers' slices.
 	DRA DRA
+	// Controllers lists the workloads that could own third-party finalizers,
+	// read when a target waits on one.
+	Controllers Controllers
 	// Namespaces holds the namespaces of the targets, by name (their labels
 	// decide which webhooks apply).
 	Namespaces map[string]*corev1.Namespace
@@ -66,6 +69,24 @@ type DRA struct {
 	// Slices are the ResourceSlices published for each node, by node name;
 	// a missing key means they were not read.
 	Slices map[string][]resourcev1.ResourceSlice
+}
+
+// Controllers is the inventory used to judge whether the controller behind a
+// third-party finalizer is alive.
+type Controllers struct {
+	// Read is false when the workloads were not read.
+	Read      bool
+	Workloads []Workload
+	// APIGroups are the groups served by CRDs, e.g. "cert-manager.io".
+	APIGroups []string
+}
+
+// Workload is a Deployment, StatefulSet or DaemonSet, reduced to what the
+// liveness judgement needs.
+type Workload struct {
+	Kind, Namespace, Name string
+	Labels                map[string]string
+	Desired, Ready        int32
 }
 
 // Admission is the cluster's admission configuration, read once.

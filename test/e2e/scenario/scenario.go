@@ -240,3 +240,8 @@ func (e *Env) WaitEvent(ctx context.Context, ns, pod, reason string) error {
 		return err == nil && len(list.Items) > 0, nil
 	})
 }
+
+// DeleteCustomResource deletes an instance of a CRD made by CRD.
+func (e *Env) DeleteCustomResource(ctx context.Context, group, plural, ns, name string) error {
+	return e.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+}

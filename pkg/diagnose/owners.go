@@ -1,0 +1,86 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// ownerState is how alive the controller behind a third-party finalizer looks.
+type ownerState int
+
+const (
+	ownerUnknown ownerState = iota // the workloads were not read
+	ownerHealthy                   // a matching workload has ready replicas
+	ownerDown                      // matching workloads exist, none ready
+	ownerGone                      // nothing in the cluster looks like it
+)
+
+// genericLabels are domain labels that say nothing about which controller it is.
+var genericLabels = []string{"com", "io", "org", "net", "dev", "sh", "cloud", "co", "app", "apps", "k8s", "x-k8s", "kubernetes",
+	"sigs", "www", "github", "finalizer", "finalizers", "controller", "controllers", "operator", "operators", "example"}
+
+// ownerTokens are the distinctive words of a finalizer's name: for
+// "finalizers.cert-manager.io/certificate" that is "cert-manager".
+func ownerTokens(finalizer string) []string {
+	domain, _, _ := strings.Cut(strings.ToLower(finalizer), "/")
+	var out []string
+	for _, l := range strings.Split(domain, ".") {
+		if len(l) >= 3 && !slices.Contains(genericLabels, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// ownerLiveness judges whether the controller behind a third-party finalizer
+// looks alive: a Deployment, StatefulSet or DaemonSet whose name, namespace
+// or app labels carry the finalizer's distinctive words, and its readiness.
+func ownerLiveness(ctl snapshot.Controllers, finalizer string) (ownerState, []string) {
+	if !ctl.Read {
+		return ownerUnknown, nil
+	}
+	tokens := ownerTokens(finalizer)
+	var evidence []string
+	domain, _, _ := strings.Cut(finalizer, "/")
+	for _, g := range ctl.APIGroups {
+		if g == domain || strings.HasSuffix(domain, "."+g) || strings.HasSuffix(g, "."+domain) {
+			evidence = append(evidence, fmt.Sprintf("CRDs of API group %s are installed", g))
+		}
+	}
+	if len(tokens) == 0 {
+		return ownerUnknown, evidence
+	}
+	state := ownerGone
+	for _, w := range ctl.Workloads {
+		if !workloadMatches(w, tokens) {
+			continue
+		}
+		evidence = append(evidence, fmt.Sprintf("%s %s/%s: %d/%d ready (looks like the owner of %s)", w.Kind, w.Namespace, w.Name, w.Ready, w.Desired, finalizer))
+		switch {
+		case w.Ready > 0:
+			state = ownerHealthy
+		case state == ownerGone:
+			state = ownerDown
+		}
+	}
+	if state == ownerGone {
+		evidence = append(evidence, fmt.Sprintf("no Deployment, StatefulSet or DaemonSet in the cluster is named or labelled %q: the controller that removes %s looks gone", strings.Join(tokens, "|"), finalizer))
+	}
+	return state, evidence
+}
+
+func workloadMatches(w snapshot.Workload, tokens []string) bool {
+	fields := []string{w.Name, w.Namespace, w.Labels["app"], w.Labels["app.kubernetes.io/name"], w.Labels["app.kubernetes.io/part-of"], w.Labels["app.kubernetes.io/instance"]}
+	for _, f := range fields {
+		f = strings.ToLower(f)
+		for _, t := range tokens {
+			if f != "" && strings.Contains(f, t) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A custom resource held by a third-party finalizer: the plugin judges its
+// controller by the workloads in the cluster, and never calls a healthy one gone.
+func TestThirdPartyFinalizerOwnerLiveness(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := []struct {
+		name, node, severity, summary, evidence string
+	}{
+		{"acme", "", "critical", "has no ready replica", "deployment owners-acme/acme-controller: 0/1 ready"},
+		{"zenith", liveNode, "warning", "looks healthy", "deployment owners-zenith/zenith-controller: 1/1 ready"},
+	}
+	for _, tc := range cases {
+		ns := namespace(t, "owners-"+tc.name)
+		group := tc.name + ".io"
+		if err := env.CRD(ctx, group, "Gizmo", "gizmos"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Controller(ctx, ns, tc.name+"-controller", tc.node); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", ns, "g1", "gizmos."+group+"/cleanup"); err != nil {
+			t.Fatal(err)
+		}
+		if res := run(t, "why", "gizmos."+group+"/g1", "-n", ns); res.code != 0 || !strings.Contains(res.stderr, "is not being deleted") {
+			t.Fatalf("before the delete: exit %d stderr %q", res.code, res.stderr)
+		}
+		if err := env.DeleteCustomResource(ctx, group, "gizmos", ns, "g1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle(t, time.Now())
+	for _, tc := range cases {
+		r, res := diagnose(t, "why", "gizmos."+tc.name+".io/g1", "-n", "owners-"+tc.name)
+		it := only(t, r)
+		c := it.Causes[0]
+		if res.code != 2 || c.Code != "FinalizerPending" || c.Severity != tc.severity || !strings.Contains(c.Summary, tc.summary) {
+			t.Errorf("%s: exit %d %s %s %q", tc.name, res.code, c.Code, c.Severity, c.Summary)
+		}
+		if !hasEvidence(c, tc.evidence) || !hasEvidence(c, "CRDs of API group "+tc.name+".io are installed") {
+			t.Errorf("%s: evidence %q", tc.name, c.Evidence)
+		}
+	}
+}
