@@ -89,14 +89,15 @@ func (e *Env) LiveNode(ctx context.Context, name string) error {
 
 // WaitNodeUnreachable waits until the node lifecycle controller has given up on the node.
 func (e *Env) WaitNodeUnreachable(ctx context.Context, name string) error {
-	return Until(ctx, 2*time.Minute, "node "+name+" Unknown and tainted unreachable", func(ctx context.Context) (bool, error) {
+	return Until(ctx, 2*time.Minute, "node "+name+" Unknown and tainted unreachable:NoExecute", func(ctx context.Context) (bool, error) {
 		n, err := e.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
+		// The NoSchedule taint comes first; wait for the NoExecute one too.
 		tainted := false
 		for _, t := range n.Spec.Taints {
-			tainted = tainted || t.Key == "node.kubernetes.io/unreachable"
+			tainted = tainted || (t.Key == "node.kubernetes.io/unreachable" && t.Effect == corev1.TaintEffectNoExecute)
 		}
 		return tainted && readyStatus(n) == corev1.ConditionUnknown, nil
 	})
