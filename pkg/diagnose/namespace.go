@@ -60,10 +60,11 @@ func namespaceCauses(ns *corev1.Namespace, tm timing) []report.Cause {
 		if c == nil || c.Status != corev1.ConditionTrue {
 			continue
 		}
+		evidence := []string{fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message)}
+		evidence = append(evidence, conditionDetails(c)...)
 		causes = append(causes, cause(nc.code, settling(nc.severity, tm), 0.8,
 			fmt.Sprintf("%s: %s", nc.summary, c.Message),
-			[]string{fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message),
-				specFinalizers(ns)},
+			append(evidence, specFinalizers(ns)),
 			nc.step(ns.Name), clearNamespaceFinalizers(ns.Name)))
 	}
 	if len(causes) == 0 && !hasDeletionConditions(ns) && tm.terminating > controllerSilence {
@@ -74,6 +75,33 @@ func namespaceCauses(ns *corev1.Namespace, tm timing) []report.Cause {
 			clearNamespaceFinalizers(ns.Name)))
 	}
 	return causes
+}
+
+// conditionDetails structures a condition's message: counts by resource, by
+// finalizer (with the finalizer's owner), the failing group versions.
+func conditionDetails(c *corev1.NamespaceCondition) []string {
+	var out []string
+	switch c.Type {
+	case corev1.NamespaceContentRemaining:
+		for _, r := range parseContentRemaining(c.Message) {
+			out = append(out, fmt.Sprintf("remaining %s: %d (as the namespace controller counted them)", r.name, r.count))
+		}
+	case corev1.NamespaceFinalizersRemaining:
+		for _, r := range parseFinalizersRemaining(c.Message) {
+			out = append(out, fmt.Sprintf("finalizer %s on %d objects: removed by %s", r.name, r.count, catalog.FinalizerOwner(r.name).Owner))
+		}
+	case corev1.NamespaceDeletionDiscoveryFailure:
+		for _, gv := range parseFailingGroups(c.Message) {
+			out = append(out, fmt.Sprintf("discovery fails for %s (usually an APIService that is not Available: kubectl get apiservice %s)", gv, apiServiceName(gv)))
+		}
+	}
+	return out
+}
+
+// apiServiceName is the APIService that serves a group version: "v1beta1.metrics.k8s.io".
+func apiServiceName(gv string) string {
+	group, version, _ := strings.Cut(gv, "/")
+	return version + "." + group
 }
 
 func namespaceCondition(ns *corev1.Namespace, t corev1.NamespaceConditionType) *corev1.NamespaceCondition {

@@ -118,3 +118,24 @@ func TestNamespaceLastResortSaysLeftoversReappear(t *testing.T) {
 		t.Errorf("first step should diagnose the leftovers in that namespace: %+v", steps[0])
 	}
 }
+
+func TestNamespaceConditionsAreStructured(t *testing.T) {
+	ns := terminatingNamespace(10*time.Minute, allConditions(
+		nsCond(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: example.com/x in 3 resource instances"),
+		nsCond(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue, "DiscoveryFailed", "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"),
+		nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", "Some resources are remaining: pods. has 2 resource instances"),
+	)...)
+	var evidence []string
+	for _, c := range Diagnose(snap(ns)).Items[0].Causes {
+		evidence = append(evidence, c.Evidence...)
+	}
+	for _, want := range []string{
+		"finalizer example.com/x on 3 objects: removed by a third-party controller",
+		"discovery fails for metrics.k8s.io/v1beta1 (usually an APIService that is not Available: kubectl get apiservice v1beta1.metrics.k8s.io)",
+		"remaining pods: 2 (as the namespace controller counted them)",
+	} {
+		if !slices.Contains(evidence, want) {
+			t.Errorf("evidence lacks %q: %q", want, evidence)
+		}
+	}
+}

@@ -43,7 +43,7 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 	if len(codes) < 2 || codes[0] != "NamespaceFinalizersRemaining" || !slices.Contains(codes, "NamespaceContentRemaining") {
 		t.Fatalf("causes = %v, want NamespaceFinalizersRemaining first and NamespaceContentRemaining", codes)
 	}
-	if !hasEvidence(it.Causes[0], "e2e.example.com/cleanup in 3 resource instances") {
+	if !hasEvidence(it.Causes[0], "e2e.example.com/cleanup in 3 resource instances") || !hasEvidence(it.Causes[0], "finalizer e2e.example.com/cleanup on 3 objects: removed by a third-party controller") {
 		t.Errorf("evidence lacks the controller's count: %q", it.Causes[0].Evidence)
 	}
 	last := it.Causes[0].Remediation[len(it.Causes[0].Remediation)-1]

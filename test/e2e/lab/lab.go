@@ -124,7 +124,10 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		"--service-account-private-key-file="+path("sa.key"), "--use-service-account-credentials=false",
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[3]),
 		// A node whose kubelet stops is marked Unknown and tainted after 20 s.
-		"--node-monitor-grace-period=20s", "--node-monitor-period=2s"); err != nil {
+		"--node-monitor-grace-period=20s", "--node-monitor-period=2s",
+		// Tests kill many nodes at once: taint each at once, and never treat the
+		// zone as disrupted (which stops the NoExecute tainting of small clusters).
+		"--node-eviction-rate=10", "--unhealthy-zone-threshold=1.01"); err != nil {
 		return nil, err
 	}
 	if err := l.spawn(o, "kwok", bin("kwok"),
