@@ -16,7 +16,7 @@ import (
 // volumes and the cgroup, or admission refuses the DELETE.
 func stateCPods(s *snapshot.Snapshot) []*corev1.Pod {
 	var out []*corev1.Pod
-	for _, t := range s.Targets {
+	for _, t := range s.AllTargets() {
 		p := t.Pod
 		if p != nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) &&
 			p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds > 0 {
@@ -105,7 +105,7 @@ func (c *Collector) readServiceEndpoints(ctx context.Context, a *snapshot.Admiss
 
 // readTargetNamespaces reads the namespaces of the targets, for their labels.
 func (c *Collector) readTargetNamespaces(ctx context.Context, s *snapshot.Snapshot) {
-	for _, t := range s.Targets {
+	for _, t := range s.AllTargets() {
 		ns := t.Ref.Namespace
 		if ns == "" || s.Namespaces[ns] != nil {
 			continue

@@ -56,6 +56,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 		}
 		s.Targets = append(s.Targets, t)
 	}
+	c.readNamespaceContents(ctx, s)
 	c.readNodes(ctx, s)
 	c.readPodEvents(ctx, s)
 	c.readAdmission(ctx, s)
@@ -97,7 +98,7 @@ func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
 // readNodes reads, once per node, the Node and its Lease for every pod target.
 func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	podsByNode := map[string][]*snapshot.Target{}
-	for _, t := range s.Targets {
+	for _, t := range s.AllTargets() {
 		if t.Pod != nil && t.Pod.Spec.NodeName != "" {
 			podsByNode[t.Pod.Spec.NodeName] = append(podsByNode[t.Pod.Spec.NodeName], t)
 		}
@@ -138,7 +139,7 @@ func skipAll(targets []*snapshot.Target, sk report.Skip) {
 // readPodEvents reads the events about each pod target (the kubelet's Killing,
 // FailedKillPod, ExceededGracePeriod...), matched by involvedObject.uid.
 func (c *Collector) readPodEvents(ctx context.Context, s *snapshot.Snapshot) {
-	for _, t := range s.Targets {
+	for _, t := range s.AllTargets() {
 		if t.Pod == nil {
 			continue
 		}

@@ -71,7 +71,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 }
 
 func anyThirdPartyFinalizer(s *snapshot.Snapshot) bool {
-	for _, t := range s.Targets {
+	for _, t := range s.AllTargets() {
 		for _, f := range t.Object.GetFinalizers() {
 			if catalog.ThirdPartyFinalizer(f) {
 				return true

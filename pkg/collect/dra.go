@@ -16,7 +16,7 @@ import (
 // ResourceSlices their nodes publish.
 func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
 	api := c.Clients.Typed.ResourceV1()
-	for _, t := range s.Targets {
+	for _, t := range s.AllTargets() {
 		p := t.Pod
 		if p == nil || len(p.Spec.ResourceClaims) == 0 || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue

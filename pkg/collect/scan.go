@@ -135,6 +135,23 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 }
 
 func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, scope Scope) ([]Found, error) {
+	var out []Found
+	err := c.listEach(ctx, m, scope, func(item *metav1.PartialObjectMetadata) error {
+		if item.DeletionTimestamp == nil {
+			return nil
+		}
+		obj, err := metadataToUnstructured(item, m.GroupVersionKind)
+		if err == nil {
+			out = append(out, Found{GVR: m.Resource, Object: obj})
+		}
+		return err
+	})
+	return out, err
+}
+
+// listEach lists one type in scope with the metadata client, page by page,
+// and visits every object. A type that went away lists as empty.
+func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Scope, visit func(*metav1.PartialObjectMetadata) error) error {
 	ri := c.Clients.Metadata.Resource(m.Resource)
 	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: scope.LabelSelector}
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
@@ -143,7 +160,6 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 		// In one namespace, the namespace itself is in scope.
 		opts.FieldSelector = "metadata.name=" + scope.Namespace
 	}
-	var out []Found
 	for {
 		var list *metav1.PartialObjectMetadataList
 		var err error
@@ -153,23 +169,18 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 			list, err = ri.List(ctx, opts)
 		}
 		if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
-			return out, nil // the type went away, or does not really list
+			return nil // the type went away, or does not really list
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 		for i := range list.Items {
-			if list.Items[i].DeletionTimestamp == nil {
-				continue
+			if err := visit(&list.Items[i]); err != nil {
+				return err
 			}
-			obj, err := metadataToUnstructured(&list.Items[i], m.GroupVersionKind)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, Found{GVR: m.Resource, Object: obj})
 		}
 		if list.Continue == "" {
-			return out, nil
+			return nil
 		}
 		opts.Continue = list.Continue
 	}

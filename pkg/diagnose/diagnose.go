@@ -70,7 +70,7 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 	case t.Pod != nil:
 		causes, item.Checks = podCauses(s, t.Pod, tm)
 	case t.Namespace != nil:
-		causes = namespaceCauses(t.Namespace, tm)
+		causes = namespaceCauses(s, t, tm)
 	default:
 		causes = finalizerCauses(s, t.Object.GetFinalizers(), t.Ref, tm)
 	}

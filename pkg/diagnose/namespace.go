@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // controllerSilence is how long a Terminating namespace may go without any
@@ -52,9 +53,11 @@ var namespaceConditions = []struct {
 		}},
 }
 
-// namespaceCauses reads the namespace controller's conditions as they are.
-func namespaceCauses(ns *corev1.Namespace, tm timing) []report.Cause {
-	var causes []report.Cause
+// namespaceCauses reads the namespace controller's conditions, then what the
+// live scan found left in the namespace.
+func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+	ns := t.Namespace
+	causes := contentCauses(s, t, tm)
 	for _, nc := range namespaceConditions {
 		c := namespaceCondition(ns, nc.condition)
 		if c == nil || c.Status != corev1.ConditionTrue {
@@ -62,12 +65,15 @@ func namespaceCauses(ns *corev1.Namespace, tm timing) []report.Cause {
 		}
 		evidence := []string{fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message)}
 		evidence = append(evidence, conditionDetails(c)...)
+		if c.Type == corev1.NamespaceContentRemaining {
+			evidence = append(evidence, scanEvidence(t.Contents)...)
+		}
 		causes = append(causes, cause(nc.code, settling(nc.severity, tm), 0.8,
 			fmt.Sprintf("%s: %s", nc.summary, c.Message),
 			append(evidence, specFinalizers(ns)),
 			nc.step(ns.Name), clearNamespaceFinalizers(ns.Name)))
 	}
-	if len(causes) == 0 && !hasDeletionConditions(ns) && tm.terminating > controllerSilence {
+	if !hasDeletionConditions(ns) && tm.terminating > controllerSilence {
 		causes = append(causes, cause(catalog.NamespaceControllerInactive, report.Critical, 0.7,
 			fmt.Sprintf("Terminating for %s without any deletion condition: the namespace controller is not acting on it", report.HumanDuration(tm.terminating)),
 			[]string{"status.conditions: no NamespaceDeletion* or Namespace*Remaining condition", fmt.Sprintf("status.phase: %s", ns.Status.Phase), specFinalizers(ns)},

@@ -113,6 +113,38 @@ type Target struct {
 	Namespace *corev1.Namespace
 	// Skipped lists reads about this target that could not be made.
 	Skipped []report.Skip
+	// Contents is the live scan of a terminating namespace; nil if not scanned.
+	Contents *NamespaceContents
+}
+
+// NamespaceContents is what a live scan found left in a terminating namespace.
+type NamespaceContents struct {
+	// Counts holds the objects left, by qualified resource ("pods", "widgets.example.com").
+	Counts map[string]int
+	// Finalizers counts the objects each finalizer still holds.
+	Finalizers map[string]int
+	// Held keeps a few examples of the objects (pods aside) each finalizer holds, as targets.
+	Held map[string][]*Target
+	// Pods are the namespace's terminating pods, read in full and diagnosed.
+	Pods []*Target
+	// Skipped lists the types that could not be listed.
+	Skipped []report.Skip
+}
+
+// AllTargets returns the targets and the objects nested in them (a
+// namespace's leftover pods and held examples), each once.
+func (s *Snapshot) AllTargets() []*Target {
+	var out []*Target
+	for _, t := range s.Targets {
+		out = append(out, t)
+		if c := t.Contents; c != nil {
+			out = append(out, c.Pods...)
+			for _, held := range c.Held {
+				out = append(out, held...)
+			}
+		}
+	}
+	return out
 }
 
 // New returns an empty snapshot taken at now.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
 
 func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
@@ -40,13 +42,24 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 	}
 	it := only(t, r)
 	codes := codesOf(it)
-	if len(codes) < 2 || codes[0] != "NamespaceFinalizersRemaining" || !slices.Contains(codes, "NamespaceContentRemaining") {
-		t.Fatalf("causes = %v, want NamespaceFinalizersRemaining first and NamespaceContentRemaining", codes)
+	if len(codes) < 3 || codes[0] != "FinalizerPending" || !slices.Contains(codes, "NamespaceFinalizersRemaining") || !slices.Contains(codes, "NamespaceContentRemaining") {
+		t.Fatalf("causes = %v, want the grouped FinalizerPending first, then the controller's conditions", codes)
 	}
-	if !hasEvidence(it.Causes[0], "e2e.example.com/cleanup in 3 resource instances") || !hasEvidence(it.Causes[0], "finalizer e2e.example.com/cleanup on 3 objects: removed by a third-party controller") {
-		t.Errorf("evidence lacks the controller's count: %q", it.Causes[0].Evidence)
+	top := it.Causes[0]
+	if top.Severity != "critical" || !strings.HasPrefix(top.Summary, "3 object(s) in the namespace are held by finalizer e2e.example.com/cleanup") {
+		t.Errorf("top cause: %s %q", top.Severity, top.Summary)
 	}
-	last := it.Causes[0].Remediation[len(it.Causes[0].Remediation)-1]
+	if len(top.BlockedBy) != 3 || top.BlockedBy[0].Object.Kind != "Gadget" || codesOf(top.BlockedBy[0])[0] != "FinalizerPending" {
+		t.Errorf("nested examples: %+v", top.BlockedBy)
+	}
+	fin := it.Causes[slices.Index(codes, "NamespaceFinalizersRemaining")]
+	if !hasEvidence(fin, "e2e.example.com/cleanup in 3 resource instances") || !hasEvidence(fin, "finalizer e2e.example.com/cleanup on 3 objects: removed by a third-party controller") {
+		t.Errorf("evidence lacks the controller's count: %q", fin.Evidence)
+	}
+	if rem := it.Causes[slices.Index(codes, "NamespaceContentRemaining")]; !hasEvidence(rem, "live scan: gadgets.e2e.example.com: 3 object(s) left") {
+		t.Errorf("live scan evidence: %q", rem.Evidence)
+	}
+	last := fin.Remediation[len(fin.Remediation)-1]
 	if !strings.Contains(last.Command, "/finalize") || !strings.Contains(last.Risk, "reappear") {
 		t.Errorf("clearing spec.finalizers must come last and say the leftovers reappear: %+v", last)
 	}
@@ -74,5 +87,48 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("-o name = %v, want %v", got, want)
+	}
+}
+
+// A namespace held by a pod whose node died: the report's first line names
+// the pod, and nests its diagnosis down to the node.
+func TestNamespaceBlockedByAPodOnADeadNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "ns-dead-node")
+	if err := env.DyingNode(ctx, "dead-ns"); err != nil {
+		t.Fatal(err)
+	}
+	pod := scenario.PodSpec(ns, "web-0", "dead-ns")
+	one := int64(1)
+	pod.Spec.TerminationGracePeriodSeconds = &one
+	if err := env.RunOnDyingNode(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitNodeUnreachable(ctx, "dead-ns"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceDeletionContentFailure); err != nil { // "unexpected items still remain"
+		t.Fatal(err)
+	}
+	pastDeadline(t, ns, "web-0")
+	r, res := diagnose(t, "why", "ns/"+ns)
+	it := only(t, r)
+	if res.code != 2 || codesOf(it)[0] != "PodStuckTerminating" || it.Causes[0].Severity != "critical" {
+		t.Fatalf("exit %d causes %v, want 2 and PodStuckTerminating (critical) first", res.code, codesOf(it))
+	}
+	nested := it.Causes[0].BlockedBy
+	if len(nested) != 1 || nested[0].Object.Name != "web-0" || codesOf(nested[0])[0] != "NodeUnreachable" {
+		t.Fatalf("nested: %+v", nested)
+	}
+	if !slices.Contains(codesOf(it), "NamespaceContentFailure") {
+		t.Errorf("the controller's own condition is reported too: %v", codesOf(it))
+	}
+	if !strings.Contains(it.Causes[0].Summary, "pod web-0 is stuck terminating: node dead-ns stopped reporting") {
+		t.Errorf("the first line must name the root cause: %q", it.Causes[0].Summary)
+	}
+	table := run(t, "why", "ns/"+ns)
+	if !strings.Contains(table.stdout, "blocked by:") || !strings.Contains(table.stdout, "critical NodeUnreachable") {
+		t.Errorf("the table must draw the chain:\n%s", table.stdout)
 	}
 }

@@ -1,0 +1,119 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// blockedByLimit is how many blocking objects a cause nests in full.
+const blockedByLimit = 5
+
+// contentCauses explains a namespace from the live scan of what is left in
+// it: the stuck pods (diagnosed in full, nested) and the objects held by each
+// finalizer (grouped, with a few examples nested), so that the first line of
+// the report names the root cause.
+func contentCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+	c := t.Contents
+	if c == nil {
+		return nil
+	}
+	var causes []report.Cause
+	if pc, ok := stuckPodsCause(s, t, tm); ok {
+		causes = append(causes, pc)
+	}
+	finalizers := make([]string, 0, len(c.Finalizers))
+	for f := range c.Finalizers {
+		if len(c.Held[f]) > 0 { // pods' finalizers are in their own diagnosis
+			finalizers = append(finalizers, f)
+		}
+	}
+	sort.Strings(finalizers)
+	for _, f := range finalizers {
+		causes = append(causes, heldCause(s, t, f, tm))
+	}
+	return causes
+}
+
+// stuckPodsCause nests the diagnosis of the namespace's stuck pods.
+func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report.Cause, bool) {
+	var stuck []report.Item
+	for _, p := range t.Contents.Pods {
+		if it := diagnoseTarget(s, p); it.Stuck {
+			stuck = append(stuck, it)
+		}
+	}
+	if len(stuck) == 0 {
+		return report.Cause{}, false
+	}
+	SortItems(stuck)
+	top := stuck[0]
+	summary := fmt.Sprintf("pod %s is stuck terminating: %s", top.Object.Name, top.Causes[0].Summary)
+	if len(stuck) > 1 {
+		summary = fmt.Sprintf("%d pods are stuck terminating; %s", len(stuck), summary)
+	}
+	evidence := []string{fmt.Sprintf("live scan of namespace %s: %d terminating pod(s), %d stuck", t.Ref.Name, len(t.Contents.Pods), len(stuck))}
+	for _, it := range stuck {
+		evidence = append(evidence, fmt.Sprintf("pod %s: %s (%s)", it.Object.Name, it.Causes[0].Code, it.Severity))
+	}
+	return report.Cause{
+		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Evidence: evidence,
+		Remediation: []report.Step{
+			step("Resolve each pod's own root cause (nested below); the namespace controller then finishes", fmt.Sprintf("kubectl terminating why pods -n %s", t.Ref.Name), "none: read-only"),
+			clearNamespaceFinalizers(t.Ref.Name),
+		},
+		BlockedBy: firstItems(stuck),
+	}, true
+}
+
+// heldCause groups every object one finalizer holds in the namespace.
+func heldCause(s *snapshot.Snapshot, t *snapshot.Target, finalizer string, tm timing) report.Cause {
+	c := t.Contents
+	examples := make([]report.Item, 0, len(c.Held[finalizer]))
+	var names []string
+	for _, h := range c.Held[finalizer] {
+		examples = append(examples, diagnoseTarget(s, h))
+		names = append(names, h.Ref.Resource+"/"+h.Ref.Name)
+	}
+	held := c.Held[finalizer][0]
+	fc := finalizerCauses(s, []string{finalizer}, held.Ref, tm)[0]
+	fc.Summary = fmt.Sprintf("%d object(s) in the namespace are held by finalizer %s (%s): %s", c.Finalizers[finalizer], finalizer, strings.Join(names, ", "), fc.Summary)
+	fc.Evidence = append([]string{fmt.Sprintf("live scan of namespace %s: finalizer %s on %d object(s)", t.Ref.Name, finalizer, c.Finalizers[finalizer])}, fc.Evidence[1:]...)
+	fc.BlockedBy = firstItems(examples)
+	return fc
+}
+
+func firstItems(items []report.Item) []report.Item {
+	if len(items) > blockedByLimit {
+		return items[:blockedByLimit]
+	}
+	return items
+}
+
+// scanEvidence lists the live counts by resource, to compare with what the
+// namespace controller last reported.
+func scanEvidence(c *snapshot.NamespaceContents) []string {
+	if c == nil {
+		return nil
+	}
+	resources := make([]string, 0, len(c.Counts))
+	for r := range c.Counts {
+		resources = append(resources, r)
+	}
+	sort.Strings(resources)
+	out := []string{}
+	for _, r := range resources {
+		out = append(out, fmt.Sprintf("live scan: %s: %d object(s) left", r, c.Counts[r]))
+	}
+	if len(resources) == 0 {
+		out = append(out, "live scan: no object left in the namespace")
+	}
+	for _, sk := range c.Skipped {
+		out = append(out, fmt.Sprintf("live scan: could not %s (%s)", sk.Check, sk.Reason))
+	}
+	return out
+}

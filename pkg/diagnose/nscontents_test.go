@@ -1,0 +1,52 @@
+package diagnose
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func TestNamespaceNestsItsBlockers(t *testing.T) {
+	ns := terminatingNamespace(10*time.Minute, allConditions(
+		nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", "Some resources are remaining: pods. has 1 resource instances, widgets.example.com has 3 resource instances"),
+		nsCond(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: widgets.acme.io/cleanup in 3 resource instances"),
+	)...)
+	s := snap(ns, node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute))
+	pod := snap(terminatingPod(10*time.Minute, 30)).Targets[0]
+	var held []*snapshot.Target
+	for _, name := range []string{"w1", "w2", "w3"} {
+		w := widget(10*time.Minute, "widgets.acme.io/cleanup")
+		w.SetName(name)
+		held = append(held, snap(w).Targets[0])
+	}
+	s.Targets[0].Contents = &snapshot.NamespaceContents{
+		Counts:     map[string]int{"pods": 1, "widgets.example.com": 3},
+		Finalizers: map[string]int{"widgets.acme.io/cleanup": 3},
+		Held:       map[string][]*snapshot.Target{"widgets.acme.io/cleanup": held},
+		Pods:       []*snapshot.Target{pod},
+	}
+	s.Controllers = snapshot.Controllers{Read: true}
+
+	it := Diagnose(s).Items[0]
+	got := codes(it)
+	if len(got) < 4 || got[0] != "FinalizerPending" || got[1] != "PodStuckTerminating" || !slices.Contains(got, "NamespaceFinalizersRemaining") {
+		t.Fatalf("codes = %v", got)
+	}
+	fin, pods := it.Causes[0], it.Causes[1]
+	if fin.Severity != report.Critical || !strings.HasPrefix(fin.Summary, "3 object(s) in the namespace are held by finalizer widgets.acme.io/cleanup") || len(fin.BlockedBy) != 3 {
+		t.Errorf("grouped finalizer cause: %s %q, %d nested", fin.Severity, fin.Summary, len(fin.BlockedBy))
+	}
+	if len(pods.BlockedBy) != 1 || pods.BlockedBy[0].Causes[0].Code != "NodeUnreachable" || !strings.Contains(pods.Summary, "pod web-0 is stuck terminating: node node-1 stopped reporting") {
+		t.Errorf("nested pod: %q %+v", pods.Summary, pods.BlockedBy)
+	}
+	remaining := it.Causes[slices.Index(got, "NamespaceContentRemaining")]
+	if !slices.Contains(remaining.Evidence, "live scan: widgets.example.com: 3 object(s) left") {
+		t.Errorf("live scan evidence: %q", remaining.Evidence)
+	}
+}
