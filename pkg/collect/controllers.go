@@ -26,11 +26,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		return
 	}
 	for _, d := range deployments.Items {
-		desired := int32(1)
-		if d.Spec.Replicas != nil {
-			desired = *d.Spec.Replicas
-		}
-		ctl.Workloads = append(ctl.Workloads, snapshot.Workload{Kind: "deployment", Namespace: d.Namespace, Name: d.Name, Labels: d.Labels, Desired: desired, Ready: d.Status.ReadyReplicas})
+		ctl.Workloads = append(ctl.Workloads, workload("deployment", d.ObjectMeta, replicas(d.Spec.Replicas), d.Status.ReadyReplicas))
 	}
 	statefulSets, err := apps.StatefulSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -38,11 +34,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		return
 	}
 	for _, st := range statefulSets.Items {
-		desired := int32(1)
-		if st.Spec.Replicas != nil {
-			desired = *st.Spec.Replicas
-		}
-		ctl.Workloads = append(ctl.Workloads, snapshot.Workload{Kind: "statefulset", Namespace: st.Namespace, Name: st.Name, Labels: st.Labels, Desired: desired, Ready: st.Status.ReadyReplicas})
+		ctl.Workloads = append(ctl.Workloads, workload("statefulset", st.ObjectMeta, replicas(st.Spec.Replicas), st.Status.ReadyReplicas))
 	}
 	daemonSets, err := apps.DaemonSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -50,7 +42,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		return
 	}
 	for _, ds := range daemonSets.Items {
-		ctl.Workloads = append(ctl.Workloads, snapshot.Workload{Kind: "daemonset", Namespace: ds.Namespace, Name: ds.Name, Labels: ds.Labels, Desired: ds.Status.DesiredNumberScheduled, Ready: ds.Status.NumberReady})
+		ctl.Workloads = append(ctl.Workloads, workload("daemonset", ds.ObjectMeta, ds.Status.DesiredNumberScheduled, ds.Status.NumberReady))
 	}
 	ctl.Read = true
 	crds, err := c.Clients.Metadata.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).List(ctx, metav1.ListOptions{})
@@ -79,4 +71,16 @@ func anyThirdPartyFinalizer(s *snapshot.Snapshot) bool {
 		}
 	}
 	return false
+}
+
+func workload(kind string, m metav1.ObjectMeta, desired, ready int32) snapshot.Workload {
+	return snapshot.Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Labels: m.Labels, Desired: desired, Ready: ready}
+}
+
+// replicas reads spec.replicas, which defaults to 1.
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
 }

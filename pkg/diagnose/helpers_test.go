@@ -1,6 +1,9 @@
 package diagnose
 
 import (
+	"slices"
+	"strings"
+	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -95,4 +98,27 @@ func codes(it report.Item) []string {
 		out = append(out, c.Code)
 	}
 	return out
+}
+
+// expectCauses checks an item's ranked codes, its severity and, when given, a
+// fragment of the top cause's evidence.
+func expectCauses(t *testing.T, it report.Item, want []string, severity report.Severity, evidence string) {
+	t.Helper()
+	if got := codes(it); !slices.Equal(got, want) {
+		t.Fatalf("codes = %v, want %v", got, want)
+	}
+	if it.Severity != severity {
+		t.Errorf("severity = %s, want %s", it.Severity, severity)
+	}
+	if evidence != "" && !slices.ContainsFunc(it.Causes[0].Evidence, func(e string) bool { return strings.Contains(e, evidence) }) {
+		t.Errorf("evidence %q lacks %q", it.Causes[0].Evidence, evidence)
+	}
+}
+
+// expectCheck checks one line of the reclaim checklist.
+func expectCheck(t *testing.T, it report.Item, name string, status report.CheckStatus) {
+	t.Helper()
+	if !slices.ContainsFunc(it.Checks, func(c report.Check) bool { return c.Name == name && c.Status == status }) {
+		t.Errorf("check %q should be %s: %+v", name, status, it.Checks)
+	}
 }

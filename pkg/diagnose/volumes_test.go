@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,18 +55,8 @@ func TestVolumeRules(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			it := Diagnose(tc.s).Items[0]
-			if got := codes(it); !slices.Equal(got, tc.codes) {
-				t.Fatalf("codes = %v, want %v", got, tc.codes)
-			}
-			if it.Severity != tc.severity {
-				t.Errorf("severity = %s, want %s", it.Severity, tc.severity)
-			}
-			if tc.evidence != "" && !slices.ContainsFunc(it.Causes[0].Evidence, func(e string) bool { return strings.Contains(e, tc.evidence) }) {
-				t.Errorf("evidence %q lacks %q", it.Causes[0].Evidence, tc.evidence)
-			}
-			if !slices.ContainsFunc(it.Checks, func(c report.Check) bool { return c.Name == "volumes unmounted" && c.Status == tc.checkWant }) {
-				t.Errorf("volumes unmounted should be %s: %+v", tc.checkWant, it.Checks)
-			}
+			expectCauses(t, it, tc.codes, tc.severity, tc.evidence)
+			expectCheck(t, it, "volumes unmounted", tc.checkWant)
 		})
 	}
 }

@@ -55,11 +55,7 @@ func TestFinalDeleteRefusedByAWebhookWhoseServiceIsGone(t *testing.T) {
 	if res.code != 2 || codesOf(it)[0] != "AdmissionWebhookDenied" || it.Causes[0].Severity != "critical" {
 		t.Fatalf("exit %d causes %v, want 2 and AdmissionWebhookDenied (critical) first", res.code, codesOf(it))
 	}
-	for _, want := range []string{"validatingwebhookconfiguration " + ns + " webhook guard." + ns + ".example.com: matches DELETE pods", "service webhook-" + ns + "/guard: 0 ready endpoints"} {
-		if !hasEvidence(it.Causes[0], want) {
-			t.Errorf("evidence lacks %q: %q", want, it.Causes[0].Evidence)
-		}
-	}
+	expectEvidence(t, it.Causes[0], "validatingwebhookconfiguration "+ns+" webhook guard."+ns+".example.com: matches DELETE pods", "service webhook-"+ns+"/guard: 0 ready endpoints")
 	if got := checkStatus(it, "final delete admitted"); got != "fail" {
 		t.Errorf("final delete admitted = %s", got)
 	}

@@ -244,3 +244,23 @@ func pastDeadline(t *testing.T, ns, name string) {
 		t.Fatal(err)
 	}
 }
+
+// expectChecks checks lines of the reclaim checklist: name -> status.
+func expectChecks(t *testing.T, it item, want map[string]string) {
+	t.Helper()
+	for name, status := range want {
+		if got := checkStatus(it, name); got != status {
+			t.Errorf("check %q = %s, want %s", name, got, status)
+		}
+	}
+}
+
+// expectEvidence checks that a cause's evidence holds each fragment.
+func expectEvidence(t *testing.T, c cause, fragments ...string) {
+	t.Helper()
+	for _, f := range fragments {
+		if !hasEvidence(c, f) {
+			t.Errorf("evidence lacks %q: %q", f, c.Evidence)
+		}
+	}
+}

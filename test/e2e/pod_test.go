@@ -44,19 +44,11 @@ func TestPodOnDeadNode(t *testing.T) {
 	if !it.Stuck || top.Severity != "critical" {
 		t.Errorf("stuck/severity = %v/%s", it.Stuck, top.Severity)
 	}
-	for _, want := range []string{"lease kube-node-lease/dead-1: spec.renewTime", "Ready=Unknown", "node.kubernetes.io/unreachable:NoExecute"} {
-		if !hasEvidence(top, want) {
-			t.Errorf("evidence lacks %q: %q", want, top.Evidence)
-		}
-	}
+	expectEvidence(t, top, "lease kube-node-lease/dead-1: spec.renewTime", "Ready=Unknown", "node.kubernetes.io/unreachable:NoExecute")
 	if slices.Contains(codesOf(it), "ContainersStillRunning") {
 		t.Errorf("running containers are a symptom of the dead node, not a cause of their own: %v", codesOf(it))
 	}
-	for name, want := range map[string]string{"node alive": "fail", "containers stopped": "fail", "finalizers cleared": "pass", "grace period over": "pass"} {
-		if got := checkStatus(it, name); got != want {
-			t.Errorf("check %q = %s, want %s", name, got, want)
-		}
-	}
+	expectChecks(t, it, map[string]string{"node alive": "fail", "containers stopped": "fail", "finalizers cleared": "pass", "grace period over": "pass"})
 	if it.Object.Kind != "Pod" || it.Object.Namespace != ns || it.Object.UID == "" || it.GracePeriodSeconds != 1 {
 		t.Errorf("object/grace = %+v / %d", it.Object, it.GracePeriodSeconds)
 	}
@@ -100,11 +92,7 @@ func TestPodHeldByFinalizerAfterFinalDelete(t *testing.T) {
 	if !hasEvidence(it.Causes[0], "example.com/drain") {
 		t.Errorf("evidence lacks the finalizer: %q", it.Causes[0].Evidence)
 	}
-	for name, want := range map[string]string{"node alive": "pass", "containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "pass", "finalizers cleared": "fail"} {
-		if got := checkStatus(it, name); got != want {
-			t.Errorf("check %q = %s, want %s", name, got, want)
-		}
-	}
+	expectChecks(t, it, map[string]string{"node alive": "pass", "containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "pass", "finalizers cleared": "fail"})
 	last := it.Causes[0].Remediation[len(it.Causes[0].Remediation)-1]
 	if !strings.Contains(last.Command, "/metadata/finalizers") || last.Risk == "" || last.Risk == "none" {
 		t.Errorf("removing a finalizer must come last, with its risk: %+v", last)
@@ -192,11 +180,7 @@ func TestPodWhoseKubeletNeverSendsTheFinalDelete(t *testing.T) {
 	if res.code != 2 || codesOf(it)[0] != "CgroupCleanupPending" {
 		t.Fatalf("exit %d causes %v, want 2 and CgroupCleanupPending (state C)", res.code, codesOf(it))
 	}
-	for name, want := range map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "fail"} {
-		if got := checkStatus(it, name); got != want {
-			t.Errorf("check %q = %s, want %s", name, got, want)
-		}
-	}
+	expectChecks(t, it, map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "fail"})
 }
 
 func TestPodThatWasDeletedNormally(t *testing.T) {
@@ -273,11 +257,7 @@ func TestPodWhoseSandboxCannotBeTornDown(t *testing.T) {
 	if !hasEvidence(it.Causes[0], "failed to destroy network for sandbox") {
 		t.Errorf("evidence: %q", it.Causes[0].Evidence)
 	}
-	for name, want := range map[string]string{"containers stopped": "pass", "sandbox torn down": "fail", "terminal phase reported": "fail"} {
-		if got := checkStatus(it, name); got != want {
-			t.Errorf("check %q = %s, want %s", name, got, want)
-		}
-	}
+	expectChecks(t, it, map[string]string{"containers stopped": "pass", "sandbox torn down": "fail", "terminal phase reported": "fail"})
 }
 
 // The CSI node plugin is gone (the driver is not in the node's CSINode), the
@@ -313,11 +293,7 @@ func TestPodWhoseVolumeCannotBeUnmounted(t *testing.T) {
 	if res.code != 2 || codesOf(it)[0] != "VolumeTeardownPending" || it.Causes[0].Severity != "critical" {
 		t.Fatalf("exit %d causes %v, want 2 and VolumeTeardownPending (critical) first", res.code, codesOf(it))
 	}
-	for _, want := range []string{"node kwok-csi: status.volumesInUse lists " + unique, "does not list csi.lab.example.com"} {
-		if !hasEvidence(it.Causes[0], want) {
-			t.Errorf("evidence lacks %q: %q", want, it.Causes[0].Evidence)
-		}
-	}
+	expectEvidence(t, it.Causes[0], "node kwok-csi: status.volumesInUse lists "+unique, "does not list csi.lab.example.com")
 	if got := checkStatus(it, "volumes unmounted"); got != "fail" {
 		t.Errorf("volumes unmounted = %s", got)
 	}
