@@ -161,9 +161,11 @@ func (e *Env) WaitFinalDelete(ctx context.Context, ns, name string) (deadline ti
 	return deadline, err
 }
 
-// WaitGone waits until a pod no longer exists.
+// WaitGone waits until a pod no longer exists. Three minutes: the pod GC
+// controller removes an orphan only after a 40 s quarantine and its 20 s period,
+// and later on a loaded machine.
 func (e *Env) WaitGone(ctx context.Context, ns, name string) error {
-	return Until(ctx, time.Minute, "pod "+name+" gone", func(ctx context.Context) (bool, error) {
+	return Until(ctx, 3*time.Minute, "pod "+name+" gone", func(ctx context.Context) (bool, error) {
 		_, err := e.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
