@@ -118,6 +118,7 @@ func fakes(t *testing.T, objs []runtime.Object, tweak func(*kubefake.Clientset, 
 	listKinds := map[schema.GroupVersionResource]string{
 		{Version: "v1", Resource: "pods"}: "PodList", {Version: "v1", Resource: "namespaces"}: "NamespaceList",
 		{Version: "v1", Resource: "nodes"}: "NodeList", {Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}: "LeaseList",
+		{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}: "APIServiceList",
 	}
 	c := &kube.Clients{
 		Typed:     typed,

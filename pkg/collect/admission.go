@@ -85,12 +85,21 @@ func webhookServices(a *snapshot.Admission) [][2]string {
 	return out
 }
 
-// readServiceEndpoints counts a service's ready endpoints in its EndpointSlices.
+// readServiceEndpoints records a webhook service's ready endpoints.
 func (c *Collector) readServiceEndpoints(ctx context.Context, a *snapshot.Admission, ns, name string) {
-	list, err := c.Clients.Typed.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	ready, err := c.readyEndpoints(ctx, ns, name)
 	if err != nil {
 		c.Skip(skipOf("endpointslices of service "+ns+"/"+name, err))
 		return
+	}
+	a.ServiceEndpoints[ns+"/"+name] = ready
+}
+
+// readyEndpoints counts a service's ready endpoints in its EndpointSlices.
+func (c *Collector) readyEndpoints(ctx context.Context, ns, name string) (int, error) {
+	list, err := c.Clients.Typed.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	if err != nil {
+		return 0, err
 	}
 	ready := 0
 	for _, sl := range list.Items {
@@ -100,7 +109,7 @@ func (c *Collector) readServiceEndpoints(ctx context.Context, a *snapshot.Admiss
 			}
 		}
 	}
-	a.ServiceEndpoints[ns+"/"+name] = ready
+	return ready, nil
 }
 
 // readTargetNamespaces reads the namespaces of the targets, for their labels.

@@ -68,6 +68,9 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []repo
 		if c.Type == corev1.NamespaceContentRemaining {
 			evidence = append(evidence, scanEvidence(t.Contents)...)
 		}
+		if c.Type == corev1.NamespaceDeletionDiscoveryFailure {
+			causes = append(causes, apiServiceCauses(s, parseFailingGroups(c.Message))...)
+		}
 		causes = append(causes, cause(nc.code, settling(nc.severity, tm), 0.8,
 			fmt.Sprintf("%s: %s", nc.summary, c.Message),
 			append(evidence, specFinalizers(ns)),

@@ -44,6 +44,8 @@ type Snapshot struct {
 	// Controllers lists the workloads that could own third-party finalizers,
 	// read when a target waits on one.
 	Controllers Controllers
+	// APIServices holds the aggregated APIServices, read when discovery failed.
+	APIServices []APIService
 	// Namespaces holds the namespaces of the targets, by name (their labels
 	// decide which webhooks apply).
 	Namespaces map[string]*corev1.Namespace
@@ -87,6 +89,18 @@ type Workload struct {
 	Kind, Namespace, Name string
 	Labels                map[string]string
 	Desired, Ready        int32
+}
+
+// APIService is an aggregated API (apiregistration.k8s.io/v1), reduced to
+// what explains a discovery failure.
+type APIService struct {
+	Name, Group, Version string
+	// Service is "namespace/name"; empty for a group served by the apiserver itself.
+	Service string
+	// Available is the status of the Available condition, with its reason and message.
+	Available, Reason, Message string
+	// ReadyEndpoints counts the service's ready endpoints; -1 when not read.
+	ReadyEndpoints int
 }
 
 // Admission is the cluster's admission configuration, read once.

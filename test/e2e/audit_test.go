@@ -10,7 +10,9 @@ import (
 
 // checkReadOnly proves from the apiserver's audit log that the plugin (known
 // by its user agent) only ever read: TestMain runs it after every test.
-func checkReadOnly(auditLog string) error {
+// With allowNone, a log without any request of the plugin passes (a run of a
+// few tests that never touched this lab); the whole suite always touches it.
+func checkReadOnly(auditLog string, allowNone bool) error {
 	f, err := os.Open(auditLog)
 	if err != nil {
 		return err
@@ -42,7 +44,7 @@ func checkReadOnly(auditLog string) error {
 		return err
 	}
 	switch {
-	case total == 0:
+	case total == 0 && !allowNone:
 		return fmt.Errorf("no request by kubectl-terminating in the audit log: the check proves nothing")
 	case len(writes) > 0:
 		return fmt.Errorf("kubectl-terminating wrote to the cluster %d times: %v", len(writes), writes)

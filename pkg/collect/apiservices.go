@@ -1,0 +1,85 @@
+package collect
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// apiServices is read through the dynamic client: its typed client lives in
+// k8s.io/kube-aggregator, a dependency the plugin does not need otherwise.
+var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// readAPIServices reads the aggregated APIServices when discovery failed,
+// for the run or for a namespace, with the ready endpoints of unavailable ones.
+func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
+	if !discoveryFailed(s, c.Skips()) {
+		return
+	}
+	list, err := c.Clients.Dynamic.Resource(apiServices).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.Skip(skipOf("list apiservices", err))
+		return
+	}
+	for _, item := range list.Items {
+		a := apiServiceOf(&item)
+		if a.Service == "" {
+			continue // served by the apiserver itself
+		}
+		if a.Available != string(metav1.ConditionTrue) {
+			ns, name, _ := strings.Cut(a.Service, "/")
+			if ready, err := c.readyEndpoints(ctx, ns, name); err == nil {
+				a.ReadyEndpoints = ready
+			} else {
+				c.Skip(skipOf("endpointslices of service "+a.Service, err))
+			}
+		}
+		s.APIServices = append(s.APIServices, a)
+	}
+}
+
+func apiServiceOf(u *unstructured.Unstructured) snapshot.APIService {
+	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
+	a := snapshot.APIService{Name: u.GetName(), Group: str("spec", "group"), Version: str("spec", "version"), ReadyEndpoints: -1}
+	if ns, name := str("spec", "service", "namespace"), str("spec", "service", "name"); name != "" {
+		a.Service = ns + "/" + name
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, raw := range conds {
+		cond, ok := raw.(map[string]any)
+		if ok && cond["type"] == "Available" {
+			a.Available, _ = cond["status"].(string)
+			a.Reason, _ = cond["reason"].(string)
+			a.Message, _ = cond["message"].(string)
+		}
+	}
+	return a
+}
+
+// discoveryFailed: the run's own discovery skipped a group, or a namespace
+// target reports the namespace controller's discovery failure.
+func discoveryFailed(s *snapshot.Snapshot, skips []report.Skip) bool {
+	for _, sk := range skips {
+		if sk.Reason == report.SkipDiscovery {
+			return true
+		}
+	}
+	for _, t := range s.Targets {
+		if t.Namespace == nil {
+			continue
+		}
+		for _, c := range t.Namespace.Status.Conditions {
+			if c.Type == corev1.NamespaceDeletionDiscoveryFailure && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+	}
+	return false
+}

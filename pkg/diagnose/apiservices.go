@@ -1,0 +1,40 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// apiServiceCauses names the unavailable APIServices behind failing group
+// versions: one broken aggregated API blocks every namespace deletion in the
+// cluster, since the namespace controller cannot tell a namespace is empty.
+func apiServiceCauses(s *snapshot.Snapshot, groupVersions []string) []report.Cause {
+	var causes []report.Cause
+	for _, gv := range groupVersions {
+		for _, a := range s.APIServices {
+			if a.Name != apiServiceName(gv) || a.Available == "True" {
+				continue
+			}
+			evidence := []string{
+				fmt.Sprintf("apiservice %s: condition Available=%s reason %s: %s", a.Name, a.Available, a.Reason, a.Message),
+				fmt.Sprintf("apiservice %s: served by service %s", a.Name, a.Service),
+			}
+			if a.ReadyEndpoints >= 0 {
+				evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", a.Service, a.ReadyEndpoints))
+			}
+			evidence = append(evidence, "discovery of "+gv+" fails for every client: namespace deletion and garbage collection stall cluster-wide")
+			causes = append(causes, cause(catalog.APIServiceUnavailable, report.Critical, 0.9,
+				fmt.Sprintf("aggregated API %s is unavailable (%s): discovery fails, so no namespace in the cluster can finish deleting", gv, a.Reason),
+				evidence,
+				step("Check the APIService and its backend", fmt.Sprintf("kubectl get apiservice %s -o yaml; kubectl get endpointslices -n %s", a.Name, strings.SplitN(a.Service, "/", 2)[0]), "none: read-only"),
+				step("Restore the backend (its Deployment and Service); discovery recovers and the namespace controller finishes", "", "none"),
+				step("If the add-on was uninstalled, delete its leftover APIService", fmt.Sprintf("kubectl delete apiservice %s", a.Name),
+					"the API disappears for the whole cluster; clients and controllers that use it fail")))
+		}
+	}
+	return causes
+}

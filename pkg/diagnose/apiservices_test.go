@@ -1,0 +1,32 @@
+package diagnose
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func TestUnavailableAPIServiceIsTheRootCause(t *testing.T) {
+	ns := terminatingNamespace(10*time.Minute, allConditions(
+		nsCond(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue, "DiscoveryFailed", "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"),
+	)...)
+	s := snap(ns)
+	s.APIServices = []snapshot.APIService{
+		{Name: "v1beta1.metrics.k8s.io", Group: "metrics.k8s.io", Version: "v1beta1", Service: "kube-system/metrics-server",
+			Available: "False", Reason: "MissingEndpoints", Message: "endpoints for service/metrics-server in \"kube-system\" have no addresses with port name \"https\"", ReadyEndpoints: 0},
+		{Name: "v1.example.io", Group: "example.io", Version: "v1", Service: "x/y", Available: "True", ReadyEndpoints: -1},
+	}
+	it := Diagnose(s).Items[0]
+	expectCauses(t, it, []string{"APIServiceUnavailable", "NamespaceDiscoveryFailure"}, report.Critical, "apiservice v1beta1.metrics.k8s.io: condition Available=False reason MissingEndpoints")
+	steps := it.Causes[0].Remediation
+	if last := steps[len(steps)-1]; last.Command != "kubectl delete apiservice v1beta1.metrics.k8s.io" {
+		t.Errorf("last step: %+v", last)
+	}
+	// Without the APIServices read, the condition alone is reported.
+	it = Diagnose(snap(ns)).Items[0]
+	expectCauses(t, it, []string{"NamespaceDiscoveryFailure"}, report.Critical, "discovery fails for metrics.k8s.io/v1beta1")
+}
