@@ -69,14 +69,16 @@ func WriteWhy(w io.Writer, r Report, st Style) error {
 				return err
 			}
 		}
-		if err := writeItem(w, it, "", st); err != nil {
+		if err := writeItem(w, it, "", "", st); err != nil {
 			return err
 		}
 	}
 	return writeSkipped(w, r.Skipped, nil)
 }
 
-func writeItem(w io.Writer, it Item, indent string, st Style) error {
+// writeItem prints one item: its header after head, every other line after
+// indent (they differ for a nested item, whose header carries the tree branch).
+func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 	p := &printer{w: w}
 	state := "in grace period"
 	if it.Stuck {
@@ -84,7 +86,7 @@ func writeItem(w io.Writer, it Item, indent string, st Style) error {
 	} else if it.OverdueSeconds > 0 {
 		state = "progressing"
 	}
-	p.linef("%s%s  %s  Terminating %s  grace %ds  overdue %s  %s", indent, objectName(it.Object), st.paint(it.Severity, strings.ToUpper(string(it.Severity))),
+	p.linef("%s%s  %s  Terminating %s  grace %ds  overdue %s  %s", head, objectName(it.Object), st.paint(it.Severity, strings.ToUpper(string(it.Severity))),
 		durationSeconds(it.TerminatingSeconds), it.GracePeriodSeconds, durationSeconds(it.OverdueSeconds), state)
 	if len(it.Checks) > 0 && p.err == nil {
 		rows := make([][]string, 0, len(it.Checks))
@@ -105,10 +107,17 @@ func writeItem(w io.Writer, it Item, indent string, st Style) error {
 			}
 			p.linef("%s              risk: %s", indent, s.Risk)
 		}
-		for _, b := range c.BlockedBy {
+		if len(c.BlockedBy) > 0 {
 			p.linef("%s       blocked by:", indent)
+		}
+		// The blocking chain as a tree, as kubectl tree draws ownership.
+		for k, b := range c.BlockedBy {
+			branch, trunk := "├── ", "│   "
+			if k == len(c.BlockedBy)-1 {
+				branch, trunk = "└── ", "    "
+			}
 			if p.err == nil {
-				p.err = writeItem(w, b, indent+"         ", st)
+				p.err = writeItem(w, b, indent+"       "+branch, indent+"       "+trunk, st)
 			}
 		}
 	}

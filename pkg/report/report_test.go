@@ -54,7 +54,7 @@ func sample() Report {
 		Object:            ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: "shop", UID: "ns-uid"},
 		DeletionTimestamp: ts, TerminatingSeconds: 700, OverdueSeconds: 700, Stuck: true, Severity: Critical,
 		Causes: []Cause{{Code: "PodStuckTerminating", Severity: Critical, Confidence: 0.8, Summary: "pod web-0 is stuck",
-			Evidence: []string{"pods/web-0"}, Remediation: []Step{{Action: "Fix the pod", Risk: "none"}}, BlockedBy: []Item{pod}}},
+			Evidence: []string{"pods/web-0"}, Remediation: []Step{{Action: "Fix the pod", Risk: "none"}}, BlockedBy: []Item{pod, pod}}},
 	}
 	grace := Item{
 		Object:            ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: "shop", Name: "batch-0", UID: "batch-uid"},
