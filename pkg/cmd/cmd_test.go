@@ -317,6 +317,10 @@ func TestBrokenDiscoveryIsAFindingNotACrash(t *testing.T) {
 	if !strings.Contains(out, `"check": "discovery metrics.k8s.io/v1beta1"`) || !strings.Contains(out, `"reason": "DiscoveryFailed"`) || !strings.Contains(out, `"name": "web-0"`) {
 		t.Errorf("output:\n%s", out)
 	}
+	// Discovery runs once per run, though the namespace "old" is scanned too.
+	if n := strings.Count(out, `"check": "discovery metrics.k8s.io/v1beta1"`); n != 1 {
+		t.Errorf("the failed group is reported %d times, want once", n)
+	}
 }
 
 func TestVersion(t *testing.T) {

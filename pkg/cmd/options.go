@@ -114,15 +114,11 @@ func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
 }
 
 func (o *Options) scanAll(ctx context.Context, c *collect.Collector, scope collect.Scope) ([]collect.Found, error) {
-	mappings, skips, err := c.ListableMappings(scope)
+	mappings, err := c.ListableMappings(scope)
 	if err != nil {
 		return nil, err
 	}
-	found, err := c.Scan(ctx, scope, mappings)
-	for _, s := range skips {
-		c.Skip(s)
-	}
-	return found, err
+	return c.Scan(ctx, scope, mappings)
 }
 
 // noteNotTerminating tells, on stderr, about named objects that are not being deleted.

@@ -24,6 +24,10 @@ type Collector struct {
 
 	mu    sync.Mutex
 	skips []report.Skip
+
+	// The run's discovery, read once (see discover).
+	discovered bool
+	resources  []*metav1.APIResourceList
 }
 
 // Skip records a run-wide read that could not be made.

@@ -27,13 +27,10 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 			continue
 		}
 		if mappings == nil {
-			all, skips, err := c.ListableMappings(Scope{Namespace: t.Ref.Name})
+			all, err := c.ListableMappings(Scope{Namespace: t.Ref.Name})
 			if err != nil {
 				t.Skipped = append(t.Skipped, skipOf("discovery", err))
 				return
-			}
-			for _, sk := range skips {
-				c.Skip(sk)
 			}
 			for _, m := range all {
 				if m.Scope.Name() == meta.RESTScopeNameNamespace {

@@ -34,22 +34,13 @@ const (
 	pageSize = 500
 )
 
-// ListableMappings discovers every resource type in scope that supports
-// list. Discovery is invalidated first (the on-disk cache lies). Groups that
-// fail discovery are returned as skips, not as an error: the scan carries on.
-func (c *Collector) ListableMappings(scope Scope) ([]*meta.RESTMapping, []report.Skip, error) {
-	c.Clients.Discovery.Invalidate()
-	lists, err := c.Clients.Discovery.ServerPreferredResources()
-	var skips []report.Skip
+// ListableMappings lists every resource type in scope that supports list.
+// Groups that fail discovery are recorded as skips, not returned as an error:
+// the scan carries on with what could be discovered.
+func (c *Collector) ListableMappings(scope Scope) ([]*meta.RESTMapping, error) {
+	lists, err := c.discover()
 	if err != nil {
-		failed, ok := discovery.GroupDiscoveryFailedErrorGroups(err)
-		if !ok {
-			return nil, nil, err
-		}
-		for gv, gerr := range failed {
-			skips = append(skips, report.Skip{Check: "discovery " + gv.String(), Reason: report.SkipDiscovery, Detail: gerr.Error()})
-		}
-		sort.Slice(skips, func(i, j int) bool { return skips[i].Check < skips[j].Check })
+		return nil, err
 	}
 	var out []*meta.RESTMapping
 	for _, l := range lists {
@@ -76,7 +67,33 @@ func (c *Collector) ListableMappings(scope Scope) ([]*meta.RESTMapping, []report
 			})
 		}
 	}
-	return out, skips, nil
+	return out, nil
+}
+
+// discover reads the server's preferred resources once per run: invalidated
+// first (the on-disk cache lies), failing groups recorded once as skips.
+func (c *Collector) discover() ([]*metav1.APIResourceList, error) {
+	if c.discovered {
+		return c.resources, nil
+	}
+	c.Clients.Discovery.Invalidate()
+	lists, err := c.Clients.Discovery.ServerPreferredResources()
+	if err != nil {
+		failed, ok := discovery.GroupDiscoveryFailedErrorGroups(err)
+		if !ok {
+			return nil, err
+		}
+		var skips []report.Skip
+		for gv, gerr := range failed {
+			skips = append(skips, report.Skip{Check: "discovery " + gv.String(), Reason: report.SkipDiscovery, Detail: gerr.Error()})
+		}
+		sort.Slice(skips, func(i, j int) bool { return skips[i].Check < skips[j].Check })
+		for _, sk := range skips {
+			c.Skip(sk)
+		}
+	}
+	c.discovered, c.resources = true, lists
+	return lists, nil
 }
 
 func hasVerb(verbs []string, verb string) bool {
