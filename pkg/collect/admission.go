@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,8 +30,9 @@ func stateCPods(s *snapshot.Snapshot) []*corev1.Pod {
 // readAdmission reads the webhooks and admission policies, the endpoints of
 // the webhooks' services, and the targets' namespaces (for namespaceSelectors).
 func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
-	// Only a request still to be admitted can be refused: today, the final DELETE of pods in state C.
-	if len(stateCPods(s)) == 0 {
+	// Only a request still to be admitted can be refused: the final DELETE of
+	// pods in state C, the namespace controller's DELETEs of content.
+	if len(stateCPods(s)) == 0 && !slices.ContainsFunc(s.Targets, contentFailed) {
 		return
 	}
 	api := c.Clients.Typed.AdmissionregistrationV1()
@@ -57,6 +59,16 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 		c.readServiceEndpoints(ctx, a, svc[0], svc[1])
 	}
 	c.readTargetNamespaces(ctx, s)
+}
+
+// contentFailed reports a namespace whose controller failed to delete content.
+func contentFailed(t *snapshot.Target) bool {
+	if t.Namespace == nil {
+		return false
+	}
+	return slices.ContainsFunc(t.Namespace.Status.Conditions, func(c corev1.NamespaceCondition) bool {
+		return c.Type == corev1.NamespaceDeletionContentFailure && c.Status == corev1.ConditionTrue
+	})
 }
 
 // webhookServices lists each webhook service once, as [namespace, name].

@@ -61,6 +61,8 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 		s.Targets = append(s.Targets, t)
 	}
 	c.readNamespaceContents(ctx, s)
+	c.readCRDs(ctx, s)
+	c.readCRDInstances(ctx, s)
 	c.readAPIServices(ctx, s)
 	c.readNodes(ctx, s)
 	c.readPodEvents(ctx, s)

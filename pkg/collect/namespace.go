@@ -8,7 +8,9 @@ import (
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -45,19 +47,32 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 	}
 }
 
-func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*meta.RESTMapping) *snapshot.NamespaceContents {
-	contents := &snapshot.NamespaceContents{Counts: map[string]int{}, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
+func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*meta.RESTMapping) *snapshot.Contents {
+	return c.scanContents(ctx, Scope{Namespace: ns}, "in namespace "+ns, mappings,
+		func(m *meta.RESTMapping, _ *metav1.PartialObjectMetadata) string {
+			return QualifiedResource(m.Resource)
+		})
+}
+
+// scanContents lists the mappings in scope and records what is left: counts
+// (keyed by countKey), finalizers, the terminating pods and a few examples of
+// the objects each finalizer holds.
+func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping,
+	countKey func(*meta.RESTMapping, *metav1.PartialObjectMetadata) string) *snapshot.Contents {
+	contents := &snapshot.Contents{Counts: map[string]int{}, Resources: map[string]schema.GroupVersionResource{},
+		Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanConcurrency)
 	for _, m := range mappings {
 		resource := QualifiedResource(m.Resource)
+		contents.Resources[resource] = m.Resource
 		isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"
 		g.Go(func() error {
-			err := c.listEach(gctx, m, Scope{Namespace: ns}, func(item *metav1.PartialObjectMetadata) error {
+			err := c.listEach(gctx, m, scope, func(item *metav1.PartialObjectMetadata) error {
 				mu.Lock()
 				defer mu.Unlock()
-				contents.Counts[resource]++
+				contents.Counts[countKey(m, item)]++
 				var target *snapshot.Target
 				if (isPods && item.DeletionTimestamp != nil) || (!isPods && len(item.Finalizers) > 0) {
 					obj, err := metadataToUnstructured(item, m.GroupVersionKind)
@@ -79,7 +94,7 @@ func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*me
 			})
 			if err != nil {
 				mu.Lock()
-				contents.Skipped = append(contents.Skipped, skipOf("list "+resource+" in namespace "+ns, err))
+				contents.Skipped = append(contents.Skipped, skipOf("list "+resource+" "+where, err))
 				mu.Unlock()
 			}
 			return nil
@@ -88,7 +103,9 @@ func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*me
 	_ = g.Wait() // every error is recorded as a skip
 	sort.Slice(contents.Pods, func(i, j int) bool { return contents.Pods[i].Ref.Name < contents.Pods[j].Ref.Name })
 	for _, held := range contents.Held {
-		sort.Slice(held, func(i, j int) bool { return held[i].Ref.Name < held[j].Ref.Name })
+		sort.Slice(held, func(i, j int) bool { return refKey(held[i].Ref) < refKey(held[j].Ref) })
 	}
 	return contents
 }
+
+func refKey(r report.ObjectRef) string { return r.Namespace + "/" + r.Name }

@@ -71,6 +71,8 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 		causes, item.Checks = podCauses(s, t.Pod, tm)
 	case t.Namespace != nil:
 		causes = namespaceCauses(s, t, tm)
+	case s.CRDs[t.Ref.Name] != nil && t.Object.GetKind() == "CustomResourceDefinition":
+		causes = crdCauses(s, t, s.CRDs[t.Ref.Name], tm)
 	default:
 		causes = finalizerCauses(s, t.Object.GetFinalizers(), t.Ref, tm)
 	}

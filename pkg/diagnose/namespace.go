@@ -57,7 +57,7 @@ var namespaceConditions = []struct {
 // live scan found left in the namespace.
 func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
 	ns := t.Namespace
-	causes := contentCauses(s, t, tm)
+	causes := append(contentCauses(s, t, tm), contentFailureCauses(s, t, tm)...)
 	for _, nc := range namespaceConditions {
 		c := namespaceCondition(ns, nc.condition)
 		if c == nil || c.Status != corev1.ConditionTrue {

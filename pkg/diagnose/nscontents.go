@@ -26,6 +26,13 @@ func contentCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report
 	if pc, ok := stuckPodsCause(s, t, tm); ok {
 		causes = append(causes, pc)
 	}
+	return append(causes, heldCauses(s, t, "object(s) in the namespace", "namespace "+t.Ref.Name, tm)...)
+}
+
+// heldCauses groups the objects t still holds by the finalizer that holds
+// them: one cause per finalizer, with counts and a few examples nested.
+func heldCauses(s *snapshot.Snapshot, t *snapshot.Target, noun, where string, tm timing) []report.Cause {
+	c := t.Contents
 	finalizers := make([]string, 0, len(c.Finalizers))
 	for f := range c.Finalizers {
 		if len(c.Held[f]) > 0 { // pods' finalizers are in their own diagnosis
@@ -33,8 +40,9 @@ func contentCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report
 		}
 	}
 	sort.Strings(finalizers)
+	var causes []report.Cause
 	for _, f := range finalizers {
-		causes = append(causes, heldCause(s, t, f, tm))
+		causes = append(causes, heldCause(s, c, f, noun, where, tm))
 	}
 	return causes
 }
@@ -70,9 +78,8 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 	}, true
 }
 
-// heldCause groups every object one finalizer holds in the namespace.
-func heldCause(s *snapshot.Snapshot, t *snapshot.Target, finalizer string, tm timing) report.Cause {
-	c := t.Contents
+// heldCause groups every object one finalizer holds.
+func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, where string, tm timing) report.Cause {
 	examples := make([]report.Item, 0, len(c.Held[finalizer]))
 	var names []string
 	for _, h := range c.Held[finalizer] {
@@ -81,8 +88,8 @@ func heldCause(s *snapshot.Snapshot, t *snapshot.Target, finalizer string, tm ti
 	}
 	held := c.Held[finalizer][0]
 	fc := finalizerCauses(s, []string{finalizer}, held.Ref, tm)[0]
-	fc.Summary = fmt.Sprintf("%d object(s) in the namespace are held by finalizer %s (%s): %s", c.Finalizers[finalizer], finalizer, strings.Join(names, ", "), fc.Summary)
-	fc.Evidence = append([]string{fmt.Sprintf("live scan of namespace %s: finalizer %s on %d object(s)", t.Ref.Name, finalizer, c.Finalizers[finalizer])}, fc.Evidence[1:]...)
+	fc.Summary = fmt.Sprintf("%d %s are held by finalizer %s (%s): %s", c.Finalizers[finalizer], noun, finalizer, strings.Join(names, ", "), fc.Summary)
+	fc.Evidence = append([]string{fmt.Sprintf("live scan of %s: finalizer %s on %d object(s)", where, finalizer, c.Finalizers[finalizer])}, fc.Evidence[1:]...)
 	fc.BlockedBy = firstItems(examples)
 	return fc
 }
@@ -96,7 +103,7 @@ func firstItems(items []report.Item) []report.Item {
 
 // scanEvidence lists the live counts by resource, to compare with what the
 // namespace controller last reported.
-func scanEvidence(c *snapshot.NamespaceContents) []string {
+func scanEvidence(c *snapshot.Contents) []string {
 	if c == nil {
 		return nil
 	}

@@ -25,7 +25,7 @@ func TestNamespaceNestsItsBlockers(t *testing.T) {
 		w.SetName(name)
 		held = append(held, snap(w).Targets[0])
 	}
-	s.Targets[0].Contents = &snapshot.NamespaceContents{
+	s.Targets[0].Contents = &snapshot.Contents{
 		Counts:     map[string]int{"pods": 1, "widgets.example.com": 3},
 		Finalizers: map[string]int{"widgets.acme.io/cleanup": 3},
 		Held:       map[string][]*snapshot.Target{"widgets.acme.io/cleanup": held},

@@ -25,7 +25,42 @@ var (
 	finalizerCountRE = regexp.MustCompile(`(\S+) in (\d+) resource instances`)
 	// "... unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"
 	groupVersionRE = regexp.MustCompile(`(?:^|[\s,:])([a-z0-9][a-z0-9.-]*\.[a-z0-9.-]+/v[0-9]+(?:(?:alpha|beta)[0-9]+)?): `)
+	// `failed calling webhook "cm.deny.example.com": ...` (the call failed) and
+	// `admission webhook "cm.deny.example.com" denied the request: ...` (it answered no)
+	webhookNameRE = regexp.MustCompile(`(?:failed calling webhook|admission webhook) "([^"]+)"`)
+	// `conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://...": service "conv" not found`
+	conversionRE = regexp.MustCompile(`conversion webhook for ([a-z0-9][a-z0-9.-]*)/([a-z0-9]+), Kind=([A-Za-z0-9]+) failed: ([^,]*)`)
 )
+
+// conversionFailure is a conversion webhook call that failed for one kind.
+type conversionFailure struct {
+	group, version, kind, err string
+}
+
+// parseWebhookNames reads the names of the admission webhooks an error text
+// says failed or refused, each once.
+func parseWebhookNames(msg string) []string {
+	var out []string
+	for _, m := range webhookNameRE.FindAllStringSubmatch(msg, -1) {
+		if !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// parseConversionFailures reads the conversion webhook failures in an error
+// text (a namespace condition, a failed list), each kind once.
+func parseConversionFailures(msg string) []conversionFailure {
+	var out []conversionFailure
+	for _, m := range conversionRE.FindAllStringSubmatch(msg, -1) {
+		f := conversionFailure{group: m[1], version: m[2], kind: m[3], err: strings.TrimSpace(m[4])}
+		if !slices.ContainsFunc(out, func(o conversionFailure) bool { return o.group == f.group && o.kind == f.kind }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
 
 // parseContentRemaining reads NamespaceContentRemaining: counts by resource
 // ("pods." for the core group becomes "pods").

@@ -34,12 +34,42 @@ func TestParseFailingGroups(t *testing.T) {
 	}
 }
 
+// Both messages as the v1.36 namespace controller wrote them on the lab.
+const (
+	webhookFailureMessage    = `Failed to delete all resource types, 2 remaining: Internal error occurred: failed calling webhook "cm.deny.example.com": failed to call webhook: Post "https://hook-down.default.svc:443/validate?timeout=10s": service "hook-down" not found, storage is (re)initializing: failed to list conv.example.com/v2, Kind=Gadget: conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://conv-down.default.svc:443/convert?timeout=30s": service "conv-down" not found`
+	conversionFailureMessage = `Failed to delete all resource types, 1 remaining: conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://conv-down.default.svc:443/convert?timeout=30s": service "conv-down" not found`
+)
+
+func TestParseWebhookNames(t *testing.T) {
+	if got := parseWebhookNames(webhookFailureMessage); !reflect.DeepEqual(got, []string{"cm.deny.example.com"}) {
+		t.Errorf("failed call: %v", got)
+	}
+	denied := `admission webhook "deny.example.com" denied the request: configmaps are protected, admission webhook "deny.example.com" denied the request: again`
+	if got := parseWebhookNames(denied); !reflect.DeepEqual(got, []string{"deny.example.com"}) {
+		t.Errorf("denied: %v", got)
+	}
+	if got := parseWebhookNames(conversionFailureMessage); got != nil {
+		t.Errorf("a conversion webhook is not an admission webhook: %v", got)
+	}
+}
+
+func TestParseConversionFailures(t *testing.T) {
+	want := []conversionFailure{{"conv.example.com", "v1", "Gadget", `Post "https://conv-down.default.svc:443/convert?timeout=30s": service "conv-down" not found`}}
+	for _, msg := range []string{conversionFailureMessage, webhookFailureMessage} {
+		if got := parseConversionFailures(msg); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q:\ngot  %+v\nwant %+v", msg, got, want)
+		}
+	}
+}
+
 func FuzzNamespaceMessages(f *testing.F) {
 	for _, s := range []string{
 		"Some resources are remaining: configmaps. has 1 resource instances, pods. has 2 resource instances",
 		"Some content in the namespace has finalizers remaining: a.io/b in 3 resource instances",
 		"Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: x",
 		"remaining: x has 99999999999999999999999 resource instances",
+		webhookFailureMessage,
+		conversionFailureMessage,
 	} {
 		f.Add(s)
 	}
@@ -49,7 +79,12 @@ func FuzzNamespaceMessages(f *testing.F) {
 				t.Fatalf("%q: %+v", msg, r)
 			}
 		}
-		for _, g := range parseFailingGroups(msg) {
+		for _, c := range parseConversionFailures(msg) {
+			if !strings.Contains(msg, c.group+"/"+c.version+", Kind="+c.kind) {
+				t.Fatalf("%q: %+v", msg, c)
+			}
+		}
+		for _, g := range append(parseFailingGroups(msg), parseWebhookNames(msg)...) {
 			if !strings.Contains(msg, g) {
 				t.Fatalf("%q: %q", msg, g)
 			}

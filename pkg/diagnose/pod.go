@@ -105,8 +105,7 @@ func kubeletCauses(pod *corev1.Pod, tm timing, f podFacts, now time.Time) []repo
 func stateCCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 	var causes []report.Cause
 	for _, r := range f.refused {
-		causes = append(causes, cause(r.code, settling(r.severity, tm), r.confidence, r.summary,
-			append(r.evidence, "the kubelet only logs \"Failed to delete status for pod\" when its final DELETE is refused: no event"), r.steps...))
+		causes = append(causes, r.asCause(tm, "the kubelet only logs \"Failed to delete status for pod\" when its final DELETE is refused: no event"))
 	}
 	causes = append(causes, volumeCauses(pod, f.volumes, tm)...)
 	if !slices.ContainsFunc(causes, func(c report.Cause) bool { return c.Severity == report.Critical }) {

@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -49,6 +51,9 @@ type Snapshot struct {
 	// Namespaces holds the namespaces of the targets, by name (their labels
 	// decide which webhooks apply).
 	Namespaces map[string]*corev1.Namespace
+	// CRDs holds the CustomResourceDefinitions by name, read when a target is
+	// a CRD or a namespace's content deletion failed (conversion webhooks).
+	CRDs map[string]*CRD
 	// Skipped lists run-wide reads that could not be made.
 	Skipped []report.Skip
 }
@@ -91,6 +96,26 @@ type Workload struct {
 	Desired, Ready        int32
 }
 
+// CRD is a CustomResourceDefinition, reduced to what explains a stuck CRD
+// and a failing conversion webhook.
+type CRD struct {
+	Name, Group, Kind, Plural string
+	Namespaced                bool
+	// StorageVersion is the version objects are written in; Served lists the served versions.
+	StorageVersion string
+	Served         []string
+	// ConversionStrategy is "None" or "Webhook"; for a webhook, its Service
+	// ("namespace/name") or URL, and the Service's ready endpoints (-1: not read).
+	ConversionStrategy         string
+	ConversionService          string
+	ConversionURL              string
+	ConversionServiceEndpoints int
+	// Terminating is the Terminating condition; nil when absent.
+	Terminating *metav1.Condition
+	// StoredVersions lists every version objects may be stored in (status.storedVersions).
+	StoredVersions []string
+}
+
 // APIService is an aggregated API (apiregistration.k8s.io/v1), reduced to
 // what explains a discovery failure.
 type APIService struct {
@@ -127,14 +152,19 @@ type Target struct {
 	Namespace *corev1.Namespace
 	// Skipped lists reads about this target that could not be made.
 	Skipped []report.Skip
-	// Contents is the live scan of a terminating namespace; nil if not scanned.
-	Contents *NamespaceContents
+	// Contents is the live scan of what a terminating namespace or CRD still
+	// holds; nil if not scanned.
+	Contents *Contents
 }
 
-// NamespaceContents is what a live scan found left in a terminating namespace.
-type NamespaceContents struct {
-	// Counts holds the objects left, by qualified resource ("pods", "widgets.example.com").
+// Contents is what a live scan found left in a terminating namespace (its
+// objects) or CRD (its instances).
+type Contents struct {
+	// Counts holds the objects left: for a namespace by qualified resource
+	// ("pods", "widgets.example.com"), for a CRD by namespace.
 	Counts map[string]int
+	// Resources maps each qualified resource scanned to its group, version and resource.
+	Resources map[string]schema.GroupVersionResource
 	// Finalizers counts the objects each finalizer still holds.
 	Finalizers map[string]int
 	// Held keeps a few examples of the objects (pods aside) each finalizer holds, as targets.
@@ -146,7 +176,7 @@ type NamespaceContents struct {
 }
 
 // AllTargets returns the targets and the objects nested in them (a
-// namespace's leftover pods and held examples), each once.
+// namespace's leftover pods, a namespace's or CRD's held examples), each once.
 func (s *Snapshot) AllTargets() []*Target {
 	var out []*Target
 	for _, t := range s.Targets {
@@ -170,6 +200,7 @@ func New(now time.Time) *Snapshot {
 		Leases:       map[string]*coordinationv1.Lease{},
 		Events:       map[types.UID][]corev1.Event{},
 		Namespaces:   map[string]*corev1.Namespace{},
+		CRDs:         map[string]*CRD{},
 		Admission:    Admission{ServiceEndpoints: map[string]int{}},
 		DRA:          DRA{Claims: map[string]*resourcev1.ResourceClaim{}, Slices: map[string][]resourcev1.ResourceSlice{}},
 		Volumes: Volumes{Claims: map[string]*corev1.PersistentVolumeClaim{},

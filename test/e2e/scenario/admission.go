@@ -26,6 +26,26 @@ var deletePods = []admissionregistrationv1.RuleWithOperations{{
 // GuardLabel=name, failurePolicy Fail, whose Service has no endpoints: the
 // apiserver then refuses every such DELETE, as when a webhook's Deployment is gone.
 func (e *Env) DownWebhook(ctx context.Context, name string) error {
+	return e.DownWebhookFor(ctx, name, Intercept{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+		Resource: "pods", ObjectSelector: guardSelector(name)})
+}
+
+// Intercept is what a webhook intercepts: operations on a resource of the
+// core group, narrowed by selectors so it never touches another test's objects.
+type Intercept struct {
+	Operations                        []admissionregistrationv1.OperationType
+	Group, Resource                   string
+	ObjectSelector, NamespaceSelector *metav1.LabelSelector
+}
+
+// InNamespace selects a namespace by name, for a namespaceSelector.
+func InNamespace(ns string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
+}
+
+// DownWebhookFor registers a validating webhook, failurePolicy Fail, on what
+// i says, whose Service has no endpoints: every matching request is refused.
+func (e *Env) DownWebhookFor(ctx context.Context, name string, i Intercept) error {
 	ns := "webhook-" + name
 	if err := e.Namespace(ctx, ns); err != nil {
 		return err
@@ -39,13 +59,15 @@ func (e *Env) DownWebhook(ctx context.Context, name string) error {
 	hook := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "guard." + name + ".example.com",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "guard"}},
-			Rules:                   deletePods,
+			Name:         "guard." + name + ".example.com",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "guard"}},
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: i.Operations,
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{i.Group}, APIVersions: []string{"*"}, Resources: []string{i.Resource}}}},
 			FailurePolicy:           &fail,
 			SideEffects:             &none,
 			AdmissionReviewVersions: []string{"v1"},
-			ObjectSelector:          guardSelector(name),
+			ObjectSelector:          i.ObjectSelector,
+			NamespaceSelector:       i.NamespaceSelector,
 		}},
 	}
 	_, err := e.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, hook, metav1.CreateOptions{})

@@ -174,24 +174,63 @@ func (e *Env) WaitGone(ctx context.Context, ns, name string) error {
 // CRD creates a namespaced custom resource definition (group, kind, plural)
 // and waits until it is served.
 func (e *Env) CRD(ctx context.Context, group, kind, plural string) error {
-	crd := &unstructured.Unstructured{Object: map[string]any{
+	return e.createCRD(ctx, crdObject(group, kind, plural, []string{"v1"}, nil))
+}
+
+// ConversionCRD creates a CRD served in v1 (its storage version) and v2,
+// converted by a webhook whose Service has no endpoints, as when an
+// operator's Deployment was removed but its CRD left behind. Objects created
+// in v1 need no conversion; listing them in v2 (the preferred version) fails.
+func (e *Env) ConversionCRD(ctx context.Context, group, kind, plural, ns, svc string) error {
+	if err := e.Namespace(ctx, ns); err != nil {
+		return err
+	}
+	service := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": svc + "-that-is-gone"}, Ports: []corev1.ServicePort{{Port: 443}}}}
+	if _, err := e.Client.CoreV1().Services(ns).Create(ctx, service, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	conversion := map[string]any{"strategy": "Webhook", "webhook": map[string]any{
+		"conversionReviewVersions": []any{"v1"},
+		"clientConfig":             map[string]any{"service": map[string]any{"namespace": ns, "name": svc, "path": "/convert"}},
+	}}
+	return e.createCRD(ctx, crdObject(group, kind, plural, []string{"v1", "v2"}, conversion))
+}
+
+// crdObject is a namespaced CRD whose first version is the storage version.
+func crdObject(group, kind, plural string, versions []string, conversion map[string]any) *unstructured.Unstructured {
+	var vs []any
+	for i, v := range versions {
+		vs = append(vs, map[string]any{
+			"name": v, "served": true, "storage": i == 0,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+		})
+	}
+	spec := map[string]any{
+		"group":    group,
+		"scope":    "Namespaced",
+		"names":    map[string]any{"kind": kind, "plural": plural, "singular": strings.ToLower(kind), "listKind": kind + "List"},
+		"versions": vs,
+	}
+	if conversion != nil {
+		spec["conversion"] = conversion
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1",
 		"kind":       "CustomResourceDefinition",
 		"metadata":   map[string]any{"name": plural + "." + group},
-		"spec": map[string]any{
-			"group": group,
-			"scope": "Namespaced",
-			"names": map[string]any{"kind": kind, "plural": plural, "singular": strings.ToLower(kind), "listKind": kind + "List"},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-			}},
-		},
+		"spec":       spec,
 	}}
+}
+
+// createCRD creates a CRD and waits until its storage version is served.
+func (e *Env) createCRD(ctx context.Context, crd *unstructured.Unstructured) error {
 	crds := e.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}
 	return Until(ctx, time.Minute, "CRD "+plural+"."+group+" served", func(ctx context.Context) (bool, error) {
 		_, err := e.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
@@ -247,4 +286,26 @@ func (e *Env) WaitEvent(ctx context.Context, ns, pod, reason string) error {
 // DeleteCustomResource deletes an instance of a CRD made by CRD.
 func (e *Env) DeleteCustomResource(ctx context.Context, group, plural, ns, name string) error {
 	return e.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// DeleteCRD deletes a CustomResourceDefinition and waits until its
+// Terminating condition has the reason.
+func (e *Env) DeleteCRD(ctx context.Context, name, reason string) error {
+	crds := e.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if err := crds.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	return Until(ctx, time.Minute, "CRD "+name+" Terminating "+reason, func(ctx context.Context) (bool, error) {
+		u, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "Terminating" && m["reason"] == reason {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }

@@ -1,0 +1,156 @@
+package collect
+
+import (
+	"context"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+func isCRDTarget(t *snapshot.Target) bool { return t.Ref.Resource == QualifiedResource(crdResource) }
+
+// readCRDs reads the CustomResourceDefinitions when a target is a CRD or a
+// namespace's content deletion failed (a conversion webhook may be why), and
+// the endpoints of the conversion webhooks that concern the targets.
+func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
+	texts := crdConcerns(s)
+	if len(texts) == 0 {
+		return
+	}
+	list, err := c.Clients.Dynamic.Resource(crdResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.Skip(skipOf("list customresourcedefinitions", err))
+		return
+	}
+	for i := range list.Items {
+		crd := crdOf(&list.Items[i])
+		s.CRDs[crd.Name] = crd
+		if crd.ConversionService == "" || !mentioned(texts, crd) {
+			continue
+		}
+		ns, name, _ := strings.Cut(crd.ConversionService, "/")
+		ready, err := c.readyEndpoints(ctx, ns, name)
+		if err != nil {
+			c.Skip(skipOf("endpointslices of service "+crd.ConversionService, err))
+			continue
+		}
+		crd.ConversionServiceEndpoints = ready
+	}
+}
+
+// crdConcerns returns what names the CRDs a diagnosis may need: the CRD
+// targets' names, the failing namespaces' condition messages and scan errors.
+func crdConcerns(s *snapshot.Snapshot) []string {
+	var out []string
+	for _, t := range s.Targets {
+		if isCRDTarget(t) {
+			out = append(out, t.Ref.Name)
+		}
+		if !contentFailed(t) {
+			continue
+		}
+		for _, cond := range t.Namespace.Status.Conditions {
+			out = append(out, cond.Message)
+		}
+		if t.Contents != nil {
+			for _, sk := range t.Contents.Skipped {
+				out = append(out, sk.Detail)
+			}
+		}
+	}
+	return out
+}
+
+// mentioned reports whether any text names the CRD or its group.
+func mentioned(texts []string, crd *snapshot.CRD) bool {
+	for _, t := range texts {
+		if t == crd.Name || strings.Contains(t, crd.Group+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// crdOf reduces a CustomResourceDefinition to what the rules read.
+func crdOf(u *unstructured.Unstructured) *snapshot.CRD {
+	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
+	crd := &snapshot.CRD{
+		Name:                       u.GetName(),
+		Group:                      str("spec", "group"),
+		Kind:                       str("spec", "names", "kind"),
+		Plural:                     str("spec", "names", "plural"),
+		Namespaced:                 str("spec", "scope") == "Namespaced",
+		ConversionStrategy:         str("spec", "conversion", "strategy"),
+		ConversionURL:              str("spec", "conversion", "webhook", "clientConfig", "url"),
+		ConversionServiceEndpoints: -1,
+	}
+	if name := str("spec", "conversion", "webhook", "clientConfig", "service", "name"); name != "" {
+		crd.ConversionService = str("spec", "conversion", "webhook", "clientConfig", "service", "namespace") + "/" + name
+	}
+	versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		if served, _ := m["served"].(bool); served {
+			crd.Served = append(crd.Served, name)
+		}
+		if storage, _ := m["storage"].(bool); storage {
+			crd.StorageVersion = name
+		}
+	}
+	crd.StoredVersions, _, _ = unstructured.NestedStringSlice(u.Object, "status", "storedVersions")
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		if m["type"] != "Terminating" {
+			continue
+		}
+		cond := &metav1.Condition{Type: "Terminating"}
+		cond.Status = metav1.ConditionStatus(stringOf(m["status"]))
+		cond.Reason, cond.Message = stringOf(m["reason"]), stringOf(m["message"])
+		_ = cond.LastTransitionTime.UnmarshalQueryParameter(stringOf(m["lastTransitionTime"]))
+		crd.Terminating = cond
+	}
+	return crd
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// readCRDInstances scans, for each terminating CRD, its remaining instances
+// in every namespace (metadata only, paginated), counted by namespace, with a
+// few examples of those each finalizer holds.
+func (c *Collector) readCRDInstances(ctx context.Context, s *snapshot.Snapshot) {
+	for _, t := range s.Targets {
+		crd := s.CRDs[t.Ref.Name]
+		if crd == nil || !isCRDTarget(t) || len(crd.Served) == 0 {
+			continue
+		}
+		version := crd.Served[0]
+		for _, v := range crd.Served {
+			if v == crd.StorageVersion {
+				version = v // no conversion needed to list it
+			}
+		}
+		scope := meta.RESTScopeRoot
+		if crd.Namespaced {
+			scope = meta.RESTScopeNamespace
+		}
+		m := &meta.RESTMapping{
+			Resource:         schema.GroupVersionResource{Group: crd.Group, Version: version, Resource: crd.Plural},
+			GroupVersionKind: schema.GroupVersionKind{Group: crd.Group, Version: version, Kind: crd.Kind},
+			Scope:            scope,
+		}
+		t.Contents = c.scanContents(ctx, Scope{AllNamespaces: true}, "of CRD "+crd.Name, []*meta.RESTMapping{m},
+			func(_ *meta.RESTMapping, item *metav1.PartialObjectMetadata) string { return item.Namespace })
+	}
+}

@@ -1,0 +1,186 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// contentFailureCauses explains why the namespace controller cannot delete
+// the content: admission webhooks refusing its DELETEs, conversion webhooks
+// that make the content impossible to list. Read from its condition message,
+// from the live scan's own failed lists, and from the webhook configuration.
+func contentFailureCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+	var named []string
+	var conversions []conversionFailure
+	if c := t.Contents; c != nil {
+		for _, sk := range c.Skipped {
+			conversions = addConversions(conversions, sk.Detail)
+		}
+	}
+	if c := namespaceCondition(t.Namespace, corev1.NamespaceDeletionContentFailure); c != nil && c.Status == corev1.ConditionTrue {
+		named = parseWebhookNames(c.Message)
+		for _, f := range parseConversionFailures(c.Message) {
+			// The condition may be minutes old: a kind the live scan listed
+			// without error converts fine now.
+			if !listedFine(s, t.Contents, f) {
+				conversions = addConversions(conversions, c.Message)
+			}
+		}
+	}
+	causes := namespaceWebhookCauses(s, t, named, tm)
+	for _, f := range conversions {
+		causes = append(causes, conversionCause(s, f, tm))
+	}
+	return causes
+}
+
+// addConversions adds the conversion failures a text reports, each kind once.
+func addConversions(to []conversionFailure, text string) []conversionFailure {
+	for _, f := range parseConversionFailures(text) {
+		if !slices.ContainsFunc(to, func(o conversionFailure) bool { return o.group == f.group && o.kind == f.kind }) {
+			to = append(to, f)
+		}
+	}
+	return to
+}
+
+// listedFine reports whether the live scan listed the failing kind without error.
+func listedFine(s *snapshot.Snapshot, c *snapshot.Contents, f conversionFailure) bool {
+	crd := crdOfKind(s, f.group, f.kind)
+	if c == nil || crd == nil {
+		return false
+	}
+	resource := crd.Plural + "." + crd.Group
+	_, scanned := c.Resources[resource]
+	return scanned && !slices.ContainsFunc(c.Skipped, func(sk report.Skip) bool { return strings.Contains(sk.Check, " "+resource+" ") })
+}
+
+const namedInCondition = "status.conditions[type=NamespaceDeletionContentFailure] names webhook %q"
+
+// namespaceWebhookCauses finds the webhooks that refuse the namespace
+// controller's DELETEs: those its error names, and those matching DELETE of
+// a leftover type whose service has no ready endpoints.
+func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []string, tm timing) []report.Cause {
+	ns := t.Ref.Name
+	var causes []report.Cause
+	if !s.Admission.Read {
+		for _, name := range named {
+			causes = append(causes, cause(catalog.AdmissionWebhookDenied, settling(report.Critical, tm), 0.8,
+				fmt.Sprintf("webhook %s refuses the namespace controller's deletes in namespace %s", name, ns),
+				[]string{fmt.Sprintf(namedInCondition, name), "webhook configurations: not read"},
+				step("Find the webhook's configuration and check its backend",
+					fmt.Sprintf(`kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o json | jq -r '.items[] | select(any(.webhooks[]; .name == %q)) | .kind + "/" + .metadata.name'`, name),
+					"none: read-only")))
+		}
+		return causes
+	}
+	for _, h := range hooksOf(s.Admission) {
+		resources := leftoverTypesMatching(t, h)
+		isNamed := slices.Contains(named, h.name)
+		if !isNamed && len(resources) == 0 {
+			continue
+		}
+		what := fmt.Sprintf("the namespace controller's DELETE of %s in namespace %s", orContent(resources), ns)
+		f, ok := webhookRefusal(s.Admission, h, what)
+		switch {
+		case !ok:
+			continue
+		case isNamed:
+			f.severity, f.confidence = report.Critical, 0.95
+			f.summary = fmt.Sprintf("webhook %s refuses %s (the namespace controller's error names it)", h.name, what)
+			f.evidence = append(f.evidence, fmt.Sprintf(namedInCondition, h.name))
+		case f.severity != report.Critical:
+			continue // a reachable webhook that matches may well allow the deletes
+		}
+		causes = append(causes, f.asCause(tm))
+	}
+	return causes
+}
+
+// leftoverTypesMatching lists the types left in the namespace whose DELETE
+// the webhook intercepts.
+func leftoverTypesMatching(t *snapshot.Target, h hook) []string {
+	c := t.Contents
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for res, gvr := range c.Resources {
+		r := request{operation: admissionregistrationv1.Delete, group: gvr.Group, version: gvr.Version, resource: gvr.Resource,
+			namespaced: true, nsLabels: t.Namespace.Labels, anyObject: true}
+		if c.Counts[res] > 0 && h.matches(r) {
+			out = append(out, res)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func orContent(resources []string) string {
+	if len(resources) == 0 {
+		return "its content"
+	}
+	return strings.Join(resources, ", ")
+}
+
+// conversionCause explains a conversion webhook that fails: the apiserver
+// cannot serve the kind in the version asked for, so a namespace holding such
+// objects cannot be emptied.
+func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) report.Cause {
+	crd := crdOfKind(s, f.group, f.kind)
+	name := strings.ToLower(f.kind) + "s." + f.group // a guess, replaced by the CRD's name once read
+	evidence := []string{fmt.Sprintf("conversion webhook for %s/%s, Kind=%s failed: %s", f.group, f.version, f.kind, f.err)}
+	why := f.err
+	check := step("Read the CRD's conversion settings", fmt.Sprintf("kubectl get crd %s -o jsonpath='{.spec.conversion}'", name), "none: read-only")
+	if crd != nil {
+		name = crd.Name
+		evidence = append(evidence, fmt.Sprintf("customresourcedefinition %s: spec.conversion.strategy %s, storage version %s, served %v, status.storedVersions %v",
+			crd.Name, crd.ConversionStrategy, crd.StorageVersion, crd.Served, crd.StoredVersions))
+		if svc := crd.ConversionService; svc != "" {
+			nsName, svcName, _ := strings.Cut(svc, "/")
+			check = step("Check the conversion webhook's backend", fmt.Sprintf("kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s", nsName, svcName), "none: read-only")
+			if n := crd.ConversionServiceEndpoints; n >= 0 {
+				evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", svc, n))
+				if n == 0 {
+					why = fmt.Sprintf("its service %s has no ready endpoints", svc)
+				}
+			}
+		} else if crd.ConversionURL != "" {
+			evidence = append(evidence, "conversion webhook url: "+crd.ConversionURL)
+		}
+	}
+	evidence = append(evidence, "the namespace controller lists and deletes in the preferred version: the apiserver must convert each stored object to it, and cannot")
+	return cause(catalog.ConversionWebhookFailing, settling(report.Critical, tm), 0.9,
+		fmt.Sprintf("the conversion webhook of CRD %s fails (%s): %s objects cannot be listed nor deleted", name, why, f.kind),
+		evidence,
+		check,
+		step("Restore the conversion webhook's backend (the add-on's Deployment and Service); lists and deletes then go through", "", "none"),
+		step("If the add-on is uninstalled for good and every object is stored in one version: stop converting",
+			fmt.Sprintf(`kubectl patch crd %s --type=merge -p '{"spec":{"conversion":{"strategy":"None"}}}'`, name),
+			"objects stored in another version are then served unconverted, with the wrong schema, to every client"),
+		step("Last resort: delete the CRD of the uninstalled add-on", "kubectl delete crd "+name,
+			"deletes every object of that kind in every namespace, with its data"))
+}
+
+func crdOfKind(s *snapshot.Snapshot, group, kind string) *snapshot.CRD {
+	for _, crd := range s.CRDs {
+		if crd.Group == group && crd.Kind == kind {
+			return crd
+		}
+	}
+	return nil
+}
+
+// asCause turns an admission refusal into a cause.
+func (f refusal) asCause(tm timing, evidence ...string) report.Cause {
+	return cause(f.code, settling(f.severity, tm), f.confidence, f.summary, append(f.evidence, evidence...), f.steps...)
+}

@@ -1,0 +1,108 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// crdCleanupFinalizer is how apiextensions holds a CRD until its instances are gone.
+const crdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
+
+// crdCauses explains a CRD held by customresourcecleanup: the instances
+// apiextensions still has to delete, grouped by the finalizers that hold
+// them, with a few of them diagnosed and nested.
+func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, crd *snapshot.CRD, tm timing) []report.Cause {
+	finalizers := t.Object.GetFinalizers()
+	c := t.Contents
+	if c == nil || !slices.Contains(finalizers, crdCleanupFinalizer) {
+		return finalizerCauses(s, finalizers, t.Ref, tm)
+	}
+	others := slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == crdCleanupFinalizer })
+	causes := finalizerCauses(s, others, t.Ref, tm)
+	total := 0
+	for _, n := range c.Counts {
+		total += n
+	}
+	if total == 0 && len(c.Skipped) == 0 {
+		// Nothing left: apiextensions removes its finalizer on its next pass.
+		return append(causes, finalizerCauses(s, []string{crdCleanupFinalizer}, t.Ref, tm)...)
+	}
+	held := heldCauses(s, t, fmt.Sprintf("instance(s) of %s", crd.Kind), "the instances of CRD "+crd.Name, tm)
+	sort.SliceStable(held, func(i, j int) bool { return catalog.Less(held[i], held[j]) })
+
+	sev := settling(report.Warning, tm)
+	summary := fmt.Sprintf("%d %s instance(s) remain (%s); apiextensions deletes them before it lets the CRD go", total, crd.Kind, countsByNamespace(c.Counts))
+	var blockedBy []report.Item
+	if len(held) > 0 {
+		sev = held[0].Severity
+		summary += ": " + held[0].Summary
+		for i := range held { // nested once, under the CRD's own cause
+			blockedBy = append(blockedBy, held[i].BlockedBy...)
+			held[i].BlockedBy = nil
+		}
+	}
+	cond := crd.Terminating
+	evidence := []string{fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(finalizers, ", "))}
+	if cond != nil {
+		evidence = append(evidence, fmt.Sprintf("status.conditions[type=Terminating]: status %s, reason %s, since %s: %s",
+			cond.Status, cond.Reason, cond.LastTransitionTime.UTC().Format(time.RFC3339), cond.Message))
+		if cond.Reason == "InstanceDeletionFailed" {
+			sev = settling(report.Critical, tm)
+		}
+	}
+	evidence = append(evidence, fmt.Sprintf("live scan: %d instance(s) left: %s", total, countsByNamespace(c.Counts)))
+	for _, f := range sortedKeys(c.Finalizers) {
+		evidence = append(evidence, fmt.Sprintf("finalizer %s on %d instance(s): removed by %s", f, c.Finalizers[f], catalog.FinalizerOwner(f).Owner))
+	}
+	for _, sk := range c.Skipped {
+		evidence = append(evidence, fmt.Sprintf("live scan: could not %s (%s)", sk.Check, sk.Reason))
+	}
+	resource := crd.Plural + "." + crd.Group
+	remaining := cause(catalog.CRDInstancesRemaining, sev, 0.9, summary, evidence,
+		step("List the instances that remain", fmt.Sprintf("kubectl get %s -A", resource), "none: read-only"),
+		step("Resolve each instance's own blocker (nested below): usually bring back the controller that removes their finalizers", "", "none"),
+		step("Only if that controller is gone for good: remove the finalizers from the instances", clearInstanceFinalizers(crd, resource),
+			"skips the cleanup each finalizer protects (external resources) and leaves it undone"),
+		step("Never remove "+crdCleanupFinalizer+" from the CRD by hand", "",
+			"the instances then stay in etcd, unreachable, and reappear if the CRD is created again"))
+	remaining.BlockedBy = firstItems(blockedBy)
+	causes = append(causes, remaining)
+	return append(causes, held...)
+}
+
+func clearInstanceFinalizers(crd *snapshot.CRD, resource string) string {
+	const patch = `--type=merge -p '{"metadata":{"finalizers":null}}'`
+	if !crd.Namespaced {
+		return fmt.Sprintf("kubectl get %s -o name | xargs -n1 kubectl patch %s", resource, patch)
+	}
+	return fmt.Sprintf(`kubectl get %s -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}' | while read ns name; do kubectl patch %s "$name" -n "$ns" %s; done`, resource, resource, patch)
+}
+
+// countsByNamespace reads "ns-a: 3, ns-b: 1"; cluster-scoped instances have no namespace.
+func countsByNamespace(counts map[string]int) string {
+	var parts []string
+	for _, ns := range sortedKeys(counts) {
+		name := ns
+		if name == "" {
+			name = "cluster-scoped"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d", name, counts[ns]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,78 @@
+package diagnose
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// terminatingCRD is the widgets CRD, deleted `requested` ago, with instances
+// left in namespaces (by count) held by finalizer f.
+func terminatingCRD(requested time.Duration, reason string, counts map[string]int, f string) *snapshot.Snapshot {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apiextensions.k8s.io/v1")
+	u.SetKind("CustomResourceDefinition")
+	u.SetName("widgets.example.com")
+	u.SetDeletionTimestamp(ago(requested))
+	u.SetFinalizers([]string{crdCleanupFinalizer})
+	s := snapshot.New(now)
+	t := &snapshot.Target{Object: u, Ref: report.ObjectRef{Kind: "CustomResourceDefinition", Resource: "customresourcedefinitions.apiextensions.k8s.io", Name: u.GetName()}}
+	s.Targets = []*snapshot.Target{t}
+	s.CRDs[u.GetName()] = &snapshot.CRD{Name: u.GetName(), Group: "example.com", Kind: "Widget", Plural: "widgets", Namespaced: true,
+		Terminating: &metav1.Condition{Type: "Terminating", Status: "True", Reason: reason, Message: "CustomResource deletion is in progress", LastTransitionTime: *ago(requested)}}
+	t.Contents = &snapshot.Contents{Counts: counts, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
+	for ns, n := range counts {
+		t.Contents.Finalizers[f] += n
+		w := widget(requested, f)
+		w.SetNamespace(ns)
+		t.Contents.Held[f] = append(t.Contents.Held[f], snap(w).Targets[0])
+	}
+	s.Controllers = snapshot.Controllers{Read: true}
+	return s
+}
+
+func TestCRDInstancesRemaining(t *testing.T) {
+	s := terminatingCRD(10*time.Minute, "InstanceDeletionInProgress", map[string]int{"shop": 3, "lab": 1}, "widgets.acme.io/cleanup")
+	it := Diagnose(s).Items[0]
+	expectCauses(t, it, []string{"CRDInstancesRemaining", "FinalizerPending"}, report.Critical, "live scan: 4 instance(s) left: lab: 1, shop: 3")
+	top := it.Causes[0]
+	if !strings.HasPrefix(top.Summary, "4 Widget instance(s) remain (lab: 1, shop: 3)") || !strings.Contains(top.Summary, "nothing will remove the finalizer") {
+		t.Errorf("summary names the instances and their root cause: %q", top.Summary)
+	}
+	if len(top.BlockedBy) != 2 || top.BlockedBy[0].Causes[0].Code != "FinalizerPending" || len(it.Causes[1].BlockedBy) != 0 {
+		t.Errorf("the examples are nested once, under the CRD's cause: %d and %d", len(top.BlockedBy), len(it.Causes[1].BlockedBy))
+	}
+	last := top.Remediation[len(top.Remediation)-1]
+	if !strings.Contains(last.Action, "Never remove "+crdCleanupFinalizer) || !strings.Contains(last.Risk, "reappear") {
+		t.Errorf("last step: %+v", last)
+	}
+}
+
+func TestCRDRules(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		requested time.Duration
+		reason    string
+		counts    map[string]int
+		want      []string
+		severity  report.Severity
+	}{
+		{"deletion failed", 10 * time.Minute, "InstanceDeletionFailed", map[string]int{"shop": 1}, []string{"CRDInstancesRemaining", "FinalizerPending"}, report.Critical},
+		{"nothing left: apiextensions finishes", 10 * time.Minute, "InstanceDeletionCheck", map[string]int{}, []string{"FinalizerPending"}, report.Warning},
+		{"just deleted", 5 * time.Second, "InstanceDeletionInProgress", map[string]int{"shop": 1}, []string{"CRDInstancesRemaining", "FinalizerPending"}, report.Info},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := Diagnose(terminatingCRD(tc.requested, tc.reason, tc.counts, "kubernetes")).Items[0]
+			if got := codes(it); !slices.Equal(got, tc.want) || it.Severity != tc.severity {
+				t.Errorf("codes %v severity %s, want %v %s", got, it.Severity, tc.want, tc.severity)
+			}
+		})
+	}
+}

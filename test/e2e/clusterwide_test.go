@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
+)
+
+// An unavailable aggregated API, or a failing conversion webhook, blocks
+// every namespace deletion in its cluster, so these run on a lab of their
+// own, one after the other. (With aggregated discovery, 1.30+, clients are
+// served discovery without the stale group rather than an error: the
+// namespace controller's condition is what reveals it.)
+func TestClusterWideBlockers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	own, err := lab.Start(ctx, lab.Options{BinDir: labBins, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Stop()
+	env2, err := scenario.NewEnv(own.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := func(t *testing.T, ns string) (item, result) {
+		t.Helper()
+		res := runWith(t, "--kubeconfig", own.Kubeconfig, "why", "ns/"+ns, "-o", "json")
+		var r report
+		if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+			t.Fatalf("exit %d: %v\nstdout %s\nstderr %s", res.code, err, res.stdout, res.stderr)
+		}
+		return only(t, r), res
+	}
+
+	t.Run("unavailable APIService", func(t *testing.T) {
+		if err := env2.BrokenAPIService(ctx, "metrics.lab.example.com", "v1beta1", "metrics", "metrics-server"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env2.Namespace(ctx, "victim"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env2.DeleteNamespace(ctx, "victim", corev1.NamespaceDeletionDiscoveryFailure); err != nil {
+			t.Fatal(err)
+		}
+		it, res := why(t, "victim")
+		if res.code != 2 || codesOf(it)[0] != "APIServiceUnavailable" || it.Causes[0].Severity != "critical" {
+			t.Fatalf("exit %d causes %v, want 2 and APIServiceUnavailable (critical) first", res.code, codesOf(it))
+		}
+		expectEvidence(t, it.Causes[0], "apiservice v1beta1.metrics.lab.example.com: condition Available=False reason MissingEndpoints",
+			"service metrics/metrics-server: 0 ready endpoints")
+		// Repaired as the report advises for an uninstalled add-on.
+		apiservices := env2.Dynamic.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+		if err := apiservices.Delete(ctx, "v1beta1.metrics.lab.example.com", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("failing conversion webhook", func(t *testing.T) {
+		const group = "conv.e2e.example.com"
+		if err := env2.ConversionCRD(ctx, group, "Gizmo", "gizmos", "gizmo-system", "gizmo-webhook"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env2.Namespace(ctx, "gizmos"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env2.CustomResource(ctx, group, "Gizmo", "gizmos", "gizmos", "g1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env2.DeleteNamespace(ctx, "gizmos", corev1.NamespaceDeletionContentFailure); err != nil {
+			t.Fatal(err)
+		}
+		it, res := why(t, "gizmos")
+		codes := codesOf(it)
+		if res.code != 2 || codes[0] != "ConversionWebhookFailing" || it.Causes[0].Severity != "critical" {
+			t.Fatalf("exit %d causes %v, want 2 and ConversionWebhookFailing (critical) first", res.code, codes)
+		}
+		top := it.Causes[0]
+		if !strings.Contains(top.Summary, "the conversion webhook of CRD gizmos."+group+" fails (its service gizmo-system/gizmo-webhook has no ready endpoints)") {
+			t.Errorf("summary %q", top.Summary)
+		}
+		expectEvidence(t, top, "spec.conversion.strategy Webhook, storage version v1, served [v1 v2]", "service gizmo-system/gizmo-webhook: 0 ready endpoints")
+	})
+
+	if err := checkReadOnly(own.AuditLog, false); err != nil {
+		t.Errorf("read-only check on this test's own lab: %v", err)
+	}
+}

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
+)
+
+// A webhook whose backend is gone refuses the namespace controller's
+// DELETE of the configmaps left in the namespace.
+func TestWebhookRefusesNamespaceContentDeletes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "guarded-content")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}}
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DownWebhookFor(ctx, "cm-guard", scenario.Intercept{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+		Resource: "configmaps", NamespaceSelector: scenario.InNamespace(ns)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceDeletionContentFailure); err != nil {
+		t.Fatal(err)
+	}
+	r, res := diagnose(t, "why", "ns/"+ns)
+	it := only(t, r)
+	codes := codesOf(it)
+	if res.code != 2 || codes[0] != "AdmissionWebhookDenied" || it.Causes[0].Severity != "critical" {
+		t.Fatalf("exit %d causes %v, want 2 and AdmissionWebhookDenied (critical) first", res.code, codes)
+	}
+	top := it.Causes[0]
+	if !strings.Contains(top.Summary, "webhook guard.cm-guard.example.com refuses the namespace controller's DELETE of configmaps in namespace "+ns) {
+		t.Errorf("summary: %q", top.Summary)
+	}
+	expectEvidence(t, top, `names webhook "guard.cm-guard.example.com"`, "service webhook-cm-guard/guard: 0 ready endpoints")
+}
+
+// A CRD deleted while its instances hold a finalizer nobody removes:
+// apiextensions waits for them (customresourcecleanup).
+func TestCRDHeldByItsInstances(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const group, crd = "held.e2e.example.com", "sprockets.held.e2e.example.com"
+	if err := env.CRD(ctx, group, "Sprocket", "sprockets"); err != nil {
+		t.Fatal(err)
+	}
+	created := map[string]int{"sprockets-a": 3, "sprockets-b": 2}
+	for ns, n := range created {
+		namespace(t, ns)
+		for i := range n {
+			if err := env.CustomResource(ctx, group, "Sprocket", "sprockets", ns, fmt.Sprintf("s%d", i), "held.e2e.example.com/teardown"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deleted := time.Now()
+	if err := env.DeleteCRD(ctx, crd, "InstanceDeletionInProgress"); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, deleted)
+
+	r, res := diagnose(t, "why", "crd/"+crd)
+	it := only(t, r)
+	codes := codesOf(it)
+	if res.code != 2 || codes[0] != "CRDInstancesRemaining" || it.Severity != "critical" {
+		t.Fatalf("exit %d causes %v severity %s, want 2, CRDInstancesRemaining first, critical", res.code, codes, it.Severity)
+	}
+	top := it.Causes[0]
+	if !strings.HasPrefix(top.Summary, "5 Sprocket instance(s) remain (sprockets-a: 3, sprockets-b: 2)") ||
+		!strings.Contains(top.Summary, "no controller that could remove held.e2e.example.com/teardown is found") {
+		t.Errorf("summary: %q", top.Summary)
+	}
+	expectEvidence(t, top, "status.conditions[type=Terminating]: status True, reason InstanceDeletionInProgress",
+		"finalizer held.e2e.example.com/teardown on 5 instance(s)")
+	if len(top.BlockedBy) != 3 || top.BlockedBy[0].Object.Kind != "Sprocket" || codesOf(top.BlockedBy[0])[0] != "FinalizerPending" {
+		t.Errorf("nested instances: %+v", top.BlockedBy)
+	}
+}
