@@ -4,6 +4,7 @@ package kube
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -22,6 +23,11 @@ const (
 	Burst = 200
 )
 
+// DefaultRequestTimeout bounds each request when --request-timeout is not
+// given: one hung aggregated API must not hang the whole scan; its list
+// fails, is reported under skipped, and the scan carries on.
+const DefaultRequestTimeout = 30 * time.Second
+
 // Clients are the read-only API clients of one run.
 type Clients struct {
 	Typed     kubernetes.Interface
@@ -31,12 +37,16 @@ type Clients struct {
 	Mapper    meta.RESTMapper
 }
 
-// Tune sets the user agent (so audit logs name the plugin) and the rate limits
-// on every REST config that cli-runtime derives from the flags.
+// Tune sets the user agent (so audit logs name the plugin), the rate limits
+// and the default request timeout on every REST config that cli-runtime
+// derives from the flags.
 func Tune(flags *genericclioptions.ConfigFlags, userAgent string) {
 	flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
 		c.UserAgent = userAgent
 		c.QPS, c.Burst = QPS, Burst
+		if c.Timeout == 0 {
+			c.Timeout = DefaultRequestTimeout
+		}
 		return c
 	}
 }

@@ -132,3 +132,60 @@ func TestNamespaceBlockedByAPodOnADeadNode(t *testing.T) {
 		t.Errorf("the table must draw the chain:\n%s", table.stdout)
 	}
 }
+
+// A namespace with 55 custom resource types and 2,200 leftover objects:
+// the report groups them by finalizer, with counts equal to what was made.
+func TestNamespaceWithThousandsOfLeftovers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "bulk")
+	kinds := scenario.BulkKinds("bulk", 55)
+	const perKind = 40
+	hold, archive := "bulk.e2e.example.com/hold", "archive.e2e.example.com/export"
+	err := env.Bulk(ctx, ns, kinds, perKind, func(i int) []string {
+		if i%10 == 0 {
+			return []string{hold, archive}
+		}
+		return []string{hold}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.ReleaseBulk(context.Background(), ns, kinds); err != nil {
+			t.Logf("releasing the bulk objects: %v", err)
+		}
+	})
+	deleted := time.Now()
+	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceFinalizersRemaining); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, deleted)
+
+	r, res := diagnose(t, "why", "ns/"+ns)
+	it := only(t, r)
+	codes := codesOf(it)
+	total := len(kinds) * perKind
+	if res.code != 2 || len(codes) < 4 || codes[0] != "FinalizerPending" || codes[1] != "FinalizerPending" {
+		t.Fatalf("exit %d causes %v, want 2 and one FinalizerPending per finalizer first", res.code, codes)
+	}
+	want := map[string]string{
+		archive: fmt.Sprintf("%d object(s) in the namespace are held by finalizer %s", total/10, archive),
+		hold:    fmt.Sprintf("%d object(s) in the namespace are held by finalizer %s", total, hold),
+	}
+	for _, c := range it.Causes[:2] {
+		found := false
+		for _, prefix := range want {
+			found = found || strings.HasPrefix(c.Summary, prefix)
+		}
+		if !found || len(c.BlockedBy) != 3 {
+			t.Errorf("grouped cause %q with %d examples, want one of %v with 3", c.Summary, len(c.BlockedBy), want)
+		}
+	}
+	fin := it.Causes[slices.Index(codes, "NamespaceFinalizersRemaining")]
+	expectEvidence(t, fin, fmt.Sprintf("%s in %d resource instances", hold, total), fmt.Sprintf("%s in %d resource instances", archive, total/10))
+	rem := it.Causes[slices.Index(codes, "NamespaceContentRemaining")]
+	for _, k := range kinds {
+		expectEvidence(t, rem, fmt.Sprintf("live scan: %s: %d object(s) left", k.Resource(), perKind))
+	}
+}
