@@ -12,6 +12,8 @@ show() { printf '\n$ %s\n' "$*"; "$@" || true; }
 show "$plugin" list -A --kubeconfig "$kc"
 show "$plugin" why pod/web-0 -n shop --kubeconfig "$kc"
 show "$plugin" why ns/legacy-widgets --kubeconfig "$kc"
+show "$plugin" why crd/widgets.demo.example.com --kubeconfig "$kc"
+show "$plugin" why ns/settings --kubeconfig "$kc"
 show "$plugin" why pod/pay-0 -n shop --kubeconfig "$kc"
 show "$plugin" why pod/batch-0 -n shop --kubeconfig "$kc"
 cat <<EOT

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,6 +17,8 @@ import (
 const (
 	GalleryNamespace = "shop"
 	GalleryBlockedNS = "legacy-widgets"
+	GalleryGuardedNS = "settings"
+	GalleryCRD       = "widgets.demo.example.com"
 	GalleryLiveNode  = "node-live"
 	GalleryDeadNode  = "node-dead"
 )
@@ -33,7 +36,10 @@ const (
 //   - data-0: its CSI volume cannot be unmounted, the driver's node plugin is gone;
 //   - train-0: its DRA claim cannot be unprepared, the driver's kubelet plugin is gone.
 //
-// And namespace legacy-widgets, blocked by custom resources with a finalizer no controller removes.
+// Namespace legacy-widgets, blocked by custom resources with a finalizer no
+// controller removes; the CRD widgets.demo.example.com, deleted, waiting for
+// those same widgets; namespace settings, whose configmaps a webhook whose
+// service is gone refuses to let the namespace controller delete.
 func (e *Env) Gallery(ctx context.Context, progress func(string)) error {
 	ns := GalleryNamespace
 	progress("nodes " + GalleryLiveNode + " and " + GalleryDeadNode + ", namespaces, a CRD")
@@ -42,6 +48,7 @@ func (e *Env) Gallery(ctx context.Context, progress func(string)) error {
 	g.Go(func() error { return e.DyingNode(gctx, GalleryDeadNode) })
 	g.Go(func() error { return e.Namespace(gctx, ns) })
 	g.Go(func() error { return e.Namespace(gctx, GalleryBlockedNS) })
+	g.Go(func() error { return e.Namespace(gctx, GalleryGuardedNS) })
 	g.Go(func() error { return e.CRD(gctx, "demo.example.com", "Widget", "widgets") })
 	if err := g.Wait(); err != nil {
 		return err
@@ -103,6 +110,16 @@ func (e *Env) Gallery(ctx context.Context, progress func(string)) error {
 		return err
 	}
 	if err := e.DeleteNamespace(ctx, GalleryBlockedNS, corev1.NamespaceFinalizersRemaining); err != nil {
+		return err
+	}
+	if err := e.DeleteCRD(ctx, GalleryCRD, "InstanceDeletionInProgress"); err != nil {
+		return err
+	}
+	if err := e.DownWebhookFor(ctx, "settings-guard", Intercept{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+		Resource: "configmaps", NamespaceSelector: InNamespace(GalleryGuardedNS)}); err != nil {
+		return err
+	}
+	if err := e.DeleteNamespace(ctx, GalleryGuardedNS, corev1.NamespaceDeletionContentFailure); err != nil {
 		return err
 	}
 	if _, err := e.WaitFinalDelete(ctx, ns, "cache-0"); err != nil {
