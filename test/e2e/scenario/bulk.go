@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"golang.org/x/sync/errgroup"
 )
 
 // BulkKind is one of the CRDs Bulk creates.
@@ -67,4 +67,3 @@ func (e *Env) ReleaseBulk(ctx context.Context, ns string, kinds []BulkKind) erro
 	}
 	return g.Wait()
 }
-
