@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -64,6 +65,37 @@ func TestLessRanksSeverityThenRootThenConfidence(t *testing.T) {
 	for _, tc := range cases {
 		if !Less(tc.first, tc.then) || Less(tc.then, tc.first) {
 			t.Errorf("%s: %s should rank before %s", tc.name, tc.first.Code, tc.then.Code)
+		}
+	}
+}
+
+func TestFinalizerCatalogue(t *testing.T) {
+	for _, f := range Finalizers() {
+		if _, ok := Lookup(f.Code); !ok || f.Owner == "" || f.HoldsWhile == "" {
+			t.Errorf("row %+v: unknown code or empty field", f)
+		}
+	}
+	if f, known := LookupFinalizer("external-attacher/ebs.csi.aws.com"); !known || f.Code != VolumeDetachFailed || f.Owner != "CSI external-attacher ebs.csi.aws.com" {
+		t.Errorf("prefix row: %+v", f)
+	}
+	if f, known := LookupFinalizer("example.com/cleanup"); known || f.Code != FinalizerPending || !ThirdPartyFinalizer("example.com/cleanup") {
+		t.Errorf("third-party: %+v", f)
+	}
+}
+
+func TestFinalizerDocIsCurrent(t *testing.T) {
+	data, err := os.ReadFile("../../docs/finalizers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Finalizers() {
+		name := f.Name
+		if strings.HasSuffix(name, "/") {
+			name += "<driver>"
+		}
+		row := fmt.Sprintf("| `%s` | %s | %s | `%s` |", name, f.Owner, f.HoldsWhile, f.Code)
+		if !strings.Contains(string(data), row) {
+			t.Errorf("docs/finalizers.md lacks the row\n%s", row)
 		}
 	}
 }

@@ -1,45 +1,68 @@
 package catalog
 
-import "strings"
+import (
+	_ "embed"
+	"fmt"
+	"strings"
 
-// Owner says who removes a finalizer and what it protects.
-type Owner struct {
-	Owner      string
-	HoldsWhile string
+	"sigs.k8s.io/yaml"
+)
+
+// Finalizer is one row of the finalizer catalogue (finalizers.yaml).
+type Finalizer struct {
+	// Name is the finalizer, or a prefix when it ends in "/".
+	Name       string `json:"name"`
+	Owner      string `json:"owner"`
+	HoldsWhile string `json:"holdsWhile"`
+	// Code is the cause that explains an object this finalizer holds.
+	Code Code `json:"code"`
 }
 
-// knownFinalizers is the catalogue of finalizers whose owner is known
-// (causes.md section 3). Any other domain-qualified name belongs to a
-// third-party controller.
-var knownFinalizers = map[string]Owner{
-	"kubernetes":                                          {"namespace controller (kube-controller-manager)", "content remains in the namespace or discovery fails"},
-	"foregroundDeletion":                                  {"garbage collector (kube-controller-manager)", "dependents with blockOwnerDeletion: true still exist"},
-	"orphan":                                              {"garbage collector (kube-controller-manager)", "dependents are being orphaned"},
-	"kubernetes.io/pvc-protection":                        {"PVC protection controller (kube-controller-manager)", "a scheduled pod, in any phase, references the claim"},
-	"kubernetes.io/pv-protection":                         {"PV protection controller (kube-controller-manager)", "the volume is still Bound"},
-	"kubernetes.io/pv-controller":                         {"PV controller (kube-controller-manager)", "the backend volume is not deleted yet"},
-	"batch.kubernetes.io/job-tracking":                    {"Job controller (kube-controller-manager)", "the Job controller has not counted the pod"},
-	"customresourcecleanup.apiextensions.k8s.io":          {"apiextensions (kube-apiserver)", "instances of the CRD remain"},
-	"service.kubernetes.io/load-balancer-cleanup":         {"cloud service controller (cloud-controller-manager)", "the cloud load balancer is not deleted"},
-	"external-provisioner.volume.kubernetes.io/finalizer": {"CSI external-provisioner", "the backend volume is not deleted yet"},
+//go:embed finalizers.yaml
+var finalizersYAML []byte
+
+// finalizers is the catalogue, read once; a malformed table is a build defect.
+var finalizers = mustParseFinalizers(finalizersYAML)
+
+func mustParseFinalizers(data []byte) []Finalizer {
+	var out []Finalizer
+	if err := yaml.UnmarshalStrict(data, &out); err != nil {
+		panic(fmt.Sprintf("catalog: finalizers.yaml: %v", err))
+	}
+	return out
 }
 
-// FinalizerOwner returns the known owner of a finalizer, or a third-party description.
-func FinalizerOwner(finalizer string) Owner {
-	if o, ok := knownFinalizers[finalizer]; ok {
-		return o
+// Finalizers returns the catalogue's rows, in order.
+func Finalizers() []Finalizer { return append([]Finalizer(nil), finalizers...) }
+
+// thirdParty describes a finalizer no Kubernetes component owns.
+var thirdParty = Finalizer{Owner: "a third-party controller", HoldsWhile: "that controller removes it; if the controller is gone, nothing ever will", Code: FinalizerPending}
+
+// LookupFinalizer returns the catalogue row of a finalizer (Name is the
+// row's name or prefix; a prefix row's Owner names the driver), and whether
+// it is known; an unknown finalizer gets the third-party row, with no Name.
+func LookupFinalizer(f string) (Finalizer, bool) {
+	for _, row := range finalizers {
+		if row.Name == f {
+			return row, true
+		}
+		if strings.HasSuffix(row.Name, "/") && strings.HasPrefix(f, row.Name) {
+			row.Owner += " " + strings.TrimPrefix(f, row.Name)
+			return row, true
+		}
 	}
-	if strings.HasPrefix(finalizer, "external-attacher/") {
-		return Owner{"CSI external-attacher " + strings.TrimPrefix(finalizer, "external-attacher/"), "detach is not finished"}
-	}
-	return Owner{"a third-party controller", "that controller removes it; if the controller is gone, nothing ever will"}
+	return thirdParty, false
+}
+
+// FinalizerOwner returns who removes a finalizer and what it holds while.
+func FinalizerOwner(f string) Finalizer {
+	row, _ := LookupFinalizer(f)
+	return row
 }
 
 // ThirdPartyFinalizer reports a finalizer that no Kubernetes component owns:
 // its controller comes from an add-on, which may be gone.
 func ThirdPartyFinalizer(f string) bool {
-	if _, ok := knownFinalizers[f]; ok {
-		return false
-	}
-	return !strings.HasPrefix(f, "external-attacher/")
+	_, known := LookupFinalizer(f)
+	return !known
 }
