@@ -31,8 +31,9 @@ func stateCPods(s *snapshot.Snapshot) []*corev1.Pod {
 // the webhooks' services, and the targets' namespaces (for namespaceSelectors).
 func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 	// Only a request still to be admitted can be refused: the final DELETE of
-	// pods in state C, the namespace controller's DELETEs of content.
-	if len(stateCPods(s)) == 0 && !slices.ContainsFunc(s.Targets, contentFailed) {
+	// pods in state C, the namespace controller's DELETEs of content, the
+	// UPDATE that removes an object's finalizer.
+	if len(stateCPods(s)) == 0 && !slices.ContainsFunc(s.Targets, contentFailed) && !slices.ContainsFunc(s.Targets, heldObject) {
 		return
 	}
 	api := c.Clients.Typed.AdmissionregistrationV1()
@@ -69,6 +70,12 @@ func contentFailed(t *snapshot.Target) bool {
 	return slices.ContainsFunc(t.Namespace.Status.Conditions, func(c corev1.NamespaceCondition) bool {
 		return c.Type == corev1.NamespaceDeletionContentFailure && c.Status == corev1.ConditionTrue
 	})
+}
+
+// heldObject reports an object (not a pod nor a namespace) held by finalizers:
+// their controller's UPDATE must pass admission.
+func heldObject(t *snapshot.Target) bool {
+	return t.Pod == nil && t.Namespace == nil && len(t.Object.GetFinalizers()) > 0
 }
 
 // webhookServices lists each webhook service once, as [namespace, name].

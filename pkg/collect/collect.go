@@ -52,47 +52,24 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 			continue
 		}
 		t := &snapshot.Target{Ref: f.Ref(), Object: f.Object}
-		switch {
-		case f.GVR.Group == "" && f.GVR.Resource == "pods":
-			c.readPod(ctx, t)
-		case f.GVR.Group == "" && f.GVR.Resource == "namespaces":
-			c.readNamespace(ctx, t)
-		}
+		c.readObject(ctx, t, f.GVR)
 		s.Targets = append(s.Targets, t)
 	}
 	c.readNamespaceContents(ctx, s)
+	c.readDependents(ctx, s)
+	c.readClaimUsers(ctx, s)
+	c.readVolumeAttachments(ctx, s)
 	c.readCRDs(ctx, s)
 	c.readCRDInstances(ctx, s)
 	c.readAPIServices(ctx, s)
 	c.readNodes(ctx, s)
-	c.readPodEvents(ctx, s)
+	c.readEvents(ctx, s)
 	c.readAdmission(ctx, s)
 	c.readVolumes(ctx, s)
 	c.readDRA(ctx, s)
 	c.readControllers(ctx, s)
 	s.Skipped = c.Skips()
 	return s
-}
-
-// readPod reads the full pod: a scan only has its metadata.
-func (c *Collector) readPod(ctx context.Context, t *snapshot.Target) {
-	pod, err := c.Clients.Typed.CoreV1().Pods(t.Ref.Namespace).Get(ctx, t.Ref.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Skipped = append(t.Skipped, skipOf("pods/"+t.Ref.Name, err))
-		fromUnstructured(t, &corev1.Pod{}, func(p *corev1.Pod) { t.Pod = p })
-		return
-	}
-	t.Pod = pod
-}
-
-func (c *Collector) readNamespace(ctx context.Context, t *snapshot.Target) {
-	ns, err := c.Clients.Typed.CoreV1().Namespaces().Get(ctx, t.Ref.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Skipped = append(t.Skipped, skipOf("namespaces/"+t.Ref.Name, err))
-		fromUnstructured(t, &corev1.Namespace{}, func(n *corev1.Namespace) { t.Namespace = n })
-		return
-	}
-	t.Namespace = ns
 }
 
 // fromUnstructured falls back to what was already read (the metadata at least).
@@ -143,20 +120,22 @@ func skipAll(targets []*snapshot.Target, sk report.Skip) {
 	}
 }
 
-// readPodEvents reads the events about each pod target (the kubelet's Killing,
-// FailedKillPod, ExceededGracePeriod...), matched by involvedObject.uid.
-func (c *Collector) readPodEvents(ctx context.Context, s *snapshot.Snapshot) {
+// readEvents reads the events about each pod target (the kubelet's Killing,
+// FailedKillPod, ExceededGracePeriod...) and service target (the cloud
+// controller's DeleteLoadBalancerFailed), matched by involvedObject.uid.
+func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 	for _, t := range s.AllTargets() {
-		if t.Pod == nil {
+		if t.Pod == nil && t.Service == nil {
 			continue
 		}
-		list, err := c.Clients.Typed.CoreV1().Events(t.Pod.Namespace).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.uid=" + string(t.Pod.UID),
+		uid := t.Object.GetUID()
+		list, err := c.Clients.Typed.CoreV1().Events(t.Ref.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.uid=" + string(uid),
 		})
 		if err != nil {
 			t.Skipped = append(t.Skipped, skipOf("events", err))
 			continue
 		}
-		s.Events[t.Pod.UID] = list.Items
+		s.Events[uid] = list.Items
 	}
 }

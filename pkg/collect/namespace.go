@@ -61,51 +61,73 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 	countKey func(*meta.RESTMapping, *metav1.PartialObjectMetadata) string) *snapshot.Contents {
 	contents := &snapshot.Contents{Counts: map[string]int{}, Resources: map[string]schema.GroupVersionResource{},
 		Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
+	for _, m := range mappings {
+		contents.Resources[QualifiedResource(m.Resource)] = m.Resource
+	}
+	contents.Skipped = c.eachObject(ctx, scope, where, mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
+		contents.Counts[countKey(m, item)]++
+		isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"
+		var target *snapshot.Target
+		if (isPods && item.DeletionTimestamp != nil) || (!isPods && len(item.Finalizers) > 0) {
+			var err error
+			if target, err = metadataTarget(item, m); err != nil {
+				return err
+			}
+		}
+		if isPods && target != nil {
+			contents.Pods = append(contents.Pods, target)
+		}
+		for _, f := range item.Finalizers {
+			contents.Finalizers[f]++
+			if !isPods && len(contents.Held[f]) < heldExamples {
+				contents.Held[f] = append(contents.Held[f], target)
+			}
+		}
+		return nil
+	})
+	sort.Slice(contents.Pods, func(i, j int) bool { return contents.Pods[i].Ref.Name < contents.Pods[j].Ref.Name })
+	for _, held := range contents.Held {
+		sort.Slice(held, func(i, j int) bool { return refKey(held[i].Ref) < refKey(held[j].Ref) })
+	}
+	return contents
+}
+
+// eachObject lists every mapping in scope concurrently (bounded) and visits
+// each object, one visit at a time. A type that cannot be listed is returned
+// as a skip; the others carry on.
+func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping,
+	visit func(*meta.RESTMapping, *metav1.PartialObjectMetadata) error) []report.Skip {
 	var mu sync.Mutex
+	var skips []report.Skip
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanConcurrency)
 	for _, m := range mappings {
-		resource := QualifiedResource(m.Resource)
-		contents.Resources[resource] = m.Resource
-		isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"
 		g.Go(func() error {
 			err := c.listEach(gctx, m, scope, func(item *metav1.PartialObjectMetadata) error {
 				mu.Lock()
 				defer mu.Unlock()
-				contents.Counts[countKey(m, item)]++
-				var target *snapshot.Target
-				if (isPods && item.DeletionTimestamp != nil) || (!isPods && len(item.Finalizers) > 0) {
-					obj, err := metadataToUnstructured(item, m.GroupVersionKind)
-					if err != nil {
-						return err
-					}
-					target = &snapshot.Target{Ref: Found{GVR: m.Resource, Object: obj}.Ref(), Object: obj}
-				}
-				if isPods && target != nil {
-					contents.Pods = append(contents.Pods, target)
-				}
-				for _, f := range item.Finalizers {
-					contents.Finalizers[f]++
-					if !isPods && len(contents.Held[f]) < heldExamples {
-						contents.Held[f] = append(contents.Held[f], target)
-					}
-				}
-				return nil
+				return visit(m, item)
 			})
 			if err != nil {
 				mu.Lock()
-				contents.Skipped = append(contents.Skipped, skipOf("list "+resource+" "+where, err))
+				skips = append(skips, skipOf("list "+QualifiedResource(m.Resource)+" "+where, err))
 				mu.Unlock()
 			}
 			return nil
 		})
 	}
 	_ = g.Wait() // every error is recorded as a skip
-	sort.Slice(contents.Pods, func(i, j int) bool { return contents.Pods[i].Ref.Name < contents.Pods[j].Ref.Name })
-	for _, held := range contents.Held {
-		sort.Slice(held, func(i, j int) bool { return refKey(held[i].Ref) < refKey(held[j].Ref) })
+	sort.Slice(skips, func(i, j int) bool { return skips[i].Check < skips[j].Check })
+	return skips
+}
+
+// metadataTarget makes a target of an object read as metadata only.
+func metadataTarget(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) (*snapshot.Target, error) {
+	obj, err := metadataToUnstructured(item, m.GroupVersionKind)
+	if err != nil {
+		return nil, err
 	}
-	return contents
+	return &snapshot.Target{Ref: Found{GVR: m.Resource, Object: obj}.Ref(), Object: obj}, nil
 }
 
 func refKey(r report.ObjectRef) string { return r.Namespace + "/" + r.Name }

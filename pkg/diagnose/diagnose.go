@@ -74,7 +74,7 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 	case s.CRDs[t.Ref.Name] != nil && t.Object.GetKind() == "CustomResourceDefinition":
 		causes = crdCauses(s, t, s.CRDs[t.Ref.Name], tm)
 	default:
-		causes = finalizerCauses(s, t.Object.GetFinalizers(), t.Ref, tm)
+		causes = objectCauses(s, t, tm)
 	}
 	if len(causes) == 0 && tm.overdue > 0 {
 		causes = append(causes, incomplete(t, tm))

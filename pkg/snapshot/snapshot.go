@@ -155,6 +155,23 @@ type Target struct {
 	// Contents is the live scan of what a terminating namespace or CRD still
 	// holds; nil if not scanned.
 	Contents *Contents
+
+	// Typed forms of the kinds whose finalizer rules read more than metadata.
+	Claim   *corev1.PersistentVolumeClaim
+	Volume  *corev1.PersistentVolume
+	Service *corev1.Service
+	// Attachments are the VolumeAttachments of a PersistentVolume, or the
+	// VolumeAttachment the target is.
+	Attachments []storagev1.VolumeAttachment
+
+	// Dependents are the objects whose ownerReferences name the target
+	// (foregroundDeletion, orphan), read when DependentsRead.
+	Dependents     []*Target
+	DependentsRead bool
+	// ClaimUsers are the pods that reference a claim (pvc-protection), read
+	// when ClaimUsersRead.
+	ClaimUsers     []*Target
+	ClaimUsersRead bool
 }
 
 // Contents is what a live scan found left in a terminating namespace (its
@@ -176,7 +193,8 @@ type Contents struct {
 }
 
 // AllTargets returns the targets and the objects nested in them (a
-// namespace's leftover pods, a namespace's or CRD's held examples), each once.
+// namespace's leftover pods, a namespace's or CRD's held examples, an
+// owner's dependents, a claim's pods), each once.
 func (s *Snapshot) AllTargets() []*Target {
 	var out []*Target
 	for _, t := range s.Targets {
@@ -187,6 +205,8 @@ func (s *Snapshot) AllTargets() []*Target {
 				out = append(out, held...)
 			}
 		}
+		out = append(out, t.Dependents...)
+		out = append(out, t.ClaimUsers...)
 	}
 	return out
 }

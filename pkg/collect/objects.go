@@ -1,0 +1,181 @@
+package collect
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// readTyped reads the full object of a target (a scan only has its
+// metadata); when it cannot, it falls back to what was already read.
+func readTyped[T any](ctx context.Context, t *snapshot.Target, get func(context.Context, string, metav1.GetOptions) (*T, error), set func(*T)) {
+	v, err := get(ctx, t.Ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Skipped = append(t.Skipped, skipOf(t.Ref.Resource+"/"+t.Ref.Name, err))
+		fromUnstructured(t, new(T), set)
+		return
+	}
+	set(v)
+}
+
+// readObject reads the typed form of targets whose rules need more than
+// metadata: pods, namespaces, and the kinds behind the storage and
+// load-balancer finalizers.
+func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
+	core, storage := c.Clients.Typed.CoreV1(), c.Clients.Typed.StorageV1()
+	switch {
+	case gvr.Group == "" && gvr.Resource == "pods":
+		readTyped(ctx, t, core.Pods(t.Ref.Namespace).Get, func(v *corev1.Pod) { t.Pod = v })
+	case gvr.Group == "" && gvr.Resource == "namespaces":
+		readTyped(ctx, t, core.Namespaces().Get, func(v *corev1.Namespace) { t.Namespace = v })
+	case gvr.Group == "" && gvr.Resource == "persistentvolumeclaims":
+		readTyped(ctx, t, core.PersistentVolumeClaims(t.Ref.Namespace).Get, func(v *corev1.PersistentVolumeClaim) { t.Claim = v })
+	case gvr.Group == "" && gvr.Resource == "persistentvolumes":
+		readTyped(ctx, t, core.PersistentVolumes().Get, func(v *corev1.PersistentVolume) { t.Volume = v })
+	case gvr.Group == "" && gvr.Resource == "services":
+		readTyped(ctx, t, core.Services(t.Ref.Namespace).Get, func(v *corev1.Service) { t.Service = v })
+	case gvr.Group == "storage.k8s.io" && gvr.Resource == "volumeattachments":
+		readTyped(ctx, t, storage.VolumeAttachments().Get, func(v *storagev1.VolumeAttachment) { t.Attachments = []storagev1.VolumeAttachment{*v} })
+	}
+}
+
+// readPod reads a pod target in full.
+func (c *Collector) readPod(ctx context.Context, t *snapshot.Target) {
+	c.readObject(ctx, t, schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+}
+
+// readVolumeAttachments gives each PersistentVolume target the
+// VolumeAttachments of that volume (external-attacher finalizers).
+func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snapshot) {
+	var volumes []*snapshot.Target
+	for _, t := range s.Targets {
+		if t.Volume != nil {
+			volumes = append(volumes, t)
+		}
+	}
+	if len(volumes) == 0 {
+		return
+	}
+	list, err := c.Clients.Typed.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		skipAll(volumes, skipOf("list volumeattachments", err))
+		return
+	}
+	for _, t := range volumes {
+		for _, va := range list.Items {
+			if pv := va.Spec.Source.PersistentVolumeName; pv != nil && *pv == t.Volume.Name {
+				t.Attachments = append(t.Attachments, va)
+			}
+		}
+	}
+}
+
+// readClaimUsers finds, for each claim target, the pods that reference it
+// (what the PVC protection controller waits for): one pod list per namespace.
+func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
+	pods := map[string][]corev1.Pod{}
+	for _, t := range s.Targets {
+		if t.Claim == nil {
+			continue
+		}
+		ns := t.Claim.Namespace
+		if _, read := pods[ns]; !read {
+			list, err := c.Clients.Typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Skipped = append(t.Skipped, skipOf("list pods in namespace "+ns, err))
+				continue
+			}
+			pods[ns] = list.Items
+		}
+		t.ClaimUsersRead = true
+		for i := range pods[ns] {
+			if p := &pods[ns][i]; usesClaim(p, t.Claim.Name) {
+				t.ClaimUsers = append(t.ClaimUsers, podTarget(p))
+			}
+		}
+	}
+}
+
+// usesClaim reports whether a pod references the claim, directly or as the
+// claim generated for one of its ephemeral volumes.
+func usesClaim(p *corev1.Pod, claim string) bool {
+	return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+		return (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim) ||
+			(v.Ephemeral != nil && p.Name+"-"+v.Name == claim)
+	})
+}
+
+// podTarget makes a nested target of a pod read in full.
+func podTarget(p *corev1.Pod) *snapshot.Target {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	if err != nil {
+		m = map[string]any{}
+	}
+	obj := &unstructured.Unstructured{Object: m}
+	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	obj.SetName(p.Name)
+	obj.SetNamespace(p.Namespace)
+	return &snapshot.Target{Ref: Found{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Object: obj}.Ref(), Object: obj, Pod: p}
+}
+
+// readDependents finds, for each target held by foregroundDeletion or
+// orphan, the objects whose ownerReferences name it, as the garbage
+// collector would: every listable type in the owner's namespace (every
+// namespace for a cluster-scoped owner), metadata only, one scan per scope.
+func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
+	owners := map[string]map[types.UID]*snapshot.Target{} // by namespace; "" is cluster-wide
+	for _, t := range s.Targets {
+		if fs := t.Object.GetFinalizers(); slices.Contains(fs, metav1.FinalizerDeleteDependents) || slices.Contains(fs, metav1.FinalizerOrphanDependents) {
+			if owners[t.Ref.Namespace] == nil {
+				owners[t.Ref.Namespace] = map[types.UID]*snapshot.Target{}
+			}
+			owners[t.Ref.Namespace][t.Object.GetUID()] = t
+		}
+	}
+	for ns, byUID := range owners {
+		scope := Scope{Namespace: ns, AllNamespaces: ns == ""}
+		mappings, err := c.ListableMappings(scope)
+		if err != nil {
+			for _, t := range byUID {
+				t.Skipped = append(t.Skipped, skipOf("discovery", err))
+			}
+			continue
+		}
+		if ns != "" {
+			mappings = slices.DeleteFunc(mappings, func(m *meta.RESTMapping) bool { return m.Scope.Name() != meta.RESTScopeNameNamespace })
+		}
+		skips := c.eachObject(ctx, scope, "for dependents", mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
+			for _, ref := range item.OwnerReferences {
+				owner := byUID[ref.UID]
+				if owner == nil {
+					continue
+				}
+				d, err := metadataTarget(item, m)
+				if err != nil {
+					return err
+				}
+				owner.Dependents = append(owner.Dependents, d)
+			}
+			return nil
+		})
+		for _, t := range byUID {
+			t.DependentsRead = len(skips) == 0
+			t.Skipped = append(t.Skipped, skips...)
+			for _, d := range t.Dependents {
+				if d.Ref.Resource == "pods" && d.Object.GetDeletionTimestamp() != nil {
+					c.readPod(ctx, d)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,336 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// finalizerRule explains what one finalizer waits for on one object; false
+// when its evidence was not read or shows nothing specific, and the generic
+// FinalizerPending speaks instead.
+type finalizerRule func(s *snapshot.Snapshot, t *snapshot.Target, finalizer string, tm timing) (report.Cause, bool)
+
+// ruleFor returns the rule of a catalogue row (finalizers.yaml), by its name;
+// nil for the rows the generic FinalizerPending explains. (A switch, not a
+// map: the rules nest diagnoses, which would make a map's initialisation circular.)
+func ruleFor(row string) finalizerRule {
+	switch row {
+	case "foregroundDeletion":
+		return foregroundCause
+	case "orphan":
+		return orphanCause
+	case "kubernetes.io/pvc-protection":
+		return claimInUseCause
+	case "kubernetes.io/pv-protection":
+		return volumeBoundCause
+	case "external-attacher/":
+		return detachCause
+	case "service.kubernetes.io/load-balancer-cleanup":
+		return loadBalancerCause
+	}
+	return nil
+}
+
+// objectCauses explains any object other than a pod, namespace or CRD: each
+// finalizer through its rule, the rest as FinalizerPending, and webhooks
+// that refuse the UPDATE that would remove a finalizer.
+func objectCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+	var causes []report.Cause
+	var generic []string
+	for _, f := range t.Object.GetFinalizers() {
+		row, _ := catalog.LookupFinalizer(f)
+		if rule := ruleFor(row.Name); rule != nil {
+			if c, ok := rule(s, t, f, tm); ok {
+				causes = append(causes, c)
+				continue
+			}
+		}
+		generic = append(generic, f)
+	}
+	causes = append(causes, finalizerCauses(s, generic, t.Ref, tm)...)
+	return append(causes, finalizerUpdateRefusals(s, t, tm)...)
+}
+
+// foregroundCause: the garbage collector deletes the dependents that block
+// their owner's deletion first, and removes foregroundDeletion once they are gone.
+func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
+	if !t.DependentsRead {
+		return report.Cause{}, false
+	}
+	uid := t.Object.GetUID()
+	var blocking []*snapshot.Target
+	evidence := []string{fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(t.Object.GetFinalizers(), ", "))}
+	for _, d := range t.Dependents {
+		blocks := blocksOwnerDeletion(d, uid)
+		evidence = append(evidence, fmt.Sprintf("dependent %s: ownerReference to %s/%s, blockOwnerDeletion %t, %s", refName(d.Ref), t.Ref.Kind, t.Ref.Name, blocks, deletionState(d)))
+		if blocks {
+			blocking = append(blocking, d)
+		}
+	}
+	if len(blocking) == 0 {
+		return cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
+			"no dependent blocks the deletion any more, yet the garbage collector has not removed foregroundDeletion: it may be blocked (a discovery failure stops it; see the namespace conditions and APIServices)",
+			append(evidence, fmt.Sprintf("live scan: %d dependent(s), none with blockOwnerDeletion", len(t.Dependents))),
+			step("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False", "none: read-only")), true
+	}
+	var items []report.Item
+	sev := settling(report.Warning, tm)
+	for _, d := range blocking {
+		it := nestedItem(s, d)
+		items = append(items, it)
+		if it.Severity.Weight() > sev.Weight() && it.Stuck {
+			sev = it.Severity
+		}
+	}
+	SortItems(items)
+	summary := fmt.Sprintf("%d dependent(s) with blockOwnerDeletion still exist: %s", len(blocking), nestedSummary(items[0]))
+	return report.Cause{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
+		Remediation: []report.Step{
+			step("Diagnose the dependents (nested below) and resolve their own blockers; the garbage collector then finishes", "", "none: read-only"),
+			step("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
+				removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "foregroundDeletion"),
+				"the owner disappears while its dependents are still being deleted"),
+		},
+		BlockedBy: firstItems(items)}, true
+}
+
+// orphanCause: the garbage collector removes the owner's reference from
+// each dependent, then the orphan finalizer.
+func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
+	if !t.DependentsRead {
+		return report.Cause{}, false
+	}
+	var names []string
+	for _, d := range t.Dependents {
+		names = append(names, refName(d.Ref))
+	}
+	summary := fmt.Sprintf("the garbage collector still has to orphan %d dependent(s): %s", len(names), strings.Join(names, ", "))
+	if len(names) == 0 {
+		summary = "every dependent is orphaned, yet the garbage collector has not removed the orphan finalizer: it may be blocked (a discovery failure stops it)"
+	}
+	return cause(catalog.FinalizerPending, settling(report.Warning, tm), 0.6, summary,
+		[]string{"finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner",
+			fmt.Sprintf("live scan: %d dependent(s) still name %s/%s in ownerReferences", len(names), t.Ref.Kind, t.Ref.Name)},
+		step("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False", "none: read-only"),
+		step("Only if the garbage collector cannot recover: remove the orphan finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "orphan"),
+			"the dependents keep an ownerReference to a deleted owner and may be garbage-collected later instead of orphaned")), true
+}
+
+// claimInUseCause: the PVC protection controller keeps a claim while a pod,
+// in any phase, references it.
+func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
+	if !t.ClaimUsersRead || len(t.ClaimUsers) == 0 {
+		return report.Cause{}, false
+	}
+	var evidence []string
+	var items []report.Item
+	sev := report.Warning
+	for _, u := range t.ClaimUsers {
+		p := u.Pod
+		evidence = append(evidence, fmt.Sprintf("pod %s/%s: phase %s on node %q, %s, references claim %s", p.Namespace, p.Name, p.Status.Phase, p.Spec.NodeName, deletionState(u), t.Ref.Name))
+		if p.DeletionTimestamp != nil {
+			it := diagnoseTarget(s, u)
+			items = append(items, it)
+			if it.Stuck && it.Severity.Weight() > sev.Weight() {
+				sev = it.Severity
+			}
+		}
+	}
+	SortItems(items)
+	summary := fmt.Sprintf("%d pod(s) still use the claim: %s", len(t.ClaimUsers), podNames(t.ClaimUsers))
+	if len(items) > 0 && items[0].Stuck {
+		summary += "; " + nestedSummary(items[0])
+	}
+	return report.Cause{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
+		Remediation: []report.Step{
+			step("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", fmt.Sprintf("kubectl get pods -n %s -o wide", t.Ref.Namespace),
+				"the workload loses its storage and stops"),
+			step("Never remove kubernetes.io/pvc-protection while a pod uses the claim", "",
+				"the volume can be deleted under a running pod: data loss"),
+		},
+		BlockedBy: firstItems(items)}, true
+}
+
+// volumeBoundCause: the PV protection controller keeps a volume while it is Bound.
+func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
+	pv := t.Volume
+	if pv == nil || pv.Status.Phase != corev1.VolumeBound {
+		return report.Cause{}, false
+	}
+	evidence := []string{fmt.Sprintf("status.phase: %s", pv.Status.Phase), fmt.Sprintf("spec.persistentVolumeReclaimPolicy: %s", pv.Spec.PersistentVolumeReclaimPolicy)}
+	claim := "an unknown claim"
+	step1 := step("Find the claim bound to the volume", fmt.Sprintf("kubectl get pv %s -o jsonpath='{.spec.claimRef}'", pv.Name), "none: read-only")
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		claim = fmt.Sprintf("claim %s/%s", ref.Namespace, ref.Name)
+		evidence = append(evidence, fmt.Sprintf("spec.claimRef: %s/%s (uid %s)", ref.Namespace, ref.Name, ref.UID))
+		step1 = step("Delete the claim first (and the pods using it); the volume is released, then deleted", fmt.Sprintf("kubectl delete pvc %s -n %s", ref.Name, ref.Namespace),
+			"with reclaimPolicy Delete, the volume's data is deleted with it")
+	}
+	return cause(catalog.PVBound, settling(report.Warning, tm), 0.9,
+		fmt.Sprintf("the volume is still Bound to %s: the PV protection controller keeps it until the claim releases it", claim), evidence,
+		step1,
+		step("Never remove kubernetes.io/pv-protection from a Bound volume", "", "the claim is left pointing at a deleted volume; its pods fail to mount")), true
+}
+
+// detachCause: the CSI external-attacher keeps a volume (or its
+// VolumeAttachment) until it is detached from the node.
+func detachCause(s *snapshot.Snapshot, t *snapshot.Target, finalizer string, tm timing) (report.Cause, bool) {
+	if len(t.Attachments) == 0 {
+		return report.Cause{}, false
+	}
+	owner := catalog.FinalizerOwner(finalizer).Owner
+	var evidence, failed []string
+	attached := 0
+	for _, va := range t.Attachments {
+		line := fmt.Sprintf("volumeattachment %s: node %s, attacher %s, status.attached %t", va.Name, va.Spec.NodeName, va.Spec.Attacher, va.Status.Attached)
+		if e := va.Status.DetachError; e != nil {
+			line += fmt.Sprintf(", status.detachError at %s: %s", e.Time.UTC().Format("2006-01-02T15:04:05Z"), e.Message)
+			failed = append(failed, fmt.Sprintf("%s from node %s: %s", va.Name, va.Spec.NodeName, e.Message))
+		}
+		if va.Status.Attached {
+			attached++
+		}
+		evidence = append(evidence, line)
+	}
+	va := t.Attachments[0]
+	check := step("Read the attachment and the attacher's logs", fmt.Sprintf("kubectl get volumeattachment %s -o yaml", va.Name), "none: read-only")
+	force := step("Only once the disk is detached at the backend: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), finalizer),
+		"if the disk is still attached, a new attachment elsewhere fails, or two nodes write to it (corruption)")
+	if len(failed) > 0 {
+		return cause(catalog.VolumeDetachFailed, settling(report.Critical, tm), 0.9,
+			"detach failed: "+strings.Join(failed, "; "), evidence, check,
+			step("Fix what the error names: the "+owner+" (the CSI controller), its credentials, or the disk at the storage backend", "", "none"),
+			force), true
+	}
+	if attached == 0 {
+		return report.Cause{}, false
+	}
+	return cause(catalog.VolumeDetachFailed, settling(report.Warning, tm), 0.5,
+		fmt.Sprintf("the volume is still attached (%d attachment(s)) and no detach error is reported: the %s may not be running", attached, owner), evidence, check,
+		step("Check that the CSI controller (external-attacher sidecar) runs", "", "none: read-only"), force), true
+}
+
+// loadBalancerCause: the cloud service controller deletes the cloud load
+// balancer, then removes its finalizer.
+func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
+	if t.Service == nil {
+		return report.Cause{}, false
+	}
+	evidence := []string{fmt.Sprintf("spec.type: %s", t.Service.Spec.Type)}
+	for _, in := range t.Service.Status.LoadBalancer.Ingress {
+		evidence = append(evidence, fmt.Sprintf("status.loadBalancer.ingress: %s%s", in.IP, in.Hostname))
+	}
+	var failure *corev1.Event
+	for i, e := range s.Events[t.Object.GetUID()] {
+		if e.Reason == "DeleteLoadBalancerFailed" && (failure == nil || eventTime(e).After(eventTime(*failure))) {
+			failure = &s.Events[t.Object.GetUID()][i]
+		}
+	}
+	steps := []report.Step{
+		step("Read the service's events and the cloud-controller-manager's logs", fmt.Sprintf("kubectl describe service %s -n %s", t.Ref.Name, t.Ref.Namespace), "none: read-only"),
+		step("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", "", "none"),
+		step("Only once the load balancer is gone from the cloud: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "service.kubernetes.io/load-balancer-cleanup"),
+			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"),
+	}
+	if failure != nil {
+		return cause(catalog.LoadBalancerCleanupPending, settling(report.Critical, tm), 0.9,
+			"the cloud controller fails to delete the load balancer: "+failure.Message, append(evidence, describeEvent(failure, s.Now)), steps...), true
+	}
+	return cause(catalog.LoadBalancerCleanupPending, settling(report.Warning, tm), 0.5,
+		"the cloud load balancer is not deleted yet and no failure is reported: the cloud-controller-manager may not be running",
+		append(evidence, noEventSeen("DeleteLoadBalancerFailed")), steps...), true
+}
+
+// finalizerUpdateRefusals finds webhooks whose service is down that match
+// the UPDATE a controller sends to remove a finalizer: nothing can remove it.
+func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+	if !s.Admission.Read || len(t.Object.GetFinalizers()) == 0 {
+		return nil
+	}
+	group, version := splitAPIVersion(t.Ref.APIVersion)
+	resource, _, _ := strings.Cut(t.Ref.Resource, ".")
+	var nsLabels map[string]string
+	if ns := s.Namespaces[t.Ref.Namespace]; ns != nil {
+		nsLabels = ns.Labels
+	}
+	r := request{operation: "UPDATE", group: group, version: version, resource: resource, namespaced: t.Ref.Namespace != "",
+		objLabels: t.Object.GetLabels(), nsLabels: nsLabels}
+	var causes []report.Cause
+	for _, f := range refusals(s.Admission, r, fmt.Sprintf("UPDATE %s (the patch that removes a finalizer)", t.Ref.Resource)) {
+		if f.severity == report.Critical {
+			causes = append(causes, f.asCause(tm, "the finalizer's controller retries and logs the refusal; the object keeps its finalizers"))
+		}
+	}
+	return causes
+}
+
+func splitAPIVersion(apiVersion string) (group, version string) {
+	if g, v, ok := strings.Cut(apiVersion, "/"); ok {
+		return g, v
+	}
+	return "", apiVersion
+}
+
+func blocksOwnerDeletion(d *snapshot.Target, owner types.UID) bool {
+	return slices.ContainsFunc(d.Object.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
+		return r.UID == owner && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion
+	})
+}
+
+// nestedItem diagnoses a blocking object: in full when it is being deleted,
+// otherwise as an item that says it is not deleted yet.
+func nestedItem(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
+	if t.Object.GetDeletionTimestamp() != nil {
+		return diagnoseTarget(s, t)
+	}
+	return report.Item{Object: t.Ref, Causes: []report.Cause{}}
+}
+
+// nestedSummary names a nested object and its top cause.
+func nestedSummary(it report.Item) string {
+	if len(it.Causes) == 0 {
+		return fmt.Sprintf("%s %s is not being deleted yet", strings.ToLower(it.Object.Kind), it.Object.Name)
+	}
+	return fmt.Sprintf("%s %s is stuck: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Causes[0].Summary)
+}
+
+func deletionState(t *snapshot.Target) string {
+	if ts := t.Object.GetDeletionTimestamp(); ts != nil {
+		return "being deleted since " + ts.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	return "not being deleted"
+}
+
+func refName(r report.ObjectRef) string {
+	name := r.Resource + "/" + r.Name
+	if r.Namespace != "" {
+		name += " -n " + r.Namespace
+	}
+	return name
+}
+
+func podNames(ts []*snapshot.Target) string {
+	names := make([]string, 0, len(ts))
+	for _, t := range ts {
+		names = append(names, t.Ref.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// removeFinalizerCommand removes one finalizer with a JSON patch that tests
+// the list first, so a concurrent change makes it fail instead of removing
+// the wrong entry.
+func removeFinalizerCommand(ref report.ObjectRef, finalizers []string, f string) string {
+	i := slices.Index(finalizers, f)
+	return fmt.Sprintf(`kubectl patch %s %s%s --type=json -p '[{"op":"test","path":"/metadata/finalizers/%d","value":"%s"},{"op":"remove","path":"/metadata/finalizers/%d"}]'`,
+		strings.ToLower(ref.Resource), ref.Name, nsFlag(ref.Namespace), i, f, i)
+}

@@ -1,0 +1,139 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apitypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// heldObject is a generic target: deleted `requested` ago, with finalizers.
+func heldObject(kind, resource, name string, requested time.Duration, finalizers ...string) *snapshot.Target {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind(kind)
+	u.SetNamespace("shop")
+	u.SetName(name)
+	u.SetUID(apitypes.UID("uid-" + name))
+	if requested > 0 {
+		u.SetDeletionTimestamp(ago(requested))
+		u.SetDeletionGracePeriodSeconds(int64p(0))
+	}
+	u.SetFinalizers(finalizers)
+	return &snapshot.Target{Object: u, Ref: report.ObjectRef{APIVersion: "v1", Kind: kind, Resource: resource, Namespace: "shop", Name: name, UID: "uid-" + name}}
+}
+
+
+func snapOf(targets ...*snapshot.Target) *snapshot.Snapshot {
+	s := snapshot.New(now)
+	s.Targets = targets
+	s.Controllers = snapshot.Controllers{Read: true}
+	return s
+}
+
+func TestForegroundDeletion(t *testing.T) {
+	owner := heldObject("ConfigMap", "configmaps", "owner", 10*time.Minute, "foregroundDeletion")
+	dep := heldObject("ConfigMap", "configmaps", "dep", 9*time.Minute, "acme.io/keep")
+	yes := true
+	dep.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner", BlockOwnerDeletion: &yes}})
+	owner.Dependents, owner.DependentsRead = []*snapshot.Target{dep}, true
+	it := Diagnose(snapOf(owner)).Items[0]
+	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Critical, "blockOwnerDeletion true, being deleted since")
+	top := it.Causes[0]
+	if !strings.Contains(top.Summary, "1 dependent(s) with blockOwnerDeletion still exist: configmap dep is stuck: no controller that could remove acme.io/keep") {
+		t.Errorf("summary: %q", top.Summary)
+	}
+	if len(top.BlockedBy) != 1 || top.BlockedBy[0].Causes[0].Code != "FinalizerPending" {
+		t.Errorf("nested: %+v", top.BlockedBy)
+	}
+
+	// Without blockOwnerDeletion, nothing holds the owner: the GC should finish.
+	dep.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner"}})
+	it = Diagnose(snapOf(owner)).Items[0]
+	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Warning, "none with blockOwnerDeletion")
+
+	// Dependents not read: the generic answer.
+	owner.DependentsRead = false
+	expectCauses(t, Diagnose(snapOf(owner)).Items[0], []string{"FinalizerPending"}, report.Warning, "")
+}
+
+func TestClaimInUse(t *testing.T) {
+	claim := heldObject("PersistentVolumeClaim", "persistentvolumeclaims", "data", 10*time.Minute, "kubernetes.io/pvc-protection")
+	running := snap(&corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "shop"},
+		Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}).Targets[0]
+	claim.ClaimUsers, claim.ClaimUsersRead = []*snapshot.Target{running}, true
+	it := Diagnose(snapOf(claim)).Items[0]
+	expectCauses(t, it, []string{"PVCInUse"}, report.Warning, "pod shop/db-0: phase Running on node \"node-1\", not being deleted")
+
+	// A user stuck terminating on a dead node: its diagnosis is nested and sets the severity.
+	stuck := snap(terminatingPod(10*time.Minute, 30)).Targets[0]
+	claim.ClaimUsers = []*snapshot.Target{stuck}
+	s := snapOf(claim)
+	s.Nodes["node-1"], s.Leases["node-1"] = node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute)
+	it = Diagnose(s).Items[0]
+	expectCauses(t, it, []string{"PVCInUse"}, report.Critical, "")
+	if top := it.Causes[0]; len(top.BlockedBy) != 1 || top.BlockedBy[0].Causes[0].Code != "NodeUnreachable" || !strings.Contains(top.Summary, "pod web-0 is stuck") {
+		t.Errorf("nested pod: %q %+v", top.Summary, top.BlockedBy)
+	}
+	last := it.Causes[0].Remediation[len(it.Causes[0].Remediation)-1]
+	if !strings.Contains(last.Risk, "data loss") {
+		t.Errorf("last step: %+v", last)
+	}
+}
+
+func TestVolumeBoundAndDetach(t *testing.T) {
+	pv := heldObject("PersistentVolume", "persistentvolumes", "pv-1", 10*time.Minute, "kubernetes.io/pv-protection", "external-attacher/csi.example.com")
+	pv.Volume = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
+		Spec:   corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "shop", Name: "data"}, PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
+	pv.Attachments = []storagev1.VolumeAttachment{{ObjectMeta: metav1.ObjectMeta{Name: "csi-123"},
+		Spec:   storagev1.VolumeAttachmentSpec{Attacher: "csi.example.com", NodeName: "node-1"},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true, DetachError: &storagev1.VolumeError{Time: *ago(time.Minute), Message: "disk is busy"}}}}
+	it := Diagnose(snapOf(pv)).Items[0]
+	expectCauses(t, it, []string{"VolumeDetachFailed", "PVBound"}, report.Critical, "status.detachError at")
+	if !strings.Contains(it.Causes[0].Summary, "csi-123 from node node-1: disk is busy") || !strings.Contains(it.Causes[1].Summary, "Bound to claim shop/data") {
+		t.Errorf("summaries: %q / %q", it.Causes[0].Summary, it.Causes[1].Summary)
+	}
+
+	pv.Volume.Status.Phase = corev1.VolumeReleased
+	pv.Attachments[0].Status = storagev1.VolumeAttachmentStatus{}
+	expectCauses(t, Diagnose(snapOf(pv)).Items[0], []string{"FinalizerPending"}, report.Warning, "")
+}
+
+func TestLoadBalancerCleanup(t *testing.T) {
+	svc := heldObject("Service", "services", "web", 10*time.Minute, "service.kubernetes.io/load-balancer-cleanup")
+	svc.Service = &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+	expectCauses(t, Diagnose(snapOf(svc)).Items[0], []string{"LoadBalancerCleanupPending"}, report.Warning, "no DeleteLoadBalancerFailed event seen")
+
+	s := snapOf(svc)
+	s.Events[svc.Object.GetUID()] = []corev1.Event{{Reason: "DeleteLoadBalancerFailed", Type: "Warning", Message: "Error deleting load balancer: quota exceeded", LastTimestamp: *ago(time.Minute)}}
+	it := Diagnose(s).Items[0]
+	expectCauses(t, it, []string{"LoadBalancerCleanupPending"}, report.Critical, "event Warning DeleteLoadBalancerFailed")
+	if !strings.Contains(it.Causes[0].Summary, "quota exceeded") {
+		t.Errorf("summary: %q", it.Causes[0].Summary)
+	}
+}
+
+func TestWebhookRefusingFinalizerRemoval(t *testing.T) {
+	w := heldObject("ConfigMap", "configmaps", "w1", 10*time.Minute, "example.com/cleanup")
+	s := snapOf(w)
+	s.Admission.Read = true
+	hook := deletePodsWebhook(admissionregistrationv1.Fail, admissionregistrationv1.Update)
+	hook.Webhooks[0].Rules[0].Resources = []string{"configmaps"}
+	s.Admission.Validating = append(s.Admission.Validating, hook)
+	s.Admission.ServiceEndpoints["guard/guard-svc"] = 0
+	it := Diagnose(s).Items[0]
+	expectCauses(t, it, []string{"AdmissionWebhookDenied", "FinalizerPending"}, report.Critical, "matches UPDATE configmaps (the patch that removes a finalizer)")
+
+	s.Admission.ServiceEndpoints["guard/guard-svc"] = 2 // up: it may well allow the patch
+	expectCauses(t, Diagnose(s).Items[0], []string{"FinalizerPending"}, report.Warning, "")
+}

@@ -1,0 +1,124 @@
+package scenario
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ForegroundOwner creates configmap owner and configmap dependent, which
+// names owner with blockOwnerDeletion and carries its own finalizer, then
+// deletes owner with foreground propagation: the garbage collector deletes
+// the dependent first, and waits for it.
+func (e *Env) ForegroundOwner(ctx context.Context, ns, owner, dependent, finalizer string) error {
+	cms := e.Client.CoreV1().ConfigMaps(ns)
+	o, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: owner}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	yes := true
+	d := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: dependent, Finalizers: []string{finalizer},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: o.UID, BlockOwnerDeletion: &yes}}}}
+	if _, err := cms.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	fg := metav1.DeletePropagationForeground
+	if err := cms.Delete(ctx, owner, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		return err
+	}
+	return Until(ctx, time.Minute, "the garbage collector to delete "+dependent, func(ctx context.Context) (bool, error) {
+		got, err := cms.Get(ctx, dependent, metav1.GetOptions{})
+		return err == nil && got.DeletionTimestamp != nil, nil
+	})
+}
+
+// ClaimOnPVC creates a claim (no storage class: it stays Pending, which the
+// PVC protection controller does not mind) used by a running pod on node,
+// then deletes the claim.
+func (e *Env) ClaimOnPVC(ctx context.Context, ns, claim, pod, node string) error {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if _, err := e.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := e.RunningPod(ctx, WithClaim(PodSpec(ns, pod, node), claim)); err != nil {
+		return err
+	}
+	return e.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim, metav1.DeleteOptions{})
+}
+
+// BoundVolume creates a volume pre-bound to a claim, waits until the PV
+// controller binds them, then deletes the volume.
+func (e *Env) BoundVolume(ctx context.Context, ns, claim, pv string) error {
+	empty := ""
+	vol := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              empty,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: claim},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + pv}},
+		}}
+	if _, err := e.Client.CoreV1().PersistentVolumes().Create(ctx, vol, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: pv, StorageClassName: &empty,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if _, err := e.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := Until(ctx, time.Minute, "volume "+pv+" Bound", func(ctx context.Context) (bool, error) {
+		got, err := e.Client.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.VolumeBound, nil
+	}); err != nil {
+		return err
+	}
+	return e.Client.CoreV1().PersistentVolumes().Delete(ctx, pv, metav1.DeleteOptions{})
+}
+
+// FailedDetach creates a VolumeAttachment held by the external-attacher's
+// finalizer, reports a detach error in its status as the attacher would,
+// then deletes it.
+func (e *Env) FailedDetach(ctx context.Context, name, driver, node, pv, message string) error {
+	vas := e.Client.StorageV1().VolumeAttachments()
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"external-attacher/" + driver}},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: driver, NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}}}
+	created, err := vas.Create(ctx, va, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	created.Status = storagev1.VolumeAttachmentStatus{Attached: true, DetachError: &storagev1.VolumeError{Time: metav1.Now(), Message: message}}
+	if _, err := vas.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return vas.Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// FailedLoadBalancerCleanup creates a LoadBalancer Service held by the
+// cloud controller's finalizer, records the DeleteLoadBalancerFailed event
+// the cloud controller writes, then deletes the Service.
+func (e *Env) FailedLoadBalancerCleanup(ctx context.Context, ns, name, message string) error {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	created, err := e.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	if err := e.Client.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: name + ".", Namespace: ns},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: ns, Name: name, UID: created.UID},
+		Reason:         "DeleteLoadBalancerFailed", Message: message, Type: corev1.EventTypeWarning,
+		Source: corev1.EventSource{Component: "service-controller"}, FirstTimestamp: now, LastTimestamp: now, Count: 1}
+	_, err = e.Client.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{})
+	return err
+}
