@@ -25,18 +25,6 @@ type request struct {
 	namespaced bool
 	objLabels  map[string]string
 	nsLabels   map[string]string // nil when the namespace could not be read
-	// anyObject: the request is about many objects whose labels were not
-	// read (a namespace's content), so object selectors count as matching.
-	anyObject bool
-}
-
-// objectLabels is the label set object selectors are matched against; nil
-// means unknown (a match, the cautious answer).
-func (r request) objectLabels() map[string]string {
-	if r.anyObject {
-		return nil
-	}
-	return known(r.objLabels)
 }
 
 // hook is a validating or mutating webhook, normalised.
@@ -85,7 +73,7 @@ func deref(s *string) string {
 }
 
 func (h hook) matches(r request) bool {
-	return rulesMatch(h.rules, r) && selectorMatches(h.namespaceSelector, r.nsLabels, r.namespaced) && selectorMatches(h.objectSelector, r.objectLabels(), true)
+	return rulesMatch(h.rules, r) && selectorMatches(h.namespaceSelector, r.nsLabels, r.namespaced) && selectorMatches(h.objectSelector, known(r.objLabels), true)
 }
 
 func rulesMatch(rules []admissionregistrationv1.RuleWithOperations, r request) bool {
@@ -204,7 +192,7 @@ func policyRefusals(a snapshot.Admission, r request, what string) []refusal {
 	var out []refusal
 	for _, p := range a.Policies {
 		mc := p.Spec.MatchConstraints
-		if mc == nil || !namedRulesMatch(mc.ResourceRules, r) || !selectorMatches(mc.NamespaceSelector, r.nsLabels, r.namespaced) || !selectorMatches(mc.ObjectSelector, r.objectLabels(), true) {
+		if mc == nil || !namedRulesMatch(mc.ResourceRules, r) || !selectorMatches(mc.NamespaceSelector, r.nsLabels, r.namespaced) || !selectorMatches(mc.ObjectSelector, known(r.objLabels), true) {
 			continue
 		}
 		for _, b := range a.PolicyBindings {
@@ -212,7 +200,7 @@ func policyRefusals(a snapshot.Admission, r request, what string) []refusal {
 				continue
 			}
 			if mr := b.Spec.MatchResources; mr != nil && ((len(mr.ResourceRules) > 0 && !namedRulesMatch(mr.ResourceRules, r)) ||
-				!selectorMatches(mr.NamespaceSelector, r.nsLabels, r.namespaced) || !selectorMatches(mr.ObjectSelector, r.objectLabels(), true)) {
+				!selectorMatches(mr.NamespaceSelector, r.nsLabels, r.namespaced) || !selectorMatches(mr.ObjectSelector, known(r.objLabels), true)) {
 				continue
 			}
 			var exprs []string

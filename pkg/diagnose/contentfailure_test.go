@@ -71,6 +71,18 @@ func TestNamespaceWebhookRefusals(t *testing.T) {
 	}
 }
 
+func TestWebhookWithAnObjectSelectorIsBlamedOnlyWhenNamed(t *testing.T) {
+	s := configMapsLeft("Failed to delete all resource types, 1 remaining: something else")
+	s.Admission.Read = true
+	w := deleteConfigMapsWebhook("cm.guard.example.com")
+	w.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded-by": "other-test"}}
+	s.Admission.Validating = append(s.Admission.Validating, w)
+	s.Admission.ServiceEndpoints["guard/guard-svc"] = 0
+	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure"}) {
+		t.Errorf("codes = %v: the leftovers' labels are unknown, the webhook may guard other objects", got)
+	}
+}
+
 func TestWebhookOnAnotherTypeIsNotBlamed(t *testing.T) {
 	s := configMapsLeft("Failed to delete all resource types, 1 remaining: something else")
 	s.Admission.Read = true

@@ -32,7 +32,6 @@ func heldObject(kind, resource, name string, requested time.Duration, finalizers
 	return &snapshot.Target{Object: u, Ref: report.ObjectRef{APIVersion: "v1", Kind: kind, Resource: resource, Namespace: "shop", Name: name, UID: "uid-" + name}}
 }
 
-
 func snapOf(targets ...*snapshot.Target) *snapshot.Snapshot {
 	s := snapshot.New(now)
 	s.Targets = targets
