@@ -136,6 +136,12 @@ func fakes(t *testing.T, objs []runtime.Object, tweak func(*kubefake.Clientset, 
 // execute runs `kubectl terminating ARGS` over the fakes.
 func execute(t *testing.T, clients func() (*kube.Clients, error), args ...string) (string, string, error) {
 	t.Helper()
+	return executeWith(t, clients, func(*Options) {}, args...)
+}
+
+// executeWith lets a test change more of the options (clock, terminal).
+func executeWith(t *testing.T, clients func() (*kube.Clients, error), customize func(*Options), args ...string) (string, string, error) {
+	t.Helper()
 	empty := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -145,6 +151,7 @@ func execute(t *testing.T, clients func() (*kube.Clients, error), args ...string
 	root := newRoot(streams, func(o *Options) {
 		o.newClients = clients
 		o.now = func() time.Time { return now }
+		customize(o)
 	})
 	root.SetArgs(args)
 	root.SetOut(out)
@@ -242,6 +249,27 @@ func TestOlderThan(t *testing.T) {
 	}
 }
 
+func TestKindAndStuckOnlyFilters(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"list", "-A", "--kind", "ns", "-o", "name"}, "namespace/old\n"},
+		{[]string{"list", "-A", "--kind", "Pod,namespaces", "-o", "name"}, "pod/web-0\nnamespace/old\npod/cache-0\npod/batch-0\n"},
+		{[]string{"list", "-A", "--stuck-only", "-o", "name"}, "pod/web-0\nnamespace/old\npod/cache-0\n"},
+		{[]string{"why", "-A", "--kind", "po", "--stuck-only", "-o", "name"}, "pod/web-0\npod/cache-0\n"},
+	} {
+		out, _, err := execute(t, fakes(t, cluster(), nil), tc.args...)
+		if ExitCode(err) != ExitStuck || out != tc.want {
+			t.Errorf("%v: exit %d (%v), out %q, want %q", tc.args, ExitCode(err), err, out, tc.want)
+		}
+	}
+	// Only in-grace objects, hidden: nothing stuck, exit 0.
+	if out, _, err := execute(t, fakes(t, cluster(), nil), "list", "pod/batch-0", "-n", "shop", "--stuck-only", "-o", "name"); err != nil || out != "" {
+		t.Errorf("in grace, --stuck-only: err %v out %q", err, out)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -255,6 +283,8 @@ func TestErrors(t *testing.T) {
 		{[]string{"list", "--older-than", "-5m"}, "must not be negative"},
 		{[]string{"list", "-o", "xml"}, "unable to match a printer"},
 		{[]string{"list", "a", "b"}, "accepts at most 1 arg"},
+		{[]string{"list", "--kind", "pod/web-0"}, "--kind takes types, not names"},
+		{[]string{"list", "--kind", "nosuch"}, `the server doesn't have a resource type "nosuch"`},
 	}
 	for _, tc := range cases {
 		_, _, err := execute(t, fakes(t, cluster(), nil), tc.args...)

@@ -3,7 +3,10 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,6 +33,9 @@ type Options struct {
 	OlderThan      time.Duration
 	IgnoreNotFound bool
 	NoColor        bool
+	Kinds          []string
+	StuckOnly      bool
+	Timeout        time.Duration
 
 	// Set by Complete.
 	namespace string
@@ -39,6 +45,8 @@ type Options struct {
 	// Test seams.
 	newClients func() (*kube.Clients, error)
 	now        func() time.Time
+	sleep      func(context.Context, time.Duration) error
+	isTerminal func(io.Writer) bool
 }
 
 func newOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Options {
@@ -47,6 +55,8 @@ func newOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		ConfigFlags: flags,
 		PrintFlags:  genericclioptions.NewPrintFlags(""),
 		now:         time.Now,
+		sleep:       sleepContext,
+		isTerminal:  isTerminal,
 	}
 	o.newClients = func() (*kube.Clients, error) { return kube.New(o.ConfigFlags) }
 	return o
@@ -56,6 +66,12 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace, and at cluster-scoped objects too.")
 	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector to filter on (=, ==, != and set-based).")
 	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "Only objects whose deletion was requested at least this long ago (e.g. 10m).")
+	cmd.Flags().StringSliceVar(&o.Kinds, "kind", nil, "Only these types (kinds, resources or short names, comma-separated: --kind pods,pvc,widgets.example.com); only they are listed.")
+	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or just past it and progressing).")
+	o.addOutputFlags(cmd)
+}
+
+func (o *Options) addOutputFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.NoColor, "no-color", false, "Never colour the output (it is never coloured when stdout is not a terminal, or when NO_COLOR is set).")
 	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", "", "Output format: wide, json, yaml, name, jsonpath=..., jsonpath-as-json=..., go-template=..., go-template-file=...")
 	o.PrintFlags.TemplatePrinterFlags.AddFlags(cmd)
@@ -70,6 +86,12 @@ func (o *Options) Complete(args []string) error {
 	o.namespace = ns
 	if o.requests, err = collect.ParseArgs(args); err != nil {
 		return err
+	}
+	for _, k := range o.Kinds {
+		if strings.Contains(k, "/") {
+			return fmt.Errorf("--kind takes types, not names: %q", k)
+		}
+		o.requests = append(o.requests, collect.Request{Resource: k})
 	}
 	switch *o.PrintFlags.OutputFormat {
 	case "", "wide", "name":
@@ -110,6 +132,9 @@ func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
 	}
 	r := diagnose.Diagnose(c.Snapshot(ctx, found))
 	r.Items = olderThan(r.Items, o.OlderThan)
+	if o.StuckOnly {
+		r.Items = slices.DeleteFunc(r.Items, func(it report.Item) bool { return !it.Stuck })
+	}
 	return r, nil
 }
 
@@ -168,7 +193,11 @@ func (o *Options) colour() bool {
 	if o.NoColor || os.Getenv("NO_COLOR") != "" {
 		return false
 	}
-	f, ok := o.Out.(*os.File)
+	return o.isTerminal(o.Out)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

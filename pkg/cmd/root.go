@@ -32,7 +32,8 @@ func newRoot(streams genericiooptions.IOStreams, customize func(*Options)) *cobr
 evidence read from the cluster and remediation ordered from safe to risky.
 It only reads from the cluster.
 
-Exit codes: 0 nothing stuck, 2 at least one stuck object, 1 the tool failed.`,
+Exit codes: 0 nothing stuck (wait: everything gone), 2 at least one stuck
+object (wait: timed out), 1 the tool failed.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
@@ -43,6 +44,7 @@ Exit codes: 0 nothing stuck, 2 at least one stuck object, 1 the tool failed.`,
 	root.AddCommand(
 		newWhyCommand(opts()),
 		newListCommand(opts()),
+		newWaitCommand(opts()),
 		newVersionCommand(streams),
 	)
 	return root
