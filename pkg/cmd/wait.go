@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
@@ -28,7 +29,8 @@ func newWaitCommand(o *Options) *cobra.Command {
 'kubectl delete --wait=false'. Each object that goes is printed as "TYPE/NAME deleted".
 On timeout the diagnosis of what is still there is printed (as 'why' would) and
 the exit code is 2. On a terminal, stderr shows what it waits on and the current
-top cause as it changes. Objects that do not exist count as deleted.`,
+top cause as it changes. Objects that do not exist count as deleted (and are
+printed so).`,
 		Example: `  # Delete a namespace and wait up to 5 minutes, with the root cause if it sticks
   kubectl delete ns shop --wait=false && kubectl terminating wait ns/shop --timeout=5m
 
@@ -61,6 +63,9 @@ func (o *Options) wait(ctx context.Context) error {
 	found, err := c.Resolve(ctx, o.requests, collect.Scope{Namespace: o.namespace, LabelSelector: o.LabelSelector}, true)
 	if err != nil {
 		return err
+	}
+	for _, name := range o.alreadyGone(clients, found) {
+		fmt.Fprintf(o.Out, "%s deleted\n", name)
 	}
 	deadline := o.now().Add(o.Timeout)
 	var lastProgress time.Time
@@ -97,6 +102,28 @@ func (o *Options) wait(ctx context.Context) error {
 		return err
 	}
 	return &ExitCodeError{Code: ExitStuck}
+}
+
+// alreadyGone names the objects asked for by name that were not found.
+func (o *Options) alreadyGone(clients *kube.Clients, found []collect.Found) []string {
+	there := map[string]bool{}
+	for _, f := range found {
+		there[report.Name(f.Ref())] = true
+	}
+	var out []string
+	for _, r := range o.requests {
+		m, err := collect.Mapping(clients.Mapper, r.Resource)
+		if err != nil {
+			continue // Resolve has already accepted every type
+		}
+		for _, n := range r.Names {
+			name := report.Name(report.ObjectRef{APIVersion: m.GroupVersionKind.GroupVersion().String(), Kind: m.GroupVersionKind.Kind, Name: n})
+			if !there[name] {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // progressLine says what wait waits on and the top cause of the first object.

@@ -56,7 +56,7 @@ func TestWaitSucceedsWhenTheObjectGoes(t *testing.T) {
 		o.isTerminal = func(w io.Writer) bool { return w == o.ErrOut }
 	}
 	out, errOut, err := executeWith(t, clients, terminal, "wait", "pod/cache-0", "pod/never-was", "-n", "shop", "--timeout", "1m")
-	if err != nil || out != "pod/cache-0 deleted\n" {
+	if err != nil || out != "pod/never-was deleted\npod/cache-0 deleted\n" {
 		t.Errorf("err %v, stdout %q", err, out)
 	}
 	if !strings.Contains(errOut, "waiting for 1 object(s); pod/cache-0: FinalizerPending") {
