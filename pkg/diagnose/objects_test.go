@@ -136,3 +136,14 @@ func TestWebhookRefusingFinalizerRemoval(t *testing.T) {
 	s.Admission.ServiceEndpoints["guard/guard-svc"] = 2 // up: it may well allow the patch
 	expectCauses(t, Diagnose(s).Items[0], []string{"FinalizerPending"}, report.Warning, "")
 }
+
+func TestOrphan(t *testing.T) {
+	owner := heldObject("ConfigMap", "configmaps", "owner", 10*time.Minute, "orphan")
+	dep := heldObject("ConfigMap", "configmaps", "dep", 0)
+	owner.Dependents, owner.DependentsRead = []*snapshot.Target{dep}, true
+	it := Diagnose(snapOf(owner)).Items[0]
+	expectCauses(t, it, []string{"FinalizerPending"}, report.Warning, "live scan: 1 dependent(s) still name ConfigMap/owner")
+	if !strings.Contains(it.Causes[0].Summary, "still has to orphan 1 dependent(s): configmaps/dep -n shop") {
+		t.Errorf("summary: %q", it.Causes[0].Summary)
+	}
+}
