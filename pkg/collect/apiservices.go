@@ -2,9 +2,9 @@ package collect
 
 import (
 	"context"
+	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,8 +17,9 @@ import (
 // k8s.io/kube-aggregator, a dependency the plugin does not need otherwise.
 var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
-// readAPIServices reads the aggregated APIServices when discovery failed,
-// for the run or for a namespace, with the ready endpoints of unavailable ones.
+// readAPIServices reads the aggregated APIServices when discovery failed for
+// the run, or a namespace is terminating, with the ready endpoints of
+// unavailable ones.
 func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
 	if !discoveryFailed(s, c.Skips()) {
 		return
@@ -71,15 +72,8 @@ func discoveryFailed(s *snapshot.Snapshot, skips []report.Skip) bool {
 			return true
 		}
 	}
-	for _, t := range s.Targets {
-		if t.Namespace == nil {
-			continue
-		}
-		for _, c := range t.Namespace.Status.Conditions {
-			if c.Type == corev1.NamespaceDeletionDiscoveryFailure && c.Status == corev1.ConditionTrue {
-				return true
-			}
-		}
-	}
-	return false
+	// A terminating namespace: an unavailable APIService blocks it even
+	// before the namespace controller says so, and aggregated discovery
+	// hides the group from clients without an error.
+	return slices.ContainsFunc(s.Targets, func(t *snapshot.Target) bool { return t.Namespace != nil })
 }

@@ -19,22 +19,38 @@ func apiServiceCauses(s *snapshot.Snapshot, groupVersions []string) []report.Cau
 			if a.Name != apiServiceName(gv) || a.Available == "True" {
 				continue
 			}
-			evidence := []string{
-				fmt.Sprintf("apiservice %s: condition Available=%s reason %s: %s", a.Name, a.Available, a.Reason, a.Message),
-				fmt.Sprintf("apiservice %s: served by service %s", a.Name, a.Service),
-			}
-			if a.ReadyEndpoints >= 0 {
-				evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", a.Service, a.ReadyEndpoints))
-			}
-			evidence = append(evidence, "discovery of "+gv+" fails for every client: namespace deletion and garbage collection stall cluster-wide")
-			causes = append(causes, cause(catalog.APIServiceUnavailable, report.Critical, 0.9,
-				fmt.Sprintf("aggregated API %s is unavailable (%s): discovery fails, so no namespace in the cluster can finish deleting", gv, a.Reason),
-				evidence,
-				step("Check the APIService and its backend", fmt.Sprintf("kubectl get apiservice %s -o yaml; kubectl get endpointslices -n %s", a.Name, strings.SplitN(a.Service, "/", 2)[0]), "none: read-only"),
-				step("Restore the backend (its Deployment and Service); discovery recovers and the namespace controller finishes", "", "none"),
-				step("If the add-on was uninstalled, delete its leftover APIService", fmt.Sprintf("kubectl delete apiservice %s", a.Name),
-					"the API disappears for the whole cluster; clients and controllers that use it fail")))
+			causes = append(causes, apiServiceCause(a, gv))
 		}
 	}
 	return causes
+}
+
+// unavailableGroupVersions lists the group versions of the APIServices that
+// are not Available, whether or not the namespace controller named them yet.
+func unavailableGroupVersions(s *snapshot.Snapshot) []string {
+	var out []string
+	for _, a := range s.APIServices {
+		if a.Available != "True" {
+			out = append(out, a.Group+"/"+a.Version)
+		}
+	}
+	return out
+}
+
+func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
+	evidence := []string{
+		fmt.Sprintf("apiservice %s: condition Available=%s reason %s: %s", a.Name, a.Available, a.Reason, a.Message),
+		fmt.Sprintf("apiservice %s: served by service %s", a.Name, a.Service),
+	}
+	if a.ReadyEndpoints >= 0 {
+		evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", a.Service, a.ReadyEndpoints))
+	}
+	evidence = append(evidence, "discovery of "+gv+" fails for every client: namespace deletion and garbage collection stall cluster-wide")
+	return cause(catalog.APIServiceUnavailable, report.Critical, 0.9,
+		fmt.Sprintf("aggregated API %s is unavailable (%s): discovery fails, so no namespace in the cluster can finish deleting", gv, a.Reason),
+		evidence,
+		step("Check the APIService and its backend", fmt.Sprintf("kubectl get apiservice %s -o yaml; kubectl get endpointslices -n %s", a.Name, strings.SplitN(a.Service, "/", 2)[0]), "none: read-only"),
+		step("Restore the backend (its Deployment and Service); discovery recovers and the namespace controller finishes", "", "none"),
+		step("If the add-on was uninstalled, delete its leftover APIService", fmt.Sprintf("kubectl delete apiservice %s", a.Name),
+			"the API disappears for the whole cluster; clients and controllers that use it fail"))
 }

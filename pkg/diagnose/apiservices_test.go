@@ -30,3 +30,12 @@ func TestUnavailableAPIServiceIsTheRootCause(t *testing.T) {
 	it = Diagnose(snap(ns)).Items[0]
 	expectCauses(t, it, []string{"NamespaceDiscoveryFailure"}, report.Critical, "discovery fails for metrics.k8s.io/v1beta1")
 }
+
+// The namespace controller has not (yet) written the discovery condition:
+// an unavailable APIService still blocks it.
+func TestUnavailableAPIServiceBeforeTheCondition(t *testing.T) {
+	s := snap(terminatingNamespace(10*time.Minute, allConditions()...))
+	s.APIServices = []snapshot.APIService{{Name: "v1.hung.example.com", Group: "hung.example.com", Version: "v1", Service: "bench/hung",
+		Available: "False", Reason: "FailedDiscoveryCheck", Message: "failing or missing response from https://192.0.2.2:8443/apis/hung.example.com/v1: context deadline exceeded", ReadyEndpoints: 1}}
+	expectCauses(t, Diagnose(s).Items[0], []string{"APIServiceUnavailable"}, report.Critical, "reason FailedDiscoveryCheck")
+}

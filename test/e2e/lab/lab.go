@@ -51,6 +51,11 @@ type Options struct {
 	Dir string
 	// Detach leaves the processes running when the caller exits (make demo).
 	Detach bool
+	// Bench tunes the lab for `make bench`: no audit log (it would cost the
+	// apiserver more than the reads measured), no namespace controller (so a
+	// deleted namespace keeps all its content), no kwok, and aggregator
+	// routing to endpoints (so an APIService can point at a local server).
+	Bench bool
 }
 
 // Lab is a running control plane.
@@ -104,23 +109,32 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		return nil, fmt.Errorf("etcd: %w (see %s)", err, path("logs/etcd.log"))
 	}
 
-	if err := l.spawn(o, "kube-apiserver", bin("kube-apiserver"),
-		"--etcd-servers="+etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[2]), "--cert-dir="+path("certs"),
-		"--token-auth-file="+path("tokens.csv"), "--authorization-mode=RBAC",
+	apiserver := []string{
+		"--etcd-servers=" + etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(ports[2]), "--cert-dir=" + path("certs"),
+		"--token-auth-file=" + path("tokens.csv"), "--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+path("sa.key"), "--service-account-signing-key-file="+path("sa.key"),
+		"--service-account-key-file=" + path("sa.key"), "--service-account-signing-key-file=" + path("sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
-		"--audit-policy-file="+path("audit-policy.yaml"), "--audit-log-path="+l.AuditLog,
-		"--enable-priority-and-fairness=false", "--profiling=false"); err != nil {
+		"--enable-priority-and-fairness=false", "--profiling=false"}
+	if o.Bench {
+		apiserver = append(apiserver, "--enable-aggregator-routing=true")
+	} else {
+		apiserver = append(apiserver, "--audit-policy-file="+path("audit-policy.yaml"), "--audit-log-path="+l.AuditLog)
+	}
+	if err := l.spawn(o, "kube-apiserver", bin("kube-apiserver"), apiserver...); err != nil {
 		return nil, err
 	}
 	if err := waitHTTP(ctx, l.Server+"/readyz", AdminToken, 90*time.Second); err != nil {
 		return nil, fmt.Errorf("kube-apiserver: %w (see %s)", err, path("logs/kube-apiserver.log"))
 	}
 
+	controllers := "*"
+	if o.Bench {
+		controllers = "*,-namespace"
+	}
 	if err := l.spawn(o, "kube-controller-manager", bin("kube-controller-manager"),
-		"--kubeconfig="+l.Kubeconfig, "--leader-elect=false", "--controllers=*",
+		"--kubeconfig="+l.Kubeconfig, "--leader-elect=false", "--controllers="+controllers,
 		"--service-account-private-key-file="+path("sa.key"), "--use-service-account-credentials=false",
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[3]),
 		// A node whose kubelet stops is marked Unknown and tainted after 20 s.
@@ -129,6 +143,9 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		// zone as disrupted (which stops the NoExecute tainting of small clusters).
 		"--node-eviction-rate=10", "--unhealthy-zone-threshold=1.01"); err != nil {
 		return nil, err
+	}
+	if o.Bench {
+		return l, nil
 	}
 	if err := l.spawn(o, "kwok", bin("kwok"),
 		"--kubeconfig="+l.Kubeconfig, "--config="+path("kwok.yaml"),
