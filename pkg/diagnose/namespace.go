@@ -58,6 +58,10 @@ var namespaceConditions = []struct {
 func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
 	ns := t.Namespace
 	causes := append(contentCauses(s, t, tm), contentFailureCauses(s, t, tm)...)
+	if c := namespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure); c == nil || c.Status != corev1.ConditionTrue {
+		// Not (yet) named by the namespace controller, but it will block it all the same.
+		causes = append(causes, apiServiceCauses(s, unavailableGroupVersions(s))...)
+	}
 	for _, nc := range namespaceConditions {
 		c := namespaceCondition(ns, nc.condition)
 		if c == nil || c.Status != corev1.ConditionTrue {
