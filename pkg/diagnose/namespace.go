@@ -83,7 +83,8 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []repo
 	if !hasDeletionConditions(ns) && tm.terminating > controllerSilence {
 		causes = append(causes, cause(catalog.NamespaceControllerInactive, report.Critical, 0.7,
 			fmt.Sprintf("Terminating for %s without any deletion condition: the namespace controller is not acting on it", report.HumanDuration(tm.terminating)),
-			[]string{"status.conditions: no NamespaceDeletion* or Namespace*Remaining condition", fmt.Sprintf("status.phase: %s", ns.Status.Phase), specFinalizers(ns)},
+			append([]string{"status.conditions: no NamespaceDeletion* or Namespace*Remaining condition", fmt.Sprintf("status.phase: %s", ns.Status.Phase), specFinalizers(ns)},
+				scanEvidence(t.Contents)...),
 			step("Check that kube-controller-manager runs and its namespace controller is enabled", "kubectl get pods -n kube-system -l component=kube-controller-manager", "none: read-only"),
 			clearNamespaceFinalizers(ns.Name)))
 	}
