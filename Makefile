@@ -31,7 +31,7 @@ lab-down: ## Stop the lab that `make demo` left running
 	cd test/e2e && go run ./cmd/lab down -dir $(LAB_RUN)
 
 .PHONY: test
-test: lint unit e2e release-check ## Everything: lint, unit and golden tests, e2e on the lab, release files
+test: lint unit e2e bench-smoke release-check ## Everything: lint, unit and golden tests, e2e on the lab, a tiny bench, release files
 
 .PHONY: unit
 unit: ## Unit, golden-output and command tests (no cluster)
@@ -40,6 +40,14 @@ unit: ## Unit, golden-output and command tests (no cluster)
 .PHONY: e2e
 e2e: build lab-bin ## Black-box tests of the built plugin against the lab
 	cd test/e2e && PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) go test -count=1 -timeout 20m .
+
+.PHONY: bench
+bench: build lab-bin ## Measure the plugin against the one-liner and the floor at issue 6's sizes; writes docs/performance.md (about half an hour)
+	cd test/e2e && go run ./cmd/bench -scale full -runs 5 -plugin $(CURDIR)/bin/kubectl-terminating -bin $(LAB_BIN) -out $(CURDIR)/docs/performance.md
+
+.PHONY: bench-smoke
+bench-smoke: build lab-bin ## The bench at a tiny size: every program must see the same objects (no figures judged)
+	cd test/e2e && go run ./cmd/bench -scale smoke -runs 1 -plugin $(CURDIR)/bin/kubectl-terminating -bin $(LAB_BIN)
 
 .PHONY: golden
 golden: ## Rewrite the golden files after an intended output change

@@ -49,11 +49,11 @@ func TestNamespaceWebhookRefusals(t *testing.T) {
 		confidence float64
 		evidence   string
 	}{
-		{"named by the controller, its service down", named, true, 0, []string{"AdmissionWebhookDenied", "NamespaceContentFailure"}, 0.95, `names webhook "cm.guard.example.com"`},
-		{"named by the controller, configuration not readable", named, false, 0, []string{"AdmissionWebhookDenied", "NamespaceContentFailure"}, 0.8, "webhook configurations: not read"},
-		{"named, though its service has endpoints (it answered no)", named, true, 2, []string{"AdmissionWebhookDenied", "NamespaceContentFailure"}, 0.95, "service guard/guard-svc: 2 ready endpoints"},
-		{"not named, service down, matches a leftover type", "Failed to delete all resource types, 1 remaining: something else", true, 0, []string{"AdmissionWebhookDenied", "NamespaceContentFailure"}, 0.9, "matches the namespace controller's DELETE of configmaps in namespace shop"},
-		{"not named, service up: it may well allow the deletes", "Failed to delete all resource types, 1 remaining: something else", true, 3, []string{"NamespaceContentFailure"}, 0.8, ""},
+		{"named by the controller, its service down", named, true, 0, []string{"AdmissionWebhookDenied", "NamespaceContentFailure", "NamespaceContentRemaining"}, 0.95, `names webhook "cm.guard.example.com"`},
+		{"named by the controller, configuration not readable", named, false, 0, []string{"AdmissionWebhookDenied", "NamespaceContentFailure", "NamespaceContentRemaining"}, 0.8, "webhook configurations: not read"},
+		{"named, though its service has endpoints (it answered no)", named, true, 2, []string{"AdmissionWebhookDenied", "NamespaceContentFailure", "NamespaceContentRemaining"}, 0.95, "service guard/guard-svc: 2 ready endpoints"},
+		{"not named, service down, matches a leftover type", "Failed to delete all resource types, 1 remaining: something else", true, 0, []string{"AdmissionWebhookDenied", "NamespaceContentFailure", "NamespaceContentRemaining"}, 0.9, "matches the namespace controller's DELETE of configmaps in namespace shop"},
+		{"not named, service up: it may well allow the deletes", "Failed to delete all resource types, 1 remaining: something else", true, 3, []string{"NamespaceContentFailure", "NamespaceContentRemaining"}, 0.8, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := configMapsLeft(tc.msg)
@@ -78,7 +78,7 @@ func TestWebhookWithAnObjectSelectorIsBlamedOnlyWhenNamed(t *testing.T) {
 	w.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded-by": "other-test"}}
 	s.Admission.Validating = append(s.Admission.Validating, w)
 	s.Admission.ServiceEndpoints["guard/guard-svc"] = 0
-	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure"}) {
+	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure", "NamespaceContentRemaining"}) {
 		t.Errorf("codes = %v: the leftovers' labels are unknown, the webhook may guard other objects", got)
 	}
 }
@@ -89,7 +89,7 @@ func TestWebhookOnAnotherTypeIsNotBlamed(t *testing.T) {
 	w := deleteConfigMapsWebhook("secrets.guard.example.com")
 	w.Webhooks[0].Rules[0].Resources = []string{"secrets"} // no secret is left
 	s.Admission.Validating = append(s.Admission.Validating, w)
-	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure"}) {
+	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure", "NamespaceContentRemaining"}) {
 		t.Errorf("codes = %v", got)
 	}
 }
@@ -104,7 +104,7 @@ func gadgetsWithDownConversion() *snapshot.Snapshot {
 
 func TestConversionWebhookFailing(t *testing.T) {
 	it := Diagnose(gadgetsWithDownConversion()).Items[0]
-	expectCauses(t, it, []string{"ConversionWebhookFailing", "NamespaceContentFailure"}, "critical", "service default/conv-down: 0 ready endpoints")
+	expectCauses(t, it, []string{"ConversionWebhookFailing", "NamespaceContentFailure", "NamespaceContentRemaining"}, "critical", "service default/conv-down: 0 ready endpoints")
 	top := it.Causes[0]
 	if !strings.Contains(top.Summary, "CRD gadgets.conv.example.com fails (its service default/conv-down has no ready endpoints)") {
 		t.Errorf("summary: %q", top.Summary)
@@ -120,7 +120,7 @@ func TestStaleConversionFailureIsNotBlamed(t *testing.T) {
 	// The live scan listed gadgets in the namespace without error: the
 	// condition's message is older than the repair.
 	s.Targets[0].Contents.Resources["gadgets.conv.example.com"] = schema.GroupVersionResource{Group: "conv.example.com", Version: "v2", Resource: "gadgets"}
-	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure"}) {
+	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure", "NamespaceContentRemaining"}) {
 		t.Errorf("codes = %v", got)
 	}
 	s.Targets[0].Contents.Skipped = []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: report.SkipError, Detail: "the server is currently unable to handle the request"}}

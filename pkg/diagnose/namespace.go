@@ -62,6 +62,13 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []repo
 		// Not (yet) named by the namespace controller, but it will block it all the same.
 		causes = append(causes, apiServiceCauses(s, unavailableGroupVersions(s))...)
 	}
+	if c := namespaceCondition(ns, corev1.NamespaceContentRemaining); (c == nil || c.Status != corev1.ConditionTrue) && leftovers(t.Contents) > 0 {
+		causes = append(causes, cause(catalog.NamespaceContentRemaining, settling(report.Warning, tm), 0.6,
+			fmt.Sprintf("the live scan finds %d object(s) left in the namespace; the namespace controller has not reported them (yet)", leftovers(t.Contents)),
+			scanEvidence(t.Contents),
+			step("List what remains and chase each object's own blocker", "kubectl terminating why -n "+ns.Name, "none: read-only"),
+			clearNamespaceFinalizers(ns.Name)))
+	}
 	for _, nc := range namespaceConditions {
 		c := namespaceCondition(ns, nc.condition)
 		if c == nil || c.Status != corev1.ConditionTrue {
@@ -89,6 +96,17 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []repo
 			clearNamespaceFinalizers(ns.Name)))
 	}
 	return causes
+}
+
+// leftovers counts the objects the live scan found.
+func leftovers(c *snapshot.Contents) int {
+	n := 0
+	if c != nil {
+		for _, v := range c.Counts {
+			n += v
+		}
+	}
+	return n
 }
 
 // conditionDetails structures a condition's message: counts by resource, by

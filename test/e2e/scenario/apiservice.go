@@ -22,6 +22,12 @@ func (e *Env) BrokenAPIService(ctx context.Context, group, version, ns, svc stri
 	if _, err := e.Client.CoreV1().Services(ns).Create(ctx, service, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	return e.APIService(ctx, group, version, ns, svc)
+}
+
+// APIService registers an aggregated API served by the Service ns/svc and
+// waits until the aggregator reports it unavailable.
+func (e *Env) APIService(ctx context.Context, group, version, ns, svc string) error {
 	gvr := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 	name := version + "." + group
 	obj := &unstructured.Unstructured{Object: map[string]any{

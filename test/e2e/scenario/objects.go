@@ -122,3 +122,12 @@ func (e *Env) FailedLoadBalancerCleanup(ctx context.Context, ns, name, message s
 	_, err = e.Client.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{})
 	return err
 }
+
+// ConfigMapWithFinalizer creates a configmap held by finalizer and deletes it.
+func (e *Env) ConfigMapWithFinalizer(ctx context.Context, ns, name, finalizer string) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer}}}
+	if _, err := e.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return e.Client.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{})
+}

@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Sample is one run of a measured program.
+type Sample struct {
+	Wall     time.Duration
+	Requests int64
+	Bytes    int64
+	RSSKiB   int64
+	Objects  int64  // what the program saw, to check they agree
+	Top      string // the plugin's top cause code, when it reports one
+	Exit     int
+}
+
+// Result is the median of a program's runs on one case.
+type Result struct {
+	Case, Program string
+	Sample
+	Runs int
+}
+
+// program is how to run one measured program and read what it saw.
+type program struct {
+	name  string
+	cmd   func() *exec.Cmd
+	count func(stdout string) (int64, string)
+}
+
+// measure runs p n times through the proxy and keeps the median wall time,
+// with the requests, bytes and peak RSS of that run.
+func measure(px *Proxy, c string, p program, n int) (Result, error) {
+	var samples []Sample
+	for range n {
+		cmd := p.cmd()
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		px.Reset()
+		start := time.Now()
+		err := cmd.Run()
+		wall := time.Since(start)
+		req, by := px.Reset()
+		s := Sample{Wall: wall, Requests: req, Bytes: by}
+		if ee, ok := err.(*exec.ExitError); ok {
+			s.Exit = ee.ExitCode()
+		} else if err != nil {
+			return Result{}, fmt.Errorf("%s: %w", p.name, err)
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			s.RSSKiB = ru.Maxrss // the largest of the process and its children
+		}
+		s.Objects, s.Top = p.count(out.String())
+		if s.Exit == 1 && p.name != oneLinerName { // the one-liner exits 1 on any failing type
+			return Result{}, fmt.Errorf("%s failed: %s", p.name, strings.TrimSpace(errOut.String()))
+		}
+		samples = append(samples, s)
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i].Wall < samples[j].Wall })
+	return Result{Case: c, Program: p.name, Sample: samples[len(samples)/2], Runs: n}, nil
+}
+
+const (
+	pluginName   = "kubectl terminating"
+	floorName    = "floor (list only)"
+	oneLinerName = "kubectl one-liner"
+)
+
+// liveScanRE reads the plugin's live-scan evidence: "live scan: things001.g01.bench.example.com: 250 object(s) left".
+var liveScanRE = regexp.MustCompile(`^live scan: \S+: (\d+) object\(s\) left$`)
+
+// pluginCount sums the live scan's counts in a `why ns/...` JSON report
+// (each resource once: the same lines may appear under several causes).
+func pluginCount(stdout string) (int64, string) {
+	var r struct {
+		Items []struct {
+			Causes []struct {
+				Code     string
+				Evidence []string
+			} `json:"causes"`
+		} `json:"items"`
+	}
+	if json.Unmarshal([]byte(stdout), &r) != nil || len(r.Items) == 0 || len(r.Items[0].Causes) == 0 {
+		return -1, ""
+	}
+	seen := map[string]bool{}
+	var n int64
+	for _, c := range r.Items[0].Causes {
+		for _, e := range c.Evidence {
+			if m := liveScanRE.FindStringSubmatch(e); m != nil && !seen[e] {
+				seen[e] = true
+				v, _ := strconv.ParseInt(m[1], 10, 64)
+				n += v
+			}
+		}
+	}
+	return n, r.Items[0].Causes[0].Code
+}
+
+// itemsCount counts the items of a `list -A` or `why -A` JSON report.
+func itemsCount(stdout string) (int64, string) {
+	var r struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal([]byte(stdout), &r) != nil {
+		return -1, ""
+	}
+	return int64(len(r.Items)), ""
+}
+
+// linesCount counts the objects the one-liner prints (one line each, less the headers).
+func linesCount(stdout string) (int64, string) {
+	var n int64
+	for _, l := range strings.Split(stdout, "\n") {
+		if l != "" && !strings.HasPrefix(l, "NAME ") {
+			n++
+		}
+	}
+	return n, ""
+}
+
+func numberCount(stdout string) (int64, string) {
+	n, err := strconv.ParseInt(strings.TrimSpace(stdout), 10, 64)
+	if err != nil {
+		return -1, ""
+	}
+	return n, ""
+}
+
+func withEnv(cmd *exec.Cmd, env ...string) *exec.Cmd {
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}

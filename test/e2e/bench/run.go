@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
+)
+
+// Options configure a bench run.
+type Options struct {
+	Scale, Out, Plugin, BinDir, Self string
+	Runs                             int
+}
+
+// sizes are the workloads of one scale.
+type sizes struct {
+	crds, groups, kinds  int   // CRDs, their API groups, the kinds holding objects
+	objects              []int // leftover objects per namespace, one namespace each
+	oneLinerMax          int   // the one-liner runs up to this many objects
+	nodes, podsPerNode   int
+	stuckPods, stuckMisc int
+}
+
+var scales = map[string]sizes{
+	"full":  {crds: 150, groups: 30, kinds: 40, objects: []int{1000, 10000, 100000}, oneLinerMax: 10000, nodes: 200, podsPerNode: 100, stuckPods: 100, stuckMisc: 300},
+	"smoke": {crds: 6, groups: 3, kinds: 4, objects: []int{100}, oneLinerMax: 100, nodes: 4, podsPerNode: 10, stuckPods: 4, stuckMisc: 4},
+}
+
+// Run builds the workloads, measures, checks that every program saw the
+// same objects, and prints (and writes) the report.
+func Run(ctx context.Context, o Options) error {
+	sz, ok := scales[o.Scale]
+	if !ok {
+		return fmt.Errorf("unknown scale %q: full or smoke", o.Scale)
+	}
+	start := time.Now()
+	var results []Result
+	r1, err := namespaceCases(ctx, o, sz)
+	results = append(results, r1...)
+	if err != nil {
+		return err
+	}
+	r2, err := clusterCase(ctx, o, sz)
+	results = append(results, r2...)
+	if err != nil {
+		return err
+	}
+	rep := report(o, sz, results, time.Since(start))
+	fmt.Print(rep)
+	if o.Out != "" {
+		if err := os.WriteFile(o.Out, []byte(rep), 0o644); err != nil {
+			return err
+		}
+	}
+	return checkAgreement(results)
+}
+
+// labFor starts a bench lab and a counting proxy in front of it.
+func labFor(ctx context.Context, o Options) (*lab.Lab, *Proxy, string, *scenario.Env, error) {
+	dir, err := os.MkdirTemp("", "kubectl-terminating-bench-")
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	l, err := lab.Start(ctx, lab.Options{BinDir: o.BinDir, Dir: dir, Bench: true})
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	px, err := StartProxy(l.Server, lab.AdminToken)
+	if err != nil {
+		l.Stop()
+		return nil, nil, "", nil, err
+	}
+	kc, err := px.Kubeconfig(dir)
+	if err == nil {
+		var env *scenario.Env
+		if env, err = scenario.NewEnvQPS(l.Kubeconfig, 2000); err == nil {
+			return l, px, kc, env, nil
+		}
+	}
+	px.Close()
+	l.Stop()
+	return nil, nil, "", nil, err
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+// namespaceCases are issue 6's cases 1 (a terminating namespace with N
+// leftovers among ~200 types) and 3 (the same with a hung aggregated API).
+func namespaceCases(ctx context.Context, o Options, sz sizes) ([]Result, error) {
+	l, px, kc, env, err := labFor(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Stop()
+	defer px.Close()
+	kinds := Kinds(sz.crds, sz.groups)
+	t := time.Now()
+	if err := CRDs(ctx, env, kinds); err != nil {
+		return nil, err
+	}
+	progress("%d CRDs in %d groups served in %s", sz.crds, sz.groups, time.Since(t).Round(time.Second))
+	var results []Result
+	for _, n := range sz.objects {
+		ns := fmt.Sprintf("bench-%d", n)
+		t := time.Now()
+		if err := env.Namespace(ctx, ns); err != nil {
+			return results, err
+		}
+		if err := Objects(ctx, env, ns, kinds[:sz.kinds], n); err != nil {
+			return results, err
+		}
+		// No namespace controller in the bench lab: the namespace stays
+		// Terminating with all its content, as when the controller is stuck.
+		if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			return results, err
+		}
+		progress("namespace %s: %d objects created and the namespace deleted in %s", ns, n, time.Since(t).Round(time.Second))
+		c := fmt.Sprintf("1: %d objects", n)
+		rs, err := measureNamespace(o, px, kc, c, ns, n <= sz.oneLinerMax)
+		results = append(results, rs...)
+		if err != nil {
+			return results, err
+		}
+	}
+	stop, err := HungAPIService(ctx, env, "hung.bench.example.com")
+	if stop != nil {
+		defer stop()
+	}
+	if err != nil {
+		return results, err
+	}
+	progress("a hung aggregated API is registered and unavailable")
+	n := sz.oneLinerMax
+	rs, err := measureNamespace(o, px, kc, fmt.Sprintf("3: %d objects, hung API", n), fmt.Sprintf("bench-%d", n), true)
+	return append(results, rs...), err
+}
+
+func measureNamespace(o Options, px *Proxy, kc, c, ns string, oneLiner bool) ([]Result, error) {
+	progs := []program{
+		{pluginName, func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "ns/"+ns, "-o", "json") }, pluginCount},
+		{floorName, func() *exec.Cmd { return exec.Command(o.Self, "floor", "-kubeconfig", kc, "-namespace", ns) }, numberCount},
+	}
+	if oneLiner {
+		progs = append(progs, program{oneLinerName, func() *exec.Cmd {
+			return withEnv(exec.Command("sh", "-c", "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n "+ns),
+				"KUBECONFIG="+kc, "PATH="+o.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}, linesCount})
+	}
+	var out []Result
+	for _, p := range progs {
+		r, err := measure(px, c, p, o.Runs)
+		if err != nil {
+			return out, err
+		}
+		progress("case %s: %s: %s, %d requests, %d objects", c, p.name, r.Wall.Round(time.Millisecond), r.Requests, r.Objects)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// clusterCase is issue 6's case 2: nodes, pods, some stuck, other stuck
+// objects; list -A and why -A against the floor over every namespace.
+func clusterCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
+	l, px, kc, env, err := labFor(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Stop()
+	defer px.Close()
+	t := time.Now()
+	var nodes []string
+	for i := range sz.nodes {
+		name := fmt.Sprintf("node-%03d", i)
+		if err := env.DyingNode(ctx, name); err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, name)
+	}
+	byNS, err := Pods(ctx, env, nodes, sz.podsPerNode, 200)
+	if err != nil {
+		return nil, err
+	}
+	progress("%d nodes and %d pods created in %s", len(nodes), len(nodes)*sz.podsPerNode, time.Since(t).Round(time.Second))
+	if err := stuckObjects(ctx, env, byNS, sz); err != nil {
+		return nil, err
+	}
+	// Past the deadlines (30 s) and the settle time (30 s); the Leases, written once, are stale.
+	time.Sleep(65 * time.Second)
+	c := fmt.Sprintf("2: %d nodes, %d pods", sz.nodes, sz.nodes*sz.podsPerNode)
+	var out []Result
+	for _, p := range []program{
+		{pluginName + " list -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "list", "-A", "-o", "json") }, itemsCount},
+		{pluginName + " why -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "-A", "-o", "json") }, itemsCount},
+		{floorName, func() *exec.Cmd { return exec.Command(o.Self, "floor", "-kubeconfig", kc) }, numberCount},
+	} {
+		r, err := measure(px, c, p, o.Runs)
+		if err != nil {
+			return out, err
+		}
+		progress("case %s: %s: %s, %d requests, %d objects", c, p.name, r.Wall.Round(time.Millisecond), r.Requests, r.Objects)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// stuckObjects deletes stuckPods pods (half held by a finalizer, half left
+// to their dead nodes) and stuckMisc configmaps held by a finalizer.
+func stuckObjects(ctx context.Context, env *scenario.Env, byNS map[string][]string, sz sizes) error {
+	i := 0
+	zero := int64(0)
+	for ns, pods := range byNS {
+		for _, name := range pods {
+			if i >= sz.stuckPods {
+				break
+			}
+			opts := metav1.DeleteOptions{}
+			if i%2 == 0 {
+				patch := []byte(`{"metadata":{"finalizers":["` + Finalizer + `"]}}`)
+				if _, err := env.Client.CoreV1().Pods(ns).Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+					return err
+				}
+				opts.GracePeriodSeconds = &zero
+			}
+			if err := env.Client.CoreV1().Pods(ns).Delete(ctx, name, opts); err != nil {
+				return err
+			}
+			i++
+		}
+	}
+	for j := range sz.stuckMisc {
+		ns := fmt.Sprintf("apps-%03d", j%len(byNS))
+		name := fmt.Sprintf("leftover-%04d", j)
+		if err := env.ConfigMapWithFinalizer(ctx, ns, name, Finalizer); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAgreement fails when programs that read the same thing saw different counts.
+func checkAgreement(results []Result) error {
+	byCase := map[string][]Result{}
+	for _, r := range results {
+		byCase[r.Case] = append(byCase[r.Case], r)
+	}
+	var problems []string
+	for c, rs := range byCase {
+		if strings.HasPrefix(c, "2:") {
+			continue // list -A counts stuck objects, the floor every object
+		}
+		for _, r := range rs[1:] {
+			if r.Objects != rs[0].Objects {
+				problems = append(problems, fmt.Sprintf("case %s: %s saw %d objects, %s %d", c, rs[0].Program, rs[0].Objects, r.Program, r.Objects))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("counts disagree:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// machine describes where the figures were taken.
+func machine() string {
+	cpu := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				_, cpu, _ = strings.Cut(l, ": ")
+				break
+			}
+		}
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		mem = strings.Fields(strings.Split(string(data), "\n")[0])[1] + " kB RAM"
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s, %s/%s, %s", cpu, runtime.NumCPU(), mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+

@@ -1,0 +1,64 @@
+// Command bench is `make bench`: it builds the workloads of issue 6 on lab
+// control planes and measures the plugin beside the kubectl one-liner and a
+// floor program (`bench floor`, which only lists), then prints the ratios
+// and, with -out, writes them to docs/performance.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/bench"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "floor" {
+		floor(os.Args[2:])
+		return
+	}
+	var o bench.Options
+	flag.StringVar(&o.Scale, "scale", "full", "full (issue 6's sizes) or smoke (tiny, for make test)")
+	flag.IntVar(&o.Runs, "runs", 5, "runs of each measured program; the median is reported")
+	flag.StringVar(&o.Out, "out", "", "write the report (markdown) to this file")
+	flag.StringVar(&o.Plugin, "plugin", "../../bin/kubectl-terminating", "the plugin binary")
+	flag.StringVar(&o.BinDir, "bin", "../../.lab/bin", "the lab binaries")
+	flag.Parse()
+	self, err := os.Executable()
+	if err != nil {
+		fail(err)
+	}
+	o.Self = self
+	for _, p := range []*string{&o.Plugin, &o.BinDir} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			fail(err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := bench.Run(ctx, o); err != nil {
+		fail(err)
+	}
+}
+
+// floor runs the floor program: `bench floor -kubeconfig K [-namespace NS]`.
+func floor(args []string) {
+	fs := flag.NewFlagSet("floor", flag.ExitOnError)
+	kc := fs.String("kubeconfig", "", "kubeconfig")
+	ns := fs.String("namespace", "", "namespace; empty: every namespace and cluster-scoped types")
+	_ = fs.Parse(args)
+	n, err := bench.Floor(context.Background(), *kc, *ns)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println(n)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
