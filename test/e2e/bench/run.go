@@ -288,4 +288,3 @@ func machine() string {
 	}
 	return fmt.Sprintf("%s, %d CPUs, %s, %s/%s, %s", cpu, runtime.NumCPU(), mem, runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
-
