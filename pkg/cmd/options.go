@@ -117,7 +117,7 @@ func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
 	if err != nil {
 		return report.Report{}, err
 	}
-	c := &collect.Collector{Clients: clients, Now: o.now}
+	c := o.collector(clients)
 	scope := collect.Scope{Namespace: o.namespace, AllNamespaces: o.AllNamespaces, LabelSelector: o.LabelSelector}
 
 	var found []collect.Found
@@ -186,6 +186,22 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 		return err
 	}
 	return o.printer.PrintObj(u, o.Out)
+}
+
+// collector reads through the clients, with a progress line on stderr when
+// it is a terminal and a scan takes more than a second.
+func (o *Options) collector(clients *kube.Clients) *collect.Collector {
+	c := &collect.Collector{Clients: clients, Now: o.now}
+	if o.isTerminal(o.ErrOut) {
+		c.Progress = func(p collect.ScanProgress) {
+			if p.Done {
+				fmt.Fprint(o.ErrOut, "\r\033[K") // erase the line
+				return
+			}
+			fmt.Fprintf(o.ErrOut, "\r\033[Kscanning: %d/%d types listed, %d objects seen", p.Types, p.TotalTypes, p.Objects)
+		}
+	}
+	return c
 }
 
 // colour only on a terminal, and never with --no-color or NO_COLOR.

@@ -59,7 +59,7 @@ func (o *Options) wait(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := &collect.Collector{Clients: clients, Now: o.now}
+	c := o.collector(clients)
 	found, err := c.Resolve(ctx, o.requests, collect.Scope{Namespace: o.namespace, LabelSelector: o.LabelSelector}, true)
 	if err != nil {
 		return err

@@ -6,10 +6,13 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -21,6 +24,8 @@ type Collector struct {
 	Clients *kube.Clients
 	// Now is the clock the snapshot is taken at.
 	Now func() time.Time
+	// Progress, when set, hears about scans that take more than a second.
+	Progress func(ScanProgress)
 
 	mu    sync.Mutex
 	skips []report.Skip
@@ -47,14 +52,15 @@ func (c *Collector) Skips() []report.Skip {
 // Snapshot reads what the rules need about the terminating objects found.
 func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snapshot {
 	s := snapshot.New(c.Now())
+	var gvrs []schema.GroupVersionResource
 	for _, f := range found {
 		if !f.Terminating() {
 			continue
 		}
-		t := &snapshot.Target{Ref: f.Ref(), Object: f.Object}
-		c.readObject(ctx, t, f.GVR)
-		s.Targets = append(s.Targets, t)
+		s.Targets = append(s.Targets, &snapshot.Target{Ref: f.Ref(), Object: f.Object})
+		gvrs = append(gvrs, f.GVR)
 	}
+	c.parallel(len(s.Targets), func(i int) { c.readObject(ctx, s.Targets[i], gvrs[i]) })
 	c.readNamespaceContents(ctx, s)
 	c.readDependents(ctx, s)
 	c.readClaimUsers(ctx, s)
@@ -92,24 +98,46 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, name := range names {
-		node, err := c.Clients.Typed.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	// One Node and one Lease read per node, shared by all its pods; nodes in parallel.
+	type read struct {
+		node  *corev1.Node
+		lease *coordinationv1.Lease
+		skips []report.Skip
+	}
+	reads := make([]read, len(names))
+	c.parallel(len(names), func(i int) {
+		r := &reads[i]
+		node, err := c.Clients.Typed.CoreV1().Nodes().Get(ctx, names[i], metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			s.MissingNodes[name] = true
-			continue
+			return
 		case err != nil:
-			skipAll(podsByNode[name], skipOf("nodes/"+name, err))
-			continue
+			r.skips = append(r.skips, skipOf("nodes/"+names[i], err))
+			return
 		}
-		s.Nodes[name] = node
-		lease, err := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+		r.node = node
+		lease, err := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, names[i], metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			skipAll(podsByNode[name], skipOf("leases/"+name, err))
+			r.skips = append(r.skips, skipOf("leases/"+names[i], err))
 		default:
-			s.Leases[name] = lease
+			r.lease = lease
+		}
+	})
+	for i, name := range names {
+		r := reads[i]
+		for _, sk := range r.skips {
+			skipAll(podsByNode[name], sk)
+		}
+		switch {
+		case r.node != nil:
+			s.Nodes[name] = r.node
+			if r.lease != nil {
+				s.Leases[name] = r.lease
+			}
+		case len(r.skips) == 0:
+			s.MissingNodes[name] = true
 		}
 	}
 }
@@ -124,18 +152,42 @@ func skipAll(targets []*snapshot.Target, sk report.Skip) {
 // FailedKillPod, ExceededGracePeriod...) and service target (the cloud
 // controller's DeleteLoadBalancerFailed), matched by involvedObject.uid.
 func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
+	var targets []*snapshot.Target
 	for _, t := range s.AllTargets() {
-		if t.Pod == nil && t.Service == nil {
-			continue
+		if t.Pod != nil || t.Service != nil {
+			targets = append(targets, t)
 		}
-		uid := t.Object.GetUID()
-		list, err := c.Clients.Typed.CoreV1().Events(t.Ref.Namespace).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.uid=" + string(uid),
+	}
+	// A field selector cannot ask for several objects at once: one small list
+	// per object, in parallel.
+	events := make([][]corev1.Event, len(targets))
+	errs := make([]error, len(targets))
+	c.parallel(len(targets), func(i int) {
+		list, err := c.Clients.Typed.CoreV1().Events(targets[i].Ref.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.uid=" + string(targets[i].Object.GetUID()),
 		})
 		if err != nil {
-			t.Skipped = append(t.Skipped, skipOf("events", err))
+			errs[i] = err
+			return
+		}
+		events[i] = list.Items
+	})
+	for i, t := range targets {
+		if errs[i] != nil {
+			t.Skipped = append(t.Skipped, skipOf("events", errs[i]))
 			continue
 		}
-		s.Events[uid] = list.Items
+		s.Events[t.Object.GetUID()] = events[i]
 	}
+}
+
+// parallel runs fn(0..n-1) with at most scanConcurrency at once; each call
+// writes only its own slot, and the caller merges the results in order.
+func (c *Collector) parallel(n int, fn func(i int)) {
+	var g errgroup.Group
+	g.SetLimit(scanConcurrency)
+	for i := range n {
+		g.Go(func() error { fn(i); return nil })
+	}
+	_ = g.Wait()
 }

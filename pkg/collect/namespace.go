@@ -41,9 +41,8 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 			}
 		}
 		t.Contents = c.scanNamespace(ctx, t.Ref.Name, mappings)
-		for _, p := range t.Contents.Pods {
-			c.readPod(ctx, p)
-		}
+		pods := t.Contents.Pods
+		c.parallel(len(pods), func(i int) { c.readPod(ctx, pods[i]) })
 	}
 }
 
@@ -67,19 +66,26 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 	contents.Skipped = c.eachObject(ctx, scope, where, mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
 		contents.Counts[countKey(m, item)]++
 		isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"
-		var target *snapshot.Target
-		if (isPods && item.DeletionTimestamp != nil) || (!isPods && len(item.Finalizers) > 0) {
-			var err error
-			if target, err = metadataTarget(item, m); err != nil {
-				return err
-			}
-		}
-		if isPods && target != nil {
-			contents.Pods = append(contents.Pods, target)
-		}
+		// A target is made only when it is kept: every terminating pod, and
+		// the first few objects each finalizer holds (conversions cost).
+		keep := isPods && item.DeletionTimestamp != nil
 		for _, f := range item.Finalizers {
 			contents.Finalizers[f]++
-			if !isPods && len(contents.Held[f]) < heldExamples {
+			keep = keep || (!isPods && len(contents.Held[f]) < heldExamples)
+		}
+		if !keep {
+			return nil
+		}
+		target, err := metadataTarget(item, m)
+		if err != nil {
+			return err
+		}
+		if isPods {
+			contents.Pods = append(contents.Pods, target)
+			return nil
+		}
+		for _, f := range item.Finalizers {
+			if len(contents.Held[f]) < heldExamples {
 				contents.Held[f] = append(contents.Held[f], target)
 			}
 		}
@@ -99,11 +105,13 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 	visit func(*meta.RESTMapping, *metav1.PartialObjectMetadata) error) []report.Skip {
 	var mu sync.Mutex
 	var skips []report.Skip
+	tr := c.track(len(mappings))
+	defer tr.finish()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanConcurrency)
 	for _, m := range mappings {
 		g.Go(func() error {
-			err := c.listEach(gctx, m, scope, func(item *metav1.PartialObjectMetadata) error {
+			err := c.listEach(gctx, m, scope, tr, func(item *metav1.PartialObjectMetadata) error {
 				mu.Lock()
 				defer mu.Unlock()
 				return visit(m, item)

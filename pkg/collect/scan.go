@@ -115,11 +115,13 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 		listed   int
 		firstErr error
 	)
+	tr := c.track(len(mappings))
+	defer tr.finish()
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanConcurrency)
 	for _, m := range mappings {
 		g.Go(func() error {
-			items, err := c.listTerminating(ctx, m, scope)
+			items, err := c.listTerminating(ctx, m, scope, tr)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -151,9 +153,9 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 	return found, nil
 }
 
-func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, scope Scope) ([]Found, error) {
+func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker) ([]Found, error) {
 	var out []Found
-	err := c.listEach(ctx, m, scope, func(item *metav1.PartialObjectMetadata) error {
+	err := c.listEach(ctx, m, scope, tr, func(item *metav1.PartialObjectMetadata) error {
 		if item.DeletionTimestamp == nil {
 			return nil
 		}
@@ -168,7 +170,7 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 
 // listEach lists one type in scope with the metadata client, page by page,
 // and visits every object. A type that went away lists as empty.
-func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Scope, visit func(*metav1.PartialObjectMetadata) error) error {
+func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker, visit func(*metav1.PartialObjectMetadata) error) error {
 	ri := c.Clients.Metadata.Resource(m.Resource)
 	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: scope.LabelSelector}
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
@@ -186,17 +188,21 @@ func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Sco
 			list, err = ri.List(ctx, opts)
 		}
 		if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+			tr.typeDone()
 			return nil // the type went away, or does not really list
 		}
 		if err != nil {
+			tr.typeDone()
 			return err
 		}
+		tr.page(len(list.Items))
 		for i := range list.Items {
 			if err := visit(&list.Items[i]); err != nil {
 				return err
 			}
 		}
 		if list.Continue == "" {
+			tr.typeDone()
 			return nil
 		}
 		opts.Continue = list.Continue
