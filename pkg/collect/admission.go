@@ -140,7 +140,7 @@ func (c *Collector) readTargetNamespaces(ctx context.Context, s *snapshot.Snapsh
 		}
 		obj, err := c.Clients.Typed.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
-			t.Skipped = append(t.Skipped, skipOf("namespaces/"+ns, err))
+			c.skipTarget(t, skipOf("namespaces/"+ns, err))
 			continue
 		}
 		s.Namespaces[ns] = obj

@@ -31,6 +31,7 @@ type Collector struct {
 	skips []report.Skip
 
 	// The run's discovery, read once (see discover).
+	discoverMu sync.Mutex
 	discovered bool
 	resources  []*metav1.APIResourceList
 }
@@ -40,6 +41,14 @@ func (c *Collector) Skip(s report.Skip) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.skips = append(c.skips, s)
+}
+
+// skipTarget records reads about one target that could not be made; the
+// collector's readers run concurrently.
+func (c *Collector) skipTarget(t *snapshot.Target, sks ...report.Skip) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Skipped = append(t.Skipped, sks...)
 }
 
 // Skips returns the run-wide reads that could not be made so far.
@@ -61,19 +70,29 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 		gvrs = append(gvrs, f.GVR)
 	}
 	c.parallel(len(s.Targets), func(i int) { c.readObject(ctx, s.Targets[i], gvrs[i]) })
-	c.readNamespaceContents(ctx, s)
-	c.readDependents(ctx, s)
-	c.readClaimUsers(ctx, s)
-	c.readVolumeAttachments(ctx, s)
-	c.readCRDs(ctx, s)
-	c.readCRDInstances(ctx, s)
-	c.readAPIServices(ctx, s)
-	c.readNodes(ctx, s)
-	c.readEvents(ctx, s)
-	c.readAdmission(ctx, s)
-	c.readVolumes(ctx, s)
-	c.readDRA(ctx, s)
-	c.readControllers(ctx, s)
+	// First what nests more targets (a namespace's pods, an owner's
+	// dependents, a claim's pods, a CRD's instances), then what the rules read
+	// about all of them. The readers of a stage run at once: each writes its
+	// own part of the snapshot (targets' skips go through skipTarget).
+	concurrently(
+		func() { c.readNamespaceContents(ctx, s) },
+		func() { c.readDependents(ctx, s) },
+		func() { c.readClaimUsers(ctx, s) },
+	)
+	c.readCRDs(ctx, s) // after the namespace scan: its errors name the CRDs to read
+	concurrently(
+		func() { c.readCRDInstances(ctx, s) },
+		func() { c.readVolumeAttachments(ctx, s) },
+		func() { c.readAPIServices(ctx, s) },
+	)
+	concurrently(
+		func() { c.readNodes(ctx, s) },
+		func() { c.readEvents(ctx, s) },
+		func() { c.readAdmission(ctx, s) },
+		func() { c.readVolumes(ctx, s) },
+		func() { c.readDRA(ctx, s) },
+		func() { c.readControllers(ctx, s) },
+	)
 	s.Skipped = c.Skips()
 	return s
 }
@@ -128,7 +147,9 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	for i, name := range names {
 		r := reads[i]
 		for _, sk := range r.skips {
-			skipAll(podsByNode[name], sk)
+			for _, t := range podsByNode[name] {
+				c.skipTarget(t, sk)
+			}
 		}
 		switch {
 		case r.node != nil:
@@ -139,12 +160,6 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 		case len(r.skips) == 0:
 			s.MissingNodes[name] = true
 		}
-	}
-}
-
-func skipAll(targets []*snapshot.Target, sk report.Skip) {
-	for _, t := range targets {
-		t.Skipped = append(t.Skipped, sk)
 	}
 }
 
@@ -174,11 +189,20 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 	})
 	for i, t := range targets {
 		if errs[i] != nil {
-			t.Skipped = append(t.Skipped, skipOf("events", errs[i]))
+			c.skipTarget(t, skipOf("events", errs[i]))
 			continue
 		}
 		s.Events[t.Object.GetUID()] = events[i]
 	}
+}
+
+// concurrently runs the readers at once and waits for all of them.
+func concurrently(readers ...func()) {
+	var wg sync.WaitGroup
+	for _, r := range readers {
+		wg.Go(r)
+	}
+	wg.Wait()
 }
 
 // parallel runs fn(0..n-1) with at most scanConcurrency at once; each call

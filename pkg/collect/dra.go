@@ -31,7 +31,7 @@ func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
 			case apierrors.IsNotFound(err):
 				s.DRA.Claims[key] = nil
 			case err != nil:
-				t.Skipped = append(t.Skipped, skipOf("resourceclaims/"+name, err))
+				c.skipTarget(t, skipOf("resourceclaims/"+name, err))
 			default:
 				s.DRA.Claims[key] = claim
 			}
@@ -42,7 +42,7 @@ func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		slices, err := api.ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: resourcev1.ResourceSliceSelectorNodeName + "=" + node})
 		if err != nil {
-			t.Skipped = append(t.Skipped, skipOf("resourceslices of node "+node, err))
+			c.skipTarget(t, skipOf("resourceslices of node "+node, err))
 			continue
 		}
 		s.DRA.Slices[node] = slices.Items

@@ -31,7 +31,7 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 		if mappings == nil {
 			all, err := c.ListableMappings(Scope{Namespace: t.Ref.Name})
 			if err != nil {
-				t.Skipped = append(t.Skipped, skipOf("discovery", err))
+				c.skipTarget(t, skipOf("discovery", err))
 				return
 			}
 			for _, m := range all {

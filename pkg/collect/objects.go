@@ -68,7 +68,9 @@ func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snaps
 	}
 	list, err := c.Clients.Typed.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		skipAll(volumes, skipOf("list volumeattachments", err))
+		for _, t := range volumes {
+			c.skipTarget(t, skipOf("list volumeattachments", err))
+		}
 		return
 	}
 	for _, t := range volumes {
@@ -92,7 +94,7 @@ func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 		if _, read := pods[ns]; !read {
 			list, err := c.Clients.Typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
-				t.Skipped = append(t.Skipped, skipOf("list pods in namespace "+ns, err))
+				c.skipTarget(t, skipOf("list pods in namespace "+ns, err))
 				continue
 			}
 			pods[ns] = list.Items
@@ -147,7 +149,7 @@ func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 		mappings, err := c.ListableMappings(scope)
 		if err != nil {
 			for _, t := range byUID {
-				t.Skipped = append(t.Skipped, skipOf("discovery", err))
+				c.skipTarget(t, skipOf("discovery", err))
 			}
 			continue
 		}
@@ -170,7 +172,7 @@ func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 		})
 		for _, t := range byUID {
 			t.DependentsRead = len(skips) == 0
-			t.Skipped = append(t.Skipped, skips...)
+			c.skipTarget(t, skips...)
 			for _, d := range t.Dependents {
 				if d.Ref.Resource == "pods" && d.Object.GetDeletionTimestamp() != nil {
 					c.readPod(ctx, d)

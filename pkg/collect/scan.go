@@ -73,6 +73,8 @@ func (c *Collector) ListableMappings(scope Scope) ([]*meta.RESTMapping, error) {
 // discover reads the server's preferred resources once per run: invalidated
 // first (the on-disk cache lies), failing groups recorded once as skips.
 func (c *Collector) discover() ([]*metav1.APIResourceList, error) {
+	c.discoverMu.Lock()
+	defer c.discoverMu.Unlock()
 	if c.discovered {
 		return c.resources, nil
 	}

@@ -72,7 +72,7 @@ func labFor(ctx context.Context, o Options) (*lab.Lab, *Proxy, string, *scenario
 	}
 	l, err := lab.Start(ctx, lab.Options{BinDir: o.BinDir, Dir: dir, Bench: true})
 	if err != nil {
-		return nil, nil, "", nil, err
+		return nil, nil, "", nil, fmt.Errorf("%w (lab state kept in %s)", err, dir)
 	}
 	px, err := StartProxy(l.Server, lab.AdminToken)
 	if err != nil {
@@ -91,6 +91,13 @@ func labFor(ctx context.Context, o Options) (*lab.Lab, *Proxy, string, *scenario
 	return nil, nil, "", nil, err
 }
 
+// cleanup stops a bench lab and removes its state.
+func cleanup(l *lab.Lab, px *Proxy) {
+	px.Close()
+	l.Stop()
+	_ = os.RemoveAll(l.Dir)
+}
+
 func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
 }
@@ -102,8 +109,7 @@ func namespaceCases(ctx context.Context, o Options, sz sizes) ([]Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer l.Stop()
-	defer px.Close()
+	defer cleanup(l, px)
 	kinds := Kinds(sz.crds, sz.groups)
 	t := time.Now()
 	if err := CRDs(ctx, env, kinds); err != nil {
@@ -176,8 +182,7 @@ func clusterCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer l.Stop()
-	defer px.Close()
+	defer cleanup(l, px)
 	t := time.Now()
 	var nodes []string
 	for i := range sz.nodes {

@@ -8,10 +8,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"k8s.io/klog/v2"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/bench"
 )
@@ -47,6 +50,8 @@ func main() {
 
 // floor runs the floor program: `bench floor -kubeconfig K [-namespace NS]`.
 func floor(args []string) {
+	klog.SetOutput(io.Discard) // client-go's deprecation warnings; the plugin silences them too
+	klog.LogToStderr(false)
 	fs := flag.NewFlagSet("floor", flag.ExitOnError)
 	kc := fs.String("kubeconfig", "", "kubeconfig")
 	ns := fs.String("namespace", "", "namespace; empty: every namespace and cluster-scoped types")
