@@ -105,6 +105,62 @@ func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
 }
 
 // readNodes reads, once per node, the Node and its Lease for every pod target.
+// nodeRead is what was read about one node.
+type nodeRead struct {
+	node  *corev1.Node
+	lease *coordinationv1.Lease
+	skips []report.Skip
+}
+
+// nodeListThreshold: above this many nodes, listing all Nodes and Leases
+// (paginated) costs fewer requests than a GET of each.
+const nodeListThreshold = 8
+
+// listNodes fills reads (one per name) from a list of every Node and Lease.
+func (c *Collector) listNodes(ctx context.Context, names []string, reads []nodeRead) {
+	index := make(map[string]int, len(names))
+	for i, n := range names {
+		index[n] = i
+	}
+	skipAllReads := func(sk report.Skip) {
+		for i := range reads {
+			reads[i].skips = append(reads[i].skips, sk)
+		}
+	}
+	opts := metav1.ListOptions{Limit: pageSize}
+	for {
+		nodes, err := c.Clients.Typed.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			skipAllReads(skipOf("list nodes", err))
+			return
+		}
+		for i := range nodes.Items {
+			if j, ok := index[nodes.Items[i].Name]; ok {
+				reads[j].node = &nodes.Items[i]
+			}
+		}
+		if opts.Continue = nodes.Continue; opts.Continue == "" {
+			break
+		}
+	}
+	opts = metav1.ListOptions{Limit: pageSize}
+	for {
+		leases, err := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, opts)
+		if err != nil {
+			skipAllReads(skipOf("list leases in "+corev1.NamespaceNodeLease, err))
+			return
+		}
+		for i := range leases.Items {
+			if j, ok := index[leases.Items[i].Name]; ok {
+				reads[j].lease = &leases.Items[i]
+			}
+		}
+		if opts.Continue = leases.Continue; opts.Continue == "" {
+			return
+		}
+	}
+}
+
 func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	podsByNode := map[string][]*snapshot.Target{}
 	for _, t := range s.AllTargets() {
@@ -117,33 +173,33 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	// One Node and one Lease read per node, shared by all its pods; nodes in parallel.
-	type read struct {
-		node  *corev1.Node
-		lease *coordinationv1.Lease
-		skips []report.Skip
+	// One Node and one Lease read per node, shared by all its pods: a GET
+	// each, in parallel, or for many nodes one list of each.
+	reads := make([]nodeRead, len(names))
+	if len(names) > nodeListThreshold {
+		c.listNodes(ctx, names, reads)
+	} else {
+		c.parallel(len(names), func(i int) {
+			r := &reads[i]
+			node, err := c.Clients.Typed.CoreV1().Nodes().Get(ctx, names[i], metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return
+			case err != nil:
+				r.skips = append(r.skips, skipOf("nodes/"+names[i], err))
+				return
+			}
+			r.node = node
+			lease, err := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, names[i], metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				r.skips = append(r.skips, skipOf("leases/"+names[i], err))
+			default:
+				r.lease = lease
+			}
+		})
 	}
-	reads := make([]read, len(names))
-	c.parallel(len(names), func(i int) {
-		r := &reads[i]
-		node, err := c.Clients.Typed.CoreV1().Nodes().Get(ctx, names[i], metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return
-		case err != nil:
-			r.skips = append(r.skips, skipOf("nodes/"+names[i], err))
-			return
-		}
-		r.node = node
-		lease, err := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, names[i], metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			r.skips = append(r.skips, skipOf("leases/"+names[i], err))
-		default:
-			r.lease = lease
-		}
-	})
 	for i, name := range names {
 		r := reads[i]
 		for _, sk := range r.skips {

@@ -151,6 +151,6 @@ func (c *Collector) readCRDInstances(ctx context.Context, s *snapshot.Snapshot) 
 			Scope:            scope,
 		}
 		t.Contents = c.scanContents(ctx, Scope{AllNamespaces: true}, "of CRD "+crd.Name, []*meta.RESTMapping{m},
-			func(_ *meta.RESTMapping, item *metav1.PartialObjectMetadata) string { return item.Namespace })
+			func(_ string, item *metav1.PartialObjectMetadata) string { return item.Namespace })
 	}
 }

@@ -48,23 +48,23 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 
 func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*meta.RESTMapping) *snapshot.Contents {
 	return c.scanContents(ctx, Scope{Namespace: ns}, "in namespace "+ns, mappings,
-		func(m *meta.RESTMapping, _ *metav1.PartialObjectMetadata) string {
-			return QualifiedResource(m.Resource)
-		})
+		func(resource string, _ *metav1.PartialObjectMetadata) string { return resource })
 }
 
 // scanContents lists the mappings in scope and records what is left: counts
-// (keyed by countKey), finalizers, the terminating pods and a few examples of
+// (keyed by countKey, given the qualified resource and the object), finalizers, the terminating pods and a few examples of
 // the objects each finalizer holds.
 func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping,
-	countKey func(*meta.RESTMapping, *metav1.PartialObjectMetadata) string) *snapshot.Contents {
+	countKey func(resource string, item *metav1.PartialObjectMetadata) string) *snapshot.Contents {
 	contents := &snapshot.Contents{Counts: map[string]int{}, Resources: map[string]schema.GroupVersionResource{},
 		Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
+	resources := make(map[*meta.RESTMapping]string, len(mappings))
 	for _, m := range mappings {
-		contents.Resources[QualifiedResource(m.Resource)] = m.Resource
+		resources[m] = QualifiedResource(m.Resource)
+		contents.Resources[resources[m]] = m.Resource
 	}
 	contents.Skipped = c.eachObject(ctx, scope, where, mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
-		contents.Counts[countKey(m, item)]++
+		contents.Counts[countKey(resources[m], item)]++
 		isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"
 		// A target is made only when it is kept: every terminating pod, and
 		// the first few objects each finalizer holds (conversions cost).
@@ -99,7 +99,7 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 }
 
 // eachObject lists every mapping in scope concurrently (bounded) and visits
-// each object, one visit at a time. A type that cannot be listed is returned
+// each object, one page at a time. A type that cannot be listed is returned
 // as a skip; the others carry on.
 func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping,
 	visit func(*meta.RESTMapping, *metav1.PartialObjectMetadata) error) []report.Skip {
@@ -111,10 +111,15 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 	g.SetLimit(scanConcurrency)
 	for _, m := range mappings {
 		g.Go(func() error {
-			err := c.listEach(gctx, m, scope, tr, func(item *metav1.PartialObjectMetadata) error {
-				mu.Lock()
+			err := c.listEach(gctx, m, scope, tr, func(items []metav1.PartialObjectMetadata) error {
+				mu.Lock() // once a page, not once an object
 				defer mu.Unlock()
-				return visit(m, item)
+				for i := range items {
+					if err := visit(m, &items[i]); err != nil {
+						return err
+					}
+				}
+				return nil
 			})
 			if err != nil {
 				mu.Lock()

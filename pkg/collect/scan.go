@@ -157,22 +157,25 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 
 func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker) ([]Found, error) {
 	var out []Found
-	err := c.listEach(ctx, m, scope, tr, func(item *metav1.PartialObjectMetadata) error {
-		if item.DeletionTimestamp == nil {
-			return nil
-		}
-		obj, err := metadataToUnstructured(item, m.GroupVersionKind)
-		if err == nil {
+	err := c.listEach(ctx, m, scope, tr, func(items []metav1.PartialObjectMetadata) error {
+		for i := range items {
+			if items[i].DeletionTimestamp == nil {
+				continue
+			}
+			obj, err := metadataToUnstructured(&items[i], m.GroupVersionKind)
+			if err != nil {
+				return err
+			}
 			out = append(out, Found{GVR: m.Resource, Object: obj})
 		}
-		return err
+		return nil
 	})
 	return out, err
 }
 
 // listEach lists one type in scope with the metadata client, page by page,
-// and visits every object. A type that went away lists as empty.
-func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker, visit func(*metav1.PartialObjectMetadata) error) error {
+// and visits every page. A type that went away lists as empty.
+func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker, visit func([]metav1.PartialObjectMetadata) error) error {
 	ri := c.Clients.Metadata.Resource(m.Resource)
 	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: scope.LabelSelector}
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
@@ -198,10 +201,8 @@ func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Sco
 			return err
 		}
 		tr.page(len(list.Items))
-		for i := range list.Items {
-			if err := visit(&list.Items[i]); err != nil {
-				return err
-			}
+		if err := visit(list.Items); err != nil {
+			return err
 		}
 		if list.Continue == "" {
 			tr.typeDone()

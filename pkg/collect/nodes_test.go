@@ -1,0 +1,51 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// Pods on n nodes, of which the last does not exist: the nodes and their
+// Leases are read with a GET each for a few nodes, with one list each for many.
+func TestReadNodes(t *testing.T) {
+	for _, n := range []int{3, nodeListThreshold + 5} {
+		var objs []runtime.Object
+		s := snapshot.New(time.Now())
+		for i := range n {
+			name := fmt.Sprintf("node-%d", i)
+			if i < n-1 {
+				objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}},
+					&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease}})
+			}
+			s.Targets = append(s.Targets, &snapshot.Target{Pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: name}}})
+		}
+		fake := kubefake.NewClientset(objs...)
+		c := &Collector{Clients: &kube.Clients{Typed: fake}}
+		c.readNodes(context.Background(), s)
+		if len(s.Nodes) != n-1 || len(s.Leases) != n-1 || !s.MissingNodes[fmt.Sprintf("node-%d", n-1)] || len(s.MissingNodes) != 1 {
+			t.Errorf("%d nodes: read %d nodes, %d leases, missing %v", n, len(s.Nodes), len(s.Leases), s.MissingNodes)
+		}
+		verbs := map[string]int{}
+		for _, a := range fake.Actions() {
+			verbs[a.GetVerb()]++
+		}
+		want := map[string]int{"get": 2*(n-1) + 1}
+		if n > nodeListThreshold {
+			want = map[string]int{"list": 2}
+		}
+		if fmt.Sprint(verbs) != fmt.Sprint(want) {
+			t.Errorf("%d nodes: requests %v, want %v", n, verbs, want)
+		}
+	}
+}
