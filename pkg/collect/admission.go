@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -133,16 +134,35 @@ func (c *Collector) readyEndpoints(ctx context.Context, ns, name string) (int, e
 
 // readTargetNamespaces reads the namespaces of the targets, for their labels.
 func (c *Collector) readTargetNamespaces(ctx context.Context, s *snapshot.Snapshot) {
+	byNS := map[string][]*snapshot.Target{}
+	var names []string
 	for _, t := range s.AllTargets() {
-		ns := t.Ref.Namespace
-		if ns == "" || s.Namespaces[ns] != nil {
-			continue
+		if ns := t.Ref.Namespace; ns != "" && s.Namespaces[ns] == nil {
+			if byNS[ns] == nil {
+				names = append(names, ns)
+			}
+			byNS[ns] = append(byNS[ns], t)
 		}
-		obj, err := c.Clients.Typed.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	}
+	api := c.Clients.Typed.CoreV1().Namespaces()
+	found, errs := getOrList(ctx, c, names, api.Get, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Namespace, string, error) {
+		l, err := api.List(ctx, o)
 		if err != nil {
-			c.skipTarget(t, skipOf("namespaces/"+ns, err))
+			return nil, "", err
+		}
+		return l.Items, l.Continue, nil
+	}, func(n *corev1.Namespace) string { return n.Name })
+	for _, ns := range names {
+		err := errs[ns]
+		if err == nil && found[ns] == nil {
+			err = apierrors.NewNotFound(corev1.Resource("namespaces"), ns)
+		}
+		if err != nil {
+			for _, t := range byNS[ns] {
+				c.skipTarget(t, skipOf("namespaces/"+ns, err))
+			}
 			continue
 		}
-		s.Namespaces[ns] = obj
+		s.Namespaces[ns] = found[ns]
 	}
 }

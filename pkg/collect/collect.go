@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -105,62 +105,6 @@ func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
 }
 
 // readNodes reads, once per node, the Node and its Lease for every pod target.
-// nodeRead is what was read about one node.
-type nodeRead struct {
-	node  *corev1.Node
-	lease *coordinationv1.Lease
-	skips []report.Skip
-}
-
-// nodeListThreshold: above this many nodes, listing all Nodes and Leases
-// (paginated) costs fewer requests than a GET of each.
-const nodeListThreshold = 8
-
-// listNodes fills reads (one per name) from a list of every Node and Lease.
-func (c *Collector) listNodes(ctx context.Context, names []string, reads []nodeRead) {
-	index := make(map[string]int, len(names))
-	for i, n := range names {
-		index[n] = i
-	}
-	skipAllReads := func(sk report.Skip) {
-		for i := range reads {
-			reads[i].skips = append(reads[i].skips, sk)
-		}
-	}
-	opts := metav1.ListOptions{Limit: pageSize}
-	for {
-		nodes, err := c.Clients.Typed.CoreV1().Nodes().List(ctx, opts)
-		if err != nil {
-			skipAllReads(skipOf("list nodes", err))
-			return
-		}
-		for i := range nodes.Items {
-			if j, ok := index[nodes.Items[i].Name]; ok {
-				reads[j].node = &nodes.Items[i]
-			}
-		}
-		if opts.Continue = nodes.Continue; opts.Continue == "" {
-			break
-		}
-	}
-	opts = metav1.ListOptions{Limit: pageSize}
-	for {
-		leases, err := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, opts)
-		if err != nil {
-			skipAllReads(skipOf("list leases in "+corev1.NamespaceNodeLease, err))
-			return
-		}
-		for i := range leases.Items {
-			if j, ok := index[leases.Items[i].Name]; ok {
-				reads[j].lease = &leases.Items[i]
-			}
-		}
-		if opts.Continue = leases.Continue; opts.Continue == "" {
-			return
-		}
-	}
-}
-
 func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	podsByNode := map[string][]*snapshot.Target{}
 	for _, t := range s.AllTargets() {
@@ -173,48 +117,44 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	// One Node and one Lease read per node, shared by all its pods: a GET
-	// each, in parallel, or for many nodes one list of each.
-	reads := make([]nodeRead, len(names))
-	if len(names) > nodeListThreshold {
-		c.listNodes(ctx, names, reads)
-	} else {
-		c.parallel(len(names), func(i int) {
-			r := &reads[i]
-			node, err := c.Clients.Typed.CoreV1().Nodes().Get(ctx, names[i], metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				return
-			case err != nil:
-				r.skips = append(r.skips, skipOf("nodes/"+names[i], err))
-				return
+	// One Node and one Lease read per node, shared by all its pods.
+	nodes, nodeErrs := getOrList(ctx, c, names, c.Clients.Typed.CoreV1().Nodes().Get,
+		func(ctx context.Context, o metav1.ListOptions) ([]corev1.Node, string, error) {
+			l, err := c.Clients.Typed.CoreV1().Nodes().List(ctx, o)
+			if err != nil {
+				return nil, "", err
 			}
-			r.node = node
-			lease, err := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, names[i], metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				r.skips = append(r.skips, skipOf("leases/"+names[i], err))
-			default:
-				r.lease = lease
+			return l.Items, l.Continue, nil
+		}, func(n *corev1.Node) string { return n.Name })
+	leaseAPI := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	leases, leaseErrs := getOrList(ctx, c, names, leaseAPI.Get,
+		func(ctx context.Context, o metav1.ListOptions) ([]coordinationv1.Lease, string, error) {
+			l, err := leaseAPI.List(ctx, o)
+			if err != nil {
+				return nil, "", err
 			}
-		})
-	}
-	for i, name := range names {
-		r := reads[i]
-		for _, sk := range r.skips {
+			return l.Items, l.Continue, nil
+		}, func(l *coordinationv1.Lease) string { return l.Name })
+	for _, name := range names {
+		skip := func(sk report.Skip) {
 			for _, t := range podsByNode[name] {
 				c.skipTarget(t, sk)
 			}
 		}
-		switch {
-		case r.node != nil:
-			s.Nodes[name] = r.node
-			if r.lease != nil {
-				s.Leases[name] = r.lease
-			}
-		case len(r.skips) == 0:
+		switch node, err := nodes[name], nodeErrs[name]; {
+		case err != nil:
+			skip(skipOf("nodes/"+name, err))
+			continue
+		case node == nil:
 			s.MissingNodes[name] = true
+			continue
+		default:
+			s.Nodes[name] = node
+		}
+		if err := leaseErrs[name]; err != nil {
+			skip(skipOf("leases/"+name, err))
+		} else if l := leases[name]; l != nil {
+			s.Leases[name] = l
 		}
 	}
 }
@@ -223,19 +163,40 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 // FailedKillPod, ExceededGracePeriod...) and service target (the cloud
 // controller's DeleteLoadBalancerFailed), matched by involvedObject.uid.
 func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
-	var targets []*snapshot.Target
+	byNS := map[string][]*snapshot.Target{}
+	var namespaces []string
 	for _, t := range s.AllTargets() {
-		if t.Pod != nil || t.Service != nil {
-			targets = append(targets, t)
+		if t.Pod == nil && t.Service == nil {
+			continue
+		}
+		if byNS[t.Ref.Namespace] == nil {
+			namespaces = append(namespaces, t.Ref.Namespace)
+		}
+		byNS[t.Ref.Namespace] = append(byNS[t.Ref.Namespace], t)
+	}
+	// A field selector cannot ask for several objects at once: one small
+	// list per object, in parallel; or, for many objects in a namespace, one
+	// (paginated) list of the namespace's events.
+	var single []*snapshot.Target
+	for _, ns := range namespaces {
+		if len(byNS[ns]) <= batchThreshold {
+			single = append(single, byNS[ns]...)
+			continue
+		}
+		all, err := c.namespaceEvents(ctx, ns)
+		for _, t := range byNS[ns] {
+			if err != nil {
+				c.skipTarget(t, skipOf("events", err))
+				continue
+			}
+			s.Events[t.Object.GetUID()] = all[t.Object.GetUID()]
 		}
 	}
-	// A field selector cannot ask for several objects at once: one small list
-	// per object, in parallel.
-	events := make([][]corev1.Event, len(targets))
-	errs := make([]error, len(targets))
-	c.parallel(len(targets), func(i int) {
-		list, err := c.Clients.Typed.CoreV1().Events(targets[i].Ref.Namespace).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.uid=" + string(targets[i].Object.GetUID()),
+	events := make([][]corev1.Event, len(single))
+	errs := make([]error, len(single))
+	c.parallel(len(single), func(i int) {
+		list, err := c.Clients.Typed.CoreV1().Events(single[i].Ref.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.uid=" + string(single[i].Object.GetUID()),
 		})
 		if err != nil {
 			errs[i] = err
@@ -243,12 +204,30 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		events[i] = list.Items
 	})
-	for i, t := range targets {
+	for i, t := range single {
 		if errs[i] != nil {
 			c.skipTarget(t, skipOf("events", errs[i]))
 			continue
 		}
 		s.Events[t.Object.GetUID()] = events[i]
+	}
+}
+
+// namespaceEvents reads every event of a namespace, by involvedObject.uid.
+func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.UID][]corev1.Event, error) {
+	out := map[types.UID][]corev1.Event{}
+	opts := metav1.ListOptions{Limit: pageSize}
+	for {
+		list, err := c.Clients.Typed.CoreV1().Events(ns).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range list.Items {
+			out[e.InvolvedObject.UID] = append(out[e.InvolvedObject.UID], e)
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
+		}
 	}
 }
 

@@ -9,17 +9,20 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Pods on n nodes, of which the last does not exist: the nodes and their
 // Leases are read with a GET each for a few nodes, with one list each for many.
 func TestReadNodes(t *testing.T) {
-	for _, n := range []int{3, nodeListThreshold + 5} {
+	for _, n := range []int{3, batchThreshold + 5} {
 		var objs []runtime.Object
 		s := snapshot.New(time.Now())
 		for i := range n {
@@ -40,12 +43,39 @@ func TestReadNodes(t *testing.T) {
 		for _, a := range fake.Actions() {
 			verbs[a.GetVerb()]++
 		}
-		want := map[string]int{"get": 2*(n-1) + 1}
-		if n > nodeListThreshold {
+		want := map[string]int{"get": 2 * n}
+		if n > batchThreshold {
 			want = map[string]int{"list": 2}
 		}
 		if fmt.Sprint(verbs) != fmt.Sprint(want) {
 			t.Errorf("%d nodes: requests %v, want %v", n, verbs, want)
+		}
+	}
+}
+
+// Many pods in one namespace: one list of the namespace's events, each
+// event given to the pod it is about.
+func TestReadEventsOfManyPodsInANamespace(t *testing.T) {
+	var objs []runtime.Object
+	s := snapshot.New(time.Now())
+	n := batchThreshold + 2
+	for i := range n {
+		uid := types.UID(fmt.Sprintf("uid-%d", i))
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "shop", UID: uid}}
+		u := &unstructured.Unstructured{}
+		u.SetUID(uid)
+		s.Targets = append(s.Targets, &snapshot.Target{Pod: pod, Object: u, Ref: report.ObjectRef{Namespace: "shop", Name: pod.Name}})
+		objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("e%d", i), Namespace: "shop"},
+			InvolvedObject: corev1.ObjectReference{UID: uid}, Reason: "Killing"})
+	}
+	fake := kubefake.NewClientset(objs...)
+	(&Collector{Clients: &kube.Clients{Typed: fake}}).readEvents(context.Background(), s)
+	if len(fake.Actions()) != 1 {
+		t.Errorf("%d requests, want one list", len(fake.Actions()))
+	}
+	for i := range n {
+		if ev := s.Events[types.UID(fmt.Sprintf("uid-%d", i))]; len(ev) != 1 || ev[0].Name != fmt.Sprintf("e%d", i) {
+			t.Errorf("pod %d: events %+v", i, ev)
 		}
 	}
 }
