@@ -79,3 +79,42 @@ func TestReadEventsOfManyPodsInANamespace(t *testing.T) {
 		}
 	}
 }
+
+// Many terminating pods that are most of their namespace: one list. A few,
+// or a few among many: a GET each.
+func TestReadPods(t *testing.T) {
+	for _, tc := range []struct {
+		terminating, inNamespace int
+		want                     map[string]int
+	}{
+		{batchThreshold + 2, batchThreshold + 4, map[string]int{"list": 1}},
+		{batchThreshold + 2, 100 * batchThreshold, map[string]int{"get": batchThreshold + 2}},
+		{3, 3, map[string]int{"get": 3}},
+	} {
+		var objs []runtime.Object
+		var targets []*snapshot.Target
+		for i := range tc.inNamespace {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("uid-%d", i))}}
+			objs = append(objs, pod)
+			if i < tc.terminating {
+				u := &unstructured.Unstructured{}
+				u.SetUID(pod.UID)
+				targets = append(targets, &snapshot.Target{Object: u, Ref: report.ObjectRef{Resource: "pods", Namespace: "shop", Name: pod.Name}})
+			}
+		}
+		fake := kubefake.NewClientset(objs...)
+		(&Collector{Clients: &kube.Clients{Typed: fake}}).readPods(context.Background(), targets, map[string]int{"shop": tc.inNamespace})
+		verbs := map[string]int{}
+		for _, a := range fake.Actions() {
+			verbs[a.GetVerb()]++
+		}
+		if fmt.Sprint(verbs) != fmt.Sprint(tc.want) {
+			t.Errorf("%d of %d: requests %v, want %v", tc.terminating, tc.inNamespace, verbs, tc.want)
+		}
+		for _, tg := range targets {
+			if tg.Pod == nil || tg.Pod.Name != tg.Ref.Name {
+				t.Errorf("%d of %d: %s not read", tc.terminating, tc.inNamespace, tg.Ref.Name)
+			}
+		}
+	}
+}

@@ -29,6 +29,9 @@ type Collector struct {
 
 	mu    sync.Mutex
 	skips []report.Skip
+	// podCounts counts the pods of each namespace a scan listed: it decides
+	// whether reading a namespace's terminating pods is one list or a GET each.
+	podCounts map[string]int
 
 	// The run's discovery, read once (see discover).
 	discoverMu sync.Mutex
@@ -41,6 +44,16 @@ func (c *Collector) Skip(s report.Skip) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.skips = append(c.skips, s)
+}
+
+// countPod counts one pod of a namespace, as a scan lists it.
+func (c *Collector) countPod(ns string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.podCounts == nil {
+		c.podCounts = map[string]int{}
+	}
+	c.podCounts[ns]++
 }
 
 // skipTarget records reads about one target that could not be made; the
@@ -69,7 +82,17 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 		s.Targets = append(s.Targets, &snapshot.Target{Ref: f.Ref(), Object: f.Object})
 		gvrs = append(gvrs, f.GVR)
 	}
-	c.parallel(len(s.Targets), func(i int) { c.readObject(ctx, s.Targets[i], gvrs[i]) })
+	var pods, others []*snapshot.Target
+	var otherGVRs []schema.GroupVersionResource
+	for i, t := range s.Targets {
+		if gvrs[i].Group == "" && gvrs[i].Resource == "pods" {
+			pods = append(pods, t)
+		} else {
+			others, otherGVRs = append(others, t), append(otherGVRs, gvrs[i])
+		}
+	}
+	c.readPods(ctx, pods, c.podCounts)
+	c.parallel(len(others), func(i int) { c.readObject(ctx, others[i], otherGVRs[i]) })
 	// First what nests more targets (a namespace's pods, an owner's
 	// dependents, a claim's pods, a CRD's instances), then what the rules read
 	// about all of them. The readers of a stage run at once: each writes its

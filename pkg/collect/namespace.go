@@ -41,8 +41,7 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 			}
 		}
 		t.Contents = c.scanNamespace(ctx, t.Ref.Name, mappings)
-		pods := t.Contents.Pods
-		c.parallel(len(pods), func(i int) { c.readPod(ctx, pods[i]) })
+		c.readPods(ctx, t.Contents.Pods, map[string]int{t.Ref.Name: t.Contents.Counts["pods"]})
 	}
 }
 

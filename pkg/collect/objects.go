@@ -54,6 +54,55 @@ func (c *Collector) readPod(ctx context.Context, t *snapshot.Target) {
 	c.readObject(ctx, t, schema.GroupVersionResource{Version: "v1", Resource: "pods"})
 }
 
+// readPods reads pod targets in full. In a namespace where many pods are
+// terminating and they are a good part of its pods (podCounts, from a scan),
+// one paginated list of the namespace's pods replaces a GET of each.
+func (c *Collector) readPods(ctx context.Context, targets []*snapshot.Target, podCounts map[string]int) {
+	byNS := map[string][]*snapshot.Target{}
+	var namespaces []string
+	for _, t := range targets {
+		if byNS[t.Ref.Namespace] == nil {
+			namespaces = append(namespaces, t.Ref.Namespace)
+		}
+		byNS[t.Ref.Namespace] = append(byNS[t.Ref.Namespace], t)
+	}
+	var single []*snapshot.Target
+	for _, ns := range namespaces {
+		ts := byNS[ns]
+		if len(ts) <= batchThreshold || podCounts[ns] == 0 || podCounts[ns] > 4*len(ts) {
+			single = append(single, ts...)
+			continue
+		}
+		all, err := c.namespacePods(ctx, ns)
+		for _, t := range ts {
+			if p := all[t.Object.GetUID()]; err == nil && p != nil {
+				t.Pod = p
+				continue
+			}
+			single = append(single, t) // the list failed, or the pod is gone: its GET says which
+		}
+	}
+	c.parallel(len(single), func(i int) { c.readPod(ctx, single[i]) })
+}
+
+// namespacePods lists a namespace's pods in full, by UID.
+func (c *Collector) namespacePods(ctx context.Context, ns string) (map[types.UID]*corev1.Pod, error) {
+	out := map[types.UID]*corev1.Pod{}
+	opts := metav1.ListOptions{Limit: pageSize}
+	for {
+		list, err := c.Clients.Typed.CoreV1().Pods(ns).List(ctx, opts)
+		if err != nil {
+			return out, err
+		}
+		for i := range list.Items {
+			out[list.Items[i].UID] = &list.Items[i]
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
 // readVolumeAttachments gives each PersistentVolume target the
 // VolumeAttachments of that volume (external-attacher finalizers).
 func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snapshot) {

@@ -157,8 +157,12 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 
 func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker) ([]Found, error) {
 	var out []Found
+	isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"
 	err := c.listEach(ctx, m, scope, tr, func(items []metav1.PartialObjectMetadata) error {
 		for i := range items {
+			if isPods {
+				c.countPod(items[i].Namespace)
+			}
 			if items[i].DeletionTimestamp == nil {
 				continue
 			}
