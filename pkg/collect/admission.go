@@ -145,13 +145,9 @@ func (c *Collector) readTargetNamespaces(ctx context.Context, s *snapshot.Snapsh
 		}
 	}
 	api := c.Clients.Typed.CoreV1().Namespaces()
-	found, errs := getOrList(ctx, c, names, api.Get, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Namespace, string, error) {
-		l, err := api.List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
-	}, func(n *corev1.Namespace) string { return n.Name })
+	found, errs := getOrList(ctx, c, names, api.Get,
+		lister(api.List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
+		func(n *corev1.Namespace) string { return n.Name })
 	for _, ns := range names {
 		err := errs[ns]
 		if err == nil && found[ns] == nil {

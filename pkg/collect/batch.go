@@ -60,3 +60,14 @@ func getOrList[T any](ctx context.Context, c *Collector, names []string,
 	})
 	return found, errs
 }
+
+// lister adapts a typed List to getOrList: the items and the continue token of a page.
+func lister[T any, L interface{ GetContinue() string }](list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T) func(context.Context, metav1.ListOptions) ([]T, string, error) {
+	return func(ctx context.Context, o metav1.ListOptions) ([]T, string, error) {
+		l, err := list(ctx, o)
+		if err != nil {
+			return nil, "", err
+		}
+		return items(l), l.GetContinue(), nil
+	}
+}

@@ -141,23 +141,14 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	}
 	sort.Strings(names)
 	// One Node and one Lease read per node, shared by all its pods.
-	nodes, nodeErrs := getOrList(ctx, c, names, c.Clients.Typed.CoreV1().Nodes().Get,
-		func(ctx context.Context, o metav1.ListOptions) ([]corev1.Node, string, error) {
-			l, err := c.Clients.Typed.CoreV1().Nodes().List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			return l.Items, l.Continue, nil
-		}, func(n *corev1.Node) string { return n.Name })
+	nodeAPI := c.Clients.Typed.CoreV1().Nodes()
+	nodes, nodeErrs := getOrList(ctx, c, names, nodeAPI.Get,
+		lister(nodeAPI.List, func(l *corev1.NodeList) []corev1.Node { return l.Items }),
+		func(n *corev1.Node) string { return n.Name })
 	leaseAPI := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	leases, leaseErrs := getOrList(ctx, c, names, leaseAPI.Get,
-		func(ctx context.Context, o metav1.ListOptions) ([]coordinationv1.Lease, string, error) {
-			l, err := leaseAPI.List(ctx, o)
-			if err != nil {
-				return nil, "", err
-			}
-			return l.Items, l.Continue, nil
-		}, func(l *coordinationv1.Lease) string { return l.Name })
+		lister(leaseAPI.List, func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items }),
+		func(l *coordinationv1.Lease) string { return l.Name })
 	for _, name := range names {
 		skip := func(sk report.Skip) {
 			for _, t := range podsByNode[name] {

@@ -119,12 +119,17 @@ func runWith(t *testing.T, args ...string) result {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.Env = append(os.Environ(), "NO_COLOR=")
-	err := cmd.Run()
+	return resultOf(t, cmd.Run(), &out, &errOut, args)
+}
+
+// resultOf is a finished command's outcome; failing to run it at all fails the test.
+func resultOf(t *testing.T, err error, out, errOut *bytes.Buffer, what any) result {
+	t.Helper()
 	r := result{stdout: out.String(), stderr: errOut.String()}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("running %v: %v", args, err)
+		t.Fatalf("running %v: %v", what, err)
 	}
 	return r
 }

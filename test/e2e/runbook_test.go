@@ -37,14 +37,7 @@ func runbook(t *testing.T, env []string, script string, args ...string) result {
 	cmd.Dir = t.TempDir()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	r := result{stdout: out.String(), stderr: errOut.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running %s: %v", script, err)
-	}
-	return r
+	return resultOf(t, cmd.Run(), &out, &errOut, script)
 }
 
 func TestRunbooksAreInTheDocs(t *testing.T) {

@@ -169,9 +169,14 @@ func measureNamespace(o Options, px *Proxy, kc, c, ns string, oneLiner bool) ([]
 				"KUBECONFIG="+kc, "PATH="+o.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 		}, linesCount})
 	}
+	return measureAll(px, c, progs, o.Runs)
+}
+
+// measureAll measures each program on a case, in turn.
+func measureAll(px *Proxy, c string, progs []program, runs int) ([]Result, error) {
 	var out []Result
 	for _, p := range progs {
-		r, err := measure(px, c, p, o.Runs)
+		r, err := measure(px, c, p, runs)
 		if err != nil {
 			return out, err
 		}
@@ -209,20 +214,11 @@ func clusterCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 	// Past the deadlines (30 s) and the settle time (30 s); the Leases, written once, are stale.
 	time.Sleep(65 * time.Second)
 	c := fmt.Sprintf("2: %d nodes, %d pods", sz.nodes, sz.nodes*sz.podsPerNode)
-	var out []Result
-	for _, p := range []program{
+	return measureAll(px, c, []program{
 		{pluginName + " list -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "list", "-A", "-o", "json") }, itemsCount},
 		{pluginName + " why -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "-A", "-o", "json") }, itemsCount},
 		{floorName, func() *exec.Cmd { return exec.Command(o.Self, "floor", "-kubeconfig", kc) }, numberCount},
-	} {
-		r, err := measure(px, c, p, o.Runs)
-		if err != nil {
-			return out, err
-		}
-		progress("case %s: %s: %s, %d requests, %d objects", c, p.name, r.Wall.Round(time.Millisecond), r.Requests, r.Objects)
-		out = append(out, r)
-	}
-	return out, nil
+	}, o.Runs)
 }
 
 // stuckObjects deletes stuckPods pods (half held by a finalizer, half left
