@@ -140,10 +140,12 @@ func HungAPIService(ctx context.Context, env *scenario.Env, group string) (stop 
 	if _, err := env.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		return stop, err
 	}
-	// The aggregator reads core Endpoints too.
-	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns}, //nolint:staticcheck // the aggregator's endpoint routing may read them
-		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: ip}}, Ports: []corev1.EndpointPort{{Name: name, Port: port}}}}}
-	if _, err := env.Client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{}); err != nil { //nolint:staticcheck
+	// The aggregator's endpoint routing may read core Endpoints rather than slices: write both.
+	//lint:ignore SA1019 deprecated, but what the aggregator may read
+	subsets := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: ip}}, Ports: []corev1.EndpointPort{{Name: name, Port: port}}}}
+	//lint:ignore SA1019 deprecated, but what the aggregator may read
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns}, Subsets: subsets}
+	if _, err := env.Client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
 		return stop, err
 	}
 	return stop, env.APIService(ctx, group, "v1", ns, svc)
