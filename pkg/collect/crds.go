@@ -152,5 +152,6 @@ func (c *Collector) readCRDInstances(ctx context.Context, s *snapshot.Snapshot) 
 		}
 		t.Contents = c.scanContents(ctx, Scope{AllNamespaces: true}, "of CRD "+crd.Name, []*meta.RESTMapping{m},
 			func(_ string, item *metav1.PartialObjectMetadata) string { return item.Namespace })
+		c.skipTarget(t, t.Contents.Skipped...)
 	}
 }

@@ -41,6 +41,7 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 			}
 		}
 		t.Contents = c.scanNamespace(ctx, t.Ref.Name, mappings)
+		c.skipTarget(t, t.Contents.Skipped...) // what the scan could not list is a read this report lacks
 		c.readPods(ctx, t.Contents.Pods, map[string]int{t.Ref.Name: t.Contents.Counts["pods"]})
 	}
 }

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"errors"
+	"net"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -15,8 +16,14 @@ func skipOf(check string, err error) report.Skip {
 	switch {
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 		reason = report.SkipForbidden
-	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded):
+	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded) || isNetTimeout(err):
 		reason = report.SkipTimeout
 	}
 	return report.Skip{Check: check, Reason: reason, Detail: err.Error()}
+}
+
+// isNetTimeout: the client's own request timeout (--request-timeout) expired.
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

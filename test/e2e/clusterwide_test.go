@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,15 +15,15 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
 
-// An unavailable aggregated API, or a failing conversion webhook, blocks
-// every namespace deletion in its cluster, so these run on a lab of their
-// own, one after the other. (With aggregated discovery, 1.30+, clients are
+// An unavailable aggregated API, a failing conversion webhook or an
+// aggregated API whose lists hang block namespace deletions beyond their
+// own, so these run on a lab of their own, one after the other. (With aggregated discovery, 1.30+, clients are
 // served discovery without the stale group rather than an error: the
 // namespace controller's condition is what reveals it.)
 func TestClusterWideBlockers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	own, err := lab.Start(ctx, lab.Options{BinDir: labBins, Dir: t.TempDir()})
+	own, err := lab.Start(ctx, lab.Options{BinDir: labBins, Dir: t.TempDir(), AggregatorRouting: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +89,39 @@ func TestClusterWideBlockers(t *testing.T) {
 			t.Errorf("summary %q", top.Summary)
 		}
 		expectEvidence(t, top, "spec.conversion.strategy Webhook, storage version v1, served [v1 v2]", "service gizmo-system/gizmo-webhook: 0 ready endpoints")
+	})
+
+	t.Run("aggregated API whose lists hang", func(t *testing.T) {
+		stop, err := env2.HangingAPI(ctx, "hang.e2e.example.com", "v1", "stalls", "Stall")
+		if stop != nil {
+			defer stop()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env2.Namespace(ctx, "slowpoke"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env2.Client.CoreV1().Namespaces().Delete(ctx, "slowpoke", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Every list of stalls hangs: the scan gives up on that type after
+		// the request timeout, says so, and reports on the rest.
+		start := time.Now()
+		res := runWith(t, "--kubeconfig", own.Kubeconfig, "--request-timeout", "3s", "why", "ns/slowpoke", "-o", "json")
+		took := time.Since(start)
+		var r report
+		if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+			t.Fatalf("exit %d: %v\nstdout %s\nstderr %s", res.code, err, res.stdout, res.stderr)
+		}
+		it := only(t, r)
+		found := false
+		for _, sk := range it.Skipped {
+			found = found || (sk.Check == "list stalls.hang.e2e.example.com in namespace slowpoke" && sk.Reason == "Timeout")
+		}
+		if !found || took > 20*time.Second {
+			t.Errorf("took %s (request timeout 3s); skipped %+v", took, it.Skipped)
+		}
 	})
 
 	if err := checkReadOnly(own.AuditLog, false); err != nil {

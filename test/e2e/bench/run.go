@@ -154,7 +154,7 @@ func namespaceCases(ctx context.Context, o Options, sz sizes) ([]Result, error) 
 	if !strings.Contains(o.Cases, "3") {
 		return results, nil
 	}
-	if _, err := localIP(); err != nil {
+	if _, err := scenario.LocalIP(); err != nil {
 		progress("case 3 skipped: %v", err) // the report then has no line for it
 		return results, nil
 	}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -95,10 +94,10 @@ func Pods(ctx context.Context, env *scenario.Env, nodes []string, perNode, perNa
 
 // HungAPIService registers an aggregated API whose backend accepts
 // connections and never answers: a listener on a local, non-loopback
-// address (an endpoint may not be loopback), reached through an
-// EndpointSlice (the bench lab routes the aggregator to endpoints).
+// address, reached through an EndpointSlice (the bench lab routes the
+// aggregator to endpoints). It waits until the aggregator calls it unavailable.
 func HungAPIService(ctx context.Context, env *scenario.Env, group string) (stop func(), err error) {
-	ip, err := localIP()
+	ip, err := scenario.LocalIP()
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +105,7 @@ func HungAPIService(ctx context.Context, env *scenario.Env, group string) (stop 
 	if err != nil {
 		return nil, err
 	}
+	var mu sync.Mutex
 	var conns []net.Conn
 	go func() {
 		for {
@@ -113,54 +113,22 @@ func HungAPIService(ctx context.Context, env *scenario.Env, group string) (stop 
 			if err != nil {
 				return
 			}
+			mu.Lock()
 			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
 		}
 	}()
 	stop = func() {
 		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
 		for _, c := range conns {
 			_ = c.Close()
 		}
 	}
-	port := int32(ln.Addr().(*net.TCPAddr).Port)
 	const ns, svc = "bench-system", "hung"
-	if err := env.Namespace(ctx, ns); err != nil {
-		return stop, err
-	}
-	service := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}}
-	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, service, metav1.CreateOptions{}); err != nil {
-		return stop, err
-	}
-	name, proto, ready := "https", corev1.ProtocolTCP, true
-	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}}}
-	if _, err := env.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
-		return stop, err
-	}
-	// The aggregator's endpoint routing may read core Endpoints rather than slices: write both.
-	//lint:ignore SA1019 deprecated, but what the aggregator may read
-	subsets := []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: ip}}, Ports: []corev1.EndpointPort{{Name: name, Port: port}}}}
-	//lint:ignore SA1019 deprecated, but what the aggregator may read
-	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: svc, Namespace: ns}, Subsets: subsets}
-	if _, err := env.Client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{}); err != nil {
+	if err := env.LocalService(ctx, ns, svc, ip, int32(ln.Addr().(*net.TCPAddr).Port)); err != nil {
 		return stop, err
 	}
 	return stop, env.APIService(ctx, group, "v1", ns, svc)
-}
-
-// localIP is the first non-loopback IPv4 address of the machine.
-func localIP() (string, error) {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", err
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
-			return n.IP.String(), nil
-		}
-	}
-	return "", fmt.Errorf("no non-loopback IPv4 address: the hung APIService case needs one")
 }

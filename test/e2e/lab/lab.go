@@ -56,6 +56,9 @@ type Options struct {
 	// deleted namespace keeps all its content), no kwok, and aggregator
 	// routing to endpoints (so an APIService can point at a local server).
 	Bench bool
+	// AggregatorRouting routes aggregated APIs to their Service's endpoints
+	// (as Bench does), so that an APIService can point at a local server.
+	AggregatorRouting bool
 }
 
 // Lab is a running control plane.
@@ -117,9 +120,10 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		"--service-account-key-file=" + path("sa.key"), "--service-account-signing-key-file=" + path("sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false", "--profiling=false"}
-	if o.Bench {
+	if o.Bench || o.AggregatorRouting {
 		apiserver = append(apiserver, "--enable-aggregator-routing=true")
-	} else {
+	}
+	if !o.Bench {
 		apiserver = append(apiserver, "--audit-policy-file="+path("audit-policy.yaml"), "--audit-log-path="+l.AuditLog)
 	}
 	if err := l.spawn(o, "kube-apiserver", bin("kube-apiserver"), apiserver...); err != nil {
