@@ -76,8 +76,9 @@ const caveats = `
 - Case 3: on v1.36, aggregated discovery drops a group whose APIService fails its availability
   check, so neither the plugin nor the floor nor the one-liner lists the hung group; the plugin
   names it from the APIService's Available=False condition (APIServiceUnavailable). A group that
-  passes discovery but whose lists hang is bounded by the 30 s request timeout, which the bench does
-  not exercise.
+  passes discovery but whose lists hang is bounded by the request timeout (30 s by default): the
+  bench does not measure it; the e2e test TestClusterWideBlockers does (with --request-timeout=3s
+  the report comes back in about 3 s, the type listed under skipped as Timeout).
 - Case 2's nodes are hand-played (a Ready status and a Lease written once), not kwok's: the bench lab
   runs no kwok, so the 20,000 pods stay as created and the nodes die; the 100 stuck pods are half
   held by a finalizer, half on dead nodes.
