@@ -134,6 +134,11 @@ func (c *Collector) readyEndpoints(ctx context.Context, ns, name string) (int, e
 
 // readTargetNamespaces reads the namespaces of the targets, for their labels.
 func (c *Collector) readTargetNamespaces(ctx context.Context, s *snapshot.Snapshot) {
+	for _, t := range s.Targets {
+		if t.Namespace != nil { // a terminating namespace is already read in full
+			s.Namespaces[t.Namespace.Name] = t.Namespace
+		}
+	}
 	byNS := map[string][]*snapshot.Target{}
 	var names []string
 	for _, t := range s.AllTargets() {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -45,15 +44,20 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		ctl.Workloads = append(ctl.Workloads, workload("daemonset", ds.ObjectMeta, ds.Status.DesiredNumberScheduled, ds.Status.NumberReady))
 	}
 	ctl.Read = true
-	crds, err := c.Clients.Metadata.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		c.Skip(skipOf("list customresourcedefinitions", err))
-		return
-	}
 	groups := map[string]bool{}
-	for _, crd := range crds.Items {
-		if _, group, ok := strings.Cut(crd.Name, "."); ok {
-			groups[group] = true
+	for _, crd := range s.CRDs { // already read in full for a CRD or a conversion error
+		groups[crd.Group] = true
+	}
+	if len(s.CRDs) == 0 {
+		crds, err := c.Clients.Metadata.Resource(crdResource).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			c.Skip(skipOf("list customresourcedefinitions", err))
+			return
+		}
+		for _, crd := range crds.Items {
+			if _, group, ok := strings.Cut(crd.Name, "."); ok {
+				groups[group] = true
+			}
 		}
 	}
 	for g := range groups {

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -136,10 +137,8 @@ func (c *Collector) readCRDInstances(ctx context.Context, s *snapshot.Snapshot) 
 			continue
 		}
 		version := crd.Served[0]
-		for _, v := range crd.Served {
-			if v == crd.StorageVersion {
-				version = v // no conversion needed to list it
-			}
+		if slices.Contains(crd.Served, crd.StorageVersion) {
+			version = crd.StorageVersion // no conversion needed to list it
 		}
 		scope := meta.RESTScopeRoot
 		if crd.Namespaced {
