@@ -57,6 +57,7 @@ func cluster() []runtime.Object {
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: "old", UID: "uid-old", DeletionTimestamp: ago(10 * time.Minute), DeletionGracePeriodSeconds: new(int64)},
+			Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
 			Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating, Conditions: []corev1.NamespaceCondition{{
 				Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue, Reason: "SomeResourcesRemain",
 				Message: "Some resources are remaining: configmaps. has 1 resource instances", LastTransitionTime: *ago(9 * time.Minute)}}}},

@@ -2,7 +2,6 @@ package collect
 
 import (
 	"context"
-	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,31 +9,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
-
-// stateCPods are the pod targets whose kubelet stopped everything but has not
-// sent its final DELETE (terminal phase, grace period not yet 0): it waits on
-// volumes and the cgroup, or admission refuses the DELETE.
-func stateCPods(s *snapshot.Snapshot) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, t := range s.AllTargets() {
-		p := t.Pod
-		if p != nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) &&
-			p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds > 0 {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // readAdmission reads the webhooks and admission policies, the endpoints of
 // the webhooks' services, and the targets' namespaces (for namespaceSelectors).
 func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
-	// Only a request still to be admitted can be refused: the final DELETE of
-	// pods in state C, the namespace controller's DELETEs of content, the
-	// UPDATE that removes an object's finalizer.
-	if len(stateCPods(s)) == 0 && !slices.ContainsFunc(s.Targets, contentFailed) && !slices.ContainsFunc(s.Targets, heldObject) {
+	if len(needing(s, diagnose.AdmissionEvidence)) == 0 {
 		return
 	}
 	api := c.Clients.Typed.AdmissionregistrationV1()
@@ -61,22 +43,6 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 		c.readServiceEndpoints(ctx, a, svc[0], svc[1])
 	}
 	c.readTargetNamespaces(ctx, s)
-}
-
-// contentFailed reports a namespace whose controller failed to delete content.
-func contentFailed(t *snapshot.Target) bool {
-	if t.Namespace == nil {
-		return false
-	}
-	return slices.ContainsFunc(t.Namespace.Status.Conditions, func(c corev1.NamespaceCondition) bool {
-		return c.Type == corev1.NamespaceDeletionContentFailure && c.Status == corev1.ConditionTrue
-	})
-}
-
-// heldObject reports an object (not a pod nor a namespace) held by finalizers:
-// their controller's UPDATE must pass admission.
-func heldObject(t *snapshot.Target) bool {
-	return t.Pod == nil && t.Namespace == nil && len(t.Object.GetFinalizers()) > 0
 }
 
 // webhookServices lists each webhook service once, as [namespace, name].

@@ -2,7 +2,6 @@ package collect
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -64,16 +64,16 @@ func apiServiceOf(u *unstructured.Unstructured) snapshot.APIService {
 	return a
 }
 
-// discoveryFailed: the run's own discovery skipped a group, or a namespace
-// target reports the namespace controller's discovery failure.
+// discoveryFailed: the run's own discovery skipped a group, or a rule needs
+// the APIServices (a terminating namespace).
 func discoveryFailed(s *snapshot.Snapshot, skips []report.Skip) bool {
 	for _, sk := range skips {
 		if sk.Reason == report.SkipDiscovery {
 			return true
 		}
 	}
-	// A terminating namespace: an unavailable APIService blocks it even
-	// before the namespace controller says so, and aggregated discovery
-	// hides the group from clients without an error.
-	return slices.ContainsFunc(s.Targets, func(t *snapshot.Target) bool { return t.Namespace != nil })
+	// An unavailable APIService blocks a terminating namespace even before
+	// the namespace controller says so, and aggregated discovery hides the
+	// group from clients without an error.
+	return len(needing(s, diagnose.APIServiceEvidence)) > 0
 }

@@ -31,7 +31,7 @@ func TestReadNodes(t *testing.T) {
 				objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}},
 					&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease}})
 			}
-			s.Targets = append(s.Targets, &snapshot.Target{Pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: name}}})
+			s.Targets = append(s.Targets, podTarget(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + name}, Spec: corev1.PodSpec{NodeName: name}}))
 		}
 		fake := kubefake.NewClientset(objs...)
 		c := &Collector{Clients: &kube.Clients{Typed: fake}}

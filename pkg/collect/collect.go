@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -130,8 +131,8 @@ func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
 // readNodes reads, once per node, the Node and its Lease for every pod target.
 func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	podsByNode := map[string][]*snapshot.Target{}
-	for _, t := range s.AllTargets() {
-		if t.Pod != nil && t.Pod.Spec.NodeName != "" {
+	for _, t := range needing(s, diagnose.NodeEvidence) {
+		if t.Pod != nil {
 			podsByNode[t.Pod.Spec.NodeName] = append(podsByNode[t.Pod.Spec.NodeName], t)
 		}
 	}
@@ -179,10 +180,7 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 	byNS := map[string][]*snapshot.Target{}
 	var namespaces []string
-	for _, t := range s.AllTargets() {
-		if t.Pod == nil && t.Service == nil {
-			continue
-		}
+	for _, t := range needing(s, diagnose.EventEvidence) {
 		if byNS[t.Ref.Namespace] == nil {
 			namespaces = append(namespaces, t.Ref.Namespace)
 		}

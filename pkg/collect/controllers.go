@@ -7,14 +7,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // readControllers reads the workloads (Deployments, StatefulSets, DaemonSets)
 // and the CRD groups, when a target waits on a third-party finalizer.
 func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
-	if !anyThirdPartyFinalizer(s) {
+	if len(needing(s, diagnose.OwnerEvidence)) == 0 {
 		return
 	}
 	apps := c.Clients.Typed.AppsV1()
@@ -64,17 +64,6 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		ctl.APIGroups = append(ctl.APIGroups, g)
 	}
 	sort.Strings(ctl.APIGroups)
-}
-
-func anyThirdPartyFinalizer(s *snapshot.Snapshot) bool {
-	for _, t := range s.AllTargets() {
-		for _, f := range t.Object.GetFinalizers() {
-			if catalog.ThirdPartyFinalizer(f) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func workload(kind string, m metav1.ObjectMeta, desired, ready int32) snapshot.Workload {

@@ -10,16 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-func isCRDTarget(t *snapshot.Target) bool { return t.Ref.Resource == QualifiedResource(crdResource) }
-
-// readCRDs reads the CustomResourceDefinitions when a target is a CRD or a
-// namespace's content deletion failed (a conversion webhook may be why), and
-// the endpoints of the conversion webhooks that concern the targets.
+// readCRDs reads the CustomResourceDefinitions when a rule needs them (a
+// CRD's cleanup; a namespace whose content deletion failed, a conversion
+// webhook may be why), and the endpoints of the conversion webhooks that
+// concern the targets.
 func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
 	texts := crdConcerns(s)
 	if len(texts) == 0 {
@@ -50,11 +50,9 @@ func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
 // targets' names, the failing namespaces' condition messages and scan errors.
 func crdConcerns(s *snapshot.Snapshot) []string {
 	var out []string
-	for _, t := range s.Targets {
-		if isCRDTarget(t) {
+	for _, t := range needing(s, diagnose.CRDEvidence) {
+		if t.Namespace == nil { // a CRD, for its own cleanup
 			out = append(out, t.Ref.Name)
-		}
-		if !contentFailed(t) {
 			continue
 		}
 		for _, cond := range t.Namespace.Status.Conditions {
@@ -131,9 +129,9 @@ func stringOf(v any) string {
 // in every namespace (metadata only, paginated), counted by namespace, with a
 // few examples of those each finalizer holds.
 func (c *Collector) readCRDInstances(ctx context.Context, s *snapshot.Snapshot) {
-	for _, t := range s.Targets {
+	for _, t := range topNeeding(s, diagnose.InstanceEvidence) {
 		crd := s.CRDs[t.Ref.Name]
-		if crd == nil || !isCRDTarget(t) || len(crd.Served) == 0 {
+		if crd == nil || len(crd.Served) == 0 {
 			continue
 		}
 		version := crd.Served[0]

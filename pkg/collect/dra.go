@@ -3,24 +3,21 @@ package collect
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
-// readDRA reads the claims of pods whose containers stopped but whose phase
-// is not terminal yet (the kubelet unprepares claims in between), and the
+// readDRA reads the ResourceClaims of the pods whose rules need them (the
+// kubelet unprepares claims before it writes a terminal phase), and the
 // ResourceSlices their nodes publish.
 func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
 	api := c.Clients.Typed.ResourceV1()
-	for _, t := range s.AllTargets() {
+	for _, t := range needing(s, diagnose.ResourceClaimEvidence) {
 		p := t.Pod
-		if p == nil || len(p.Spec.ResourceClaims) == 0 || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
 		for _, name := range snapshot.PodClaimNames(p) {
 			key := p.Namespace + "/" + name
 			if _, done := s.DRA.Claims[key]; done {

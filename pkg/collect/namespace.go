@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -24,10 +25,7 @@ const heldExamples = 3
 // the leftover pods and a few held objects as nested targets.
 func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snapshot) {
 	var mappings []*meta.RESTMapping
-	for _, t := range s.Targets {
-		if t.Namespace == nil {
-			continue
-		}
+	for _, t := range topNeeding(s, diagnose.ContentEvidence) {
 		if mappings == nil {
 			all, err := c.ListableMappings(Scope{Namespace: t.Ref.Name})
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -107,7 +108,7 @@ func (c *Collector) namespacePods(ctx context.Context, ns string) (map[types.UID
 // VolumeAttachments of that volume (external-attacher finalizers).
 func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snapshot) {
 	var volumes []*snapshot.Target
-	for _, t := range s.Targets {
+	for _, t := range topNeeding(s, diagnose.AttachmentEvidence) {
 		if t.Volume != nil {
 			volumes = append(volumes, t)
 		}
@@ -135,9 +136,9 @@ func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snaps
 // (what the PVC protection controller waits for): one pod list per namespace.
 func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 	pods := map[string][]corev1.Pod{}
-	for _, t := range s.Targets {
+	for _, t := range topNeeding(s, diagnose.ClaimUserEvidence) {
 		if t.Claim == nil {
-			continue
+			continue // its typed form could not be read
 		}
 		ns := t.Claim.Namespace
 		if _, read := pods[ns]; !read {
@@ -179,25 +180,32 @@ func podTarget(p *corev1.Pod) *snapshot.Target {
 	return &snapshot.Target{Ref: Found{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Object: obj}.Ref(), Object: obj, Pod: p}
 }
 
-// readDependents finds, for each target held by foregroundDeletion or
-// orphan, the objects whose ownerReferences name it, as the garbage
-// collector would: every listable type in the owner's namespace (every
-// namespace for a cluster-scoped owner), metadata only, one scan per scope.
+// maxDependentDepth bounds how deep a chain of owners waiting on their
+// dependents is followed (Deployment -> ReplicaSet -> Pod is 2).
+const maxDependentDepth = 8
+
+// owned is an object that names an owner in its ownerReferences.
+type owned struct {
+	item    *metav1.PartialObjectMetadata
+	mapping *meta.RESTMapping
+}
+
+// readDependents finds, for each target whose rules need them (held by
+// foregroundDeletion or orphan), the objects whose ownerReferences name it,
+// as the garbage collector would: every listable type in the owner's
+// namespace (every namespace for a cluster-scoped owner), metadata only, one
+// scan per scope. A dependent that itself waits on its own dependents gets
+// them too, from the same scan, depth-bounded and cycle-safe.
 func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
-	owners := map[string]map[types.UID]*snapshot.Target{} // by namespace; "" is cluster-wide
-	for _, t := range s.Targets {
-		if fs := t.Object.GetFinalizers(); slices.Contains(fs, metav1.FinalizerDeleteDependents) || slices.Contains(fs, metav1.FinalizerOrphanDependents) {
-			if owners[t.Ref.Namespace] == nil {
-				owners[t.Ref.Namespace] = map[types.UID]*snapshot.Target{}
-			}
-			owners[t.Ref.Namespace][t.Object.GetUID()] = t
-		}
+	owners := map[string][]*snapshot.Target{} // by namespace; "" is cluster-wide
+	for _, t := range topNeeding(s, diagnose.DependentEvidence) {
+		owners[t.Ref.Namespace] = append(owners[t.Ref.Namespace], t)
 	}
-	for ns, byUID := range owners {
+	for ns, targets := range owners {
 		scope := Scope{Namespace: ns, AllNamespaces: ns == ""}
 		mappings, err := c.ListableMappings(scope)
 		if err != nil {
-			for _, t := range byUID {
+			for _, t := range targets {
 				c.skipTarget(t, skipOf("discovery", err))
 			}
 			continue
@@ -205,28 +213,44 @@ func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 		if ns != "" {
 			mappings = slices.DeleteFunc(mappings, func(m *meta.RESTMapping) bool { return m.Scope.Name() != meta.RESTScopeNameNamespace })
 		}
+		children := map[types.UID][]owned{}
 		skips := c.eachObject(ctx, scope, "for dependents", mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
+			if len(item.OwnerReferences) == 0 {
+				return nil
+			}
+			kept := item.DeepCopy() // the page is reused
 			for _, ref := range item.OwnerReferences {
-				owner := byUID[ref.UID]
-				if owner == nil {
-					continue
-				}
-				d, err := metadataTarget(item, m)
-				if err != nil {
-					return err
-				}
-				owner.Dependents = append(owner.Dependents, d)
+				children[ref.UID] = append(children[ref.UID], owned{kept, m})
 			}
 			return nil
 		})
-		for _, t := range byUID {
-			t.DependentsRead = len(skips) == 0
+		for _, t := range targets {
 			c.skipTarget(t, skips...)
-			for _, d := range t.Dependents {
-				if d.Ref.Resource == "pods" && d.Object.GetDeletionTimestamp() != nil {
-					c.readPod(ctx, d)
-				}
-			}
+			c.attachDependents(ctx, t, children, len(skips) == 0, 0, map[types.UID]bool{t.Object.GetUID(): true})
 		}
+	}
+}
+
+// attachDependents gives t its dependents from the scan, and recurses into
+// those that wait on their own dependents.
+func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, children map[types.UID][]owned, complete bool, depth int, visited map[types.UID]bool) {
+	t.DependentsRead = complete
+	for _, o := range children[t.Object.GetUID()] {
+		d, err := metadataTarget(o.item, o.mapping)
+		if err != nil {
+			c.skipTarget(t, skipOf("dependent "+o.item.Name, err))
+			t.DependentsRead = false
+			continue
+		}
+		t.Dependents = append(t.Dependents, d)
+		if d.Ref.Resource == "pods" && d.Object.GetDeletionTimestamp() != nil {
+			c.readPod(ctx, d)
+		}
+		uid := d.Object.GetUID()
+		if visited[uid] || depth+1 >= maxDependentDepth || !diagnose.Needs(d).Has(diagnose.DependentEvidence) {
+			continue
+		}
+		visited[uid] = true
+		c.attachDependents(ctx, d, children, complete, depth+1, visited)
 	}
 }

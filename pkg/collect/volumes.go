@@ -3,17 +3,22 @@ package collect
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
-// readVolumes follows the volumes of pods in state C (the kubelet unmounts
-// them before its final DELETE): claim -> volume -> CSI driver, the driver's
-// registration in the node's CSINode, and the node's VolumeAttachments.
+// readVolumes follows the volumes of the pods whose rules need them:
+// claim -> volume -> CSI driver, the driver's registration in the node's
+// CSINode, and the node's VolumeAttachments.
 func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
-	pods := stateCPods(s)
+	var pods []*corev1.Pod
+	for _, t := range needing(s, diagnose.VolumeEvidence) {
+		pods = append(pods, t.Pod)
+	}
 	if len(pods) == 0 {
 		return
 	}

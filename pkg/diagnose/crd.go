@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,21 +17,19 @@ const crdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
 // crdCauses explains a CRD held by customresourcecleanup: the instances
 // apiextensions still has to delete, grouped by the finalizers that hold
 // them, with a few of them diagnosed and nested.
-func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, crd *snapshot.CRD, tm timing) []report.Cause {
-	finalizers := t.Object.GetFinalizers()
-	c := t.Contents
-	if c == nil || !slices.Contains(finalizers, crdCleanupFinalizer) {
-		return finalizerCauses(s, finalizers, t.Ref, tm)
+func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []report.Cause {
+	crd, c := s.CRDs[t.Ref.Name], t.Contents
+	if crd == nil || c == nil || t.Object.GetKind() != "CustomResourceDefinition" {
+		return nil // not read: the generic FinalizerPending speaks
 	}
-	others := slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == crdCleanupFinalizer })
-	causes := finalizerCauses(s, others, t.Ref, tm)
+	finalizers := t.Object.GetFinalizers()
+	var causes []report.Cause
 	total := 0
 	for _, n := range c.Counts {
 		total += n
 	}
 	if total == 0 && len(c.Skipped) == 0 {
-		// Nothing left: apiextensions removes its finalizer on its next pass.
-		return append(causes, finalizerCauses(s, []string{crdCleanupFinalizer}, t.Ref, tm)...)
+		return nil // nothing left: apiextensions removes its finalizer on its next pass
 	}
 	held := heldCauses(s, t, fmt.Sprintf("instance(s) of %s", crd.Kind), "the instances of CRD "+crd.Name, tm)
 	sort.SliceStable(held, func(i, j int) bool { return catalog.Less(held[i], held[j]) })

@@ -65,16 +65,9 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 		item.DeletionTimestamp = *ts
 	}
 
-	var causes []report.Cause
-	switch {
-	case t.Pod != nil:
-		causes, item.Checks = podCauses(s, t.Pod, tm)
-	case t.Namespace != nil:
-		causes = namespaceCauses(s, t, tm)
-	case s.CRDs[t.Ref.Name] != nil && t.Object.GetKind() == "CustomResourceDefinition":
-		causes = crdCauses(s, t, s.CRDs[t.Ref.Name], tm)
-	default:
-		causes = objectCauses(s, t, tm)
+	causes := explainTarget(s, t, tm)
+	if t.Pod != nil {
+		item.Checks = podChecks(t.Pod, tm, podFactsOf(s, t.Pod, tm))
 	}
 	if len(causes) == 0 && tm.overdue > 0 {
 		causes = append(causes, incomplete(t, tm))

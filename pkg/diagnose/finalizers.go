@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
@@ -9,34 +10,39 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
-// finalizerCauses explains metadata.finalizers that still hold an object,
-// with how alive each third-party finalizer's controller looks.
-func finalizerCauses(s *snapshot.Snapshot, finalizers []string, ref report.ObjectRef, tm timing) []report.Cause {
+// pendingFinalizerCauses explains finalizers that still hold an object and
+// that no specific rule explains, with how alive each third-party
+// finalizer's controller looks.
+func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy, tm timing) []report.Cause {
 	if len(finalizers) == 0 {
 		return nil
 	}
+	names := make([]string, 0, len(finalizers))
+	for _, f := range finalizers {
+		names = append(names, f.name)
+	}
 	// Controllers remove their finalizers within seconds of a delete.
 	sev, confidence := settling(report.Warning, tm), 0.7
-	evidence := []string{fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(finalizers, ", "))}
+	evidence := finalizerFields(t)
 	var gone, down, healthy []string
 	for _, f := range finalizers {
-		o := catalog.FinalizerOwner(f)
-		evidence = append(evidence, fmt.Sprintf("finalizer %s: removed by %s; holds while %s", f, o.Owner, o.HoldsWhile))
-		if !catalog.ThirdPartyFinalizer(f) {
+		o := catalog.FinalizerOwner(f.name)
+		evidence = append(evidence, fmt.Sprintf("finalizer %s: removed by %s; holds while %s", f.name, o.Owner, o.HoldsWhile))
+		if !catalog.ThirdPartyFinalizer(f.name) {
 			continue
 		}
-		state, ev := ownerLiveness(s.Controllers, f)
+		state, ev := ownerLiveness(s.Controllers, f.name)
 		evidence = append(evidence, ev...)
 		switch state {
 		case ownerGone:
-			gone = append(gone, f)
+			gone = append(gone, f.name)
 		case ownerDown:
-			down = append(down, f)
+			down = append(down, f.name)
 		case ownerHealthy:
-			healthy = append(healthy, f)
+			healthy = append(healthy, f.name)
 		}
 	}
-	summary := fmt.Sprintf("deletion waits for %d finalizer(s) to be removed: %s", len(finalizers), strings.Join(finalizers, ", "))
+	summary := fmt.Sprintf("deletion waits for %d finalizer(s) to be removed: %s", len(finalizers), strings.Join(names, ", "))
 	switch {
 	case tm.overdue < settleTime:
 	case len(down) > 0:
@@ -49,11 +55,43 @@ func finalizerCauses(s *snapshot.Snapshot, finalizers []string, ref report.Objec
 		confidence = 0.5
 		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it: read its logs for the cleanup it is failing", strings.Join(healthy, ", "))
 	}
-	target := fmt.Sprintf("%s %s%s", strings.ToLower(ref.Resource), ref.Name, nsFlag(ref.Namespace))
-	return []report.Cause{cause(catalog.FinalizerPending, sev, confidence, summary, evidence,
-		step("Find the controller that owns each finalizer and bring it back; it removes the finalizer itself", "", "none"),
-		step("Only if that controller is gone for good: remove the finalizer by hand",
-			fmt.Sprintf("kubectl patch %s --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'", target),
-			"skips the cleanup the finalizer protects (external resources, dependent objects) and leaves it undone"),
-	)}
+	steps := []report.Step{step("Find the controller that owns each finalizer and bring it back; it removes the finalizer itself", "", "none")}
+	for _, f := range finalizers {
+		steps = append(steps, step(fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name),
+			removeCommand(t, f),
+			"skips the cleanup the finalizer protects (external resources, dependent objects) and leaves it undone"))
+	}
+	return []report.Cause{cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)}
+}
+
+// finalizerFields quotes the fields that hold the finalizers.
+func finalizerFields(t *snapshot.Target) []string {
+	var out []string
+	if ns := t.Namespace; ns != nil {
+		out = append(out, specFinalizers(ns))
+	}
+	if fs := t.Object.GetFinalizers(); len(fs) > 0 || t.Namespace == nil {
+		out = append(out, fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(fs, ", ")))
+	}
+	return out
+}
+
+// removeCommand removes one finalizer: from metadata.finalizers with a JSON
+// patch that tests the entry first, from a namespace's spec.finalizers
+// through its finalize subresource.
+func removeCommand(t *snapshot.Target, f heldBy) string {
+	if f.spec {
+		name := t.Ref.Name
+		return fmt.Sprintf(`kubectl get namespace %s -o json | jq '.spec.finalizers -= [%q]' | kubectl replace --raw /api/v1/namespaces/%s/finalize -f -`, name, f.name, name)
+	}
+	return removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name)
+}
+
+// removeFinalizerCommand removes one finalizer with a JSON patch that tests
+// the list first, so a concurrent change makes it fail instead of removing
+// the wrong entry.
+func removeFinalizerCommand(ref report.ObjectRef, finalizers []string, f string) string {
+	i := slices.Index(finalizers, f)
+	return fmt.Sprintf(`kubectl patch %s %s%s --type=json -p '[{"op":"test","path":"/metadata/finalizers/%d","value":"%s"},{"op":"remove","path":"/metadata/finalizers/%d"}]'`,
+		strings.ToLower(ref.Resource), ref.Name, nsFlag(ref.Namespace), i, f, i)
 }

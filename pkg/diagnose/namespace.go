@@ -55,8 +55,11 @@ var namespaceConditions = []struct {
 
 // namespaceCauses reads the namespace controller's conditions, then what the
 // live scan found left in the namespace.
-func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []report.Cause {
 	ns := t.Namespace
+	if ns == nil {
+		return nil // not read: the generic FinalizerPending speaks
+	}
 	causes := append(contentCauses(s, t, tm), contentFailureCauses(s, t, tm)...)
 	if c := namespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure); c == nil || c.Status != corev1.ConditionTrue {
 		// Not (yet) named by the namespace controller, but it will block it all the same.

@@ -79,9 +79,9 @@ func TestNamespaceRules(t *testing.T) {
 			codes: []string{"NamespaceControllerInactive"}, severity: report.Critical, evidence: "no NamespaceDeletion",
 		},
 		{
-			name:  "no condition yet, seconds after the delete: too early to tell",
+			name:  "no condition yet, seconds after the delete: the namespace controller's finalizer, too early to tell",
 			ns:    terminatingNamespace(20 * time.Second),
-			codes: []string{"DiagnosisIncomplete"}, severity: report.Info,
+			codes: []string{"FinalizerPending"}, severity: report.Info, evidence: "finalizer kubernetes: removed by namespace controller",
 		},
 		{
 			name: "content remaining seconds after the delete is progress",

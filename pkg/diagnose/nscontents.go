@@ -87,7 +87,7 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, wher
 		names = append(names, h.Ref.Resource+"/"+h.Ref.Name)
 	}
 	held := c.Held[finalizer][0]
-	fc := finalizerCauses(s, []string{finalizer}, held.Ref, tm)[0]
+	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, tm)[0]
 	fc.Summary = fmt.Sprintf("%d %s are held by finalizer %s (%s): %s", c.Finalizers[finalizer], noun, finalizer, strings.Join(names, ", "), fc.Summary)
 	fc.Evidence = append([]string{fmt.Sprintf("live scan of %s: finalizer %s on %d object(s)", where, finalizer, c.Finalizers[finalizer])}, fc.Evidence[1:]...)
 	fc.BlockedBy = firstItems(examples)

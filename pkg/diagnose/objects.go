@@ -14,57 +14,11 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
-// finalizerRule explains what one finalizer waits for on one object; false
-// when its evidence was not read or shows nothing specific, and the generic
-// FinalizerPending speaks instead.
-type finalizerRule func(s *snapshot.Snapshot, t *snapshot.Target, finalizer string, tm timing) (report.Cause, bool)
-
-// ruleFor returns the rule of a catalogue row (finalizers.yaml), by its name;
-// nil for the rows the generic FinalizerPending explains. (A switch, not a
-// map: the rules nest diagnoses, which would make a map's initialisation circular.)
-func ruleFor(row string) finalizerRule {
-	switch row {
-	case "foregroundDeletion":
-		return foregroundCause
-	case "orphan":
-		return orphanCause
-	case "kubernetes.io/pvc-protection":
-		return claimInUseCause
-	case "kubernetes.io/pv-protection":
-		return volumeBoundCause
-	case "external-attacher/":
-		return detachCause
-	case "service.kubernetes.io/load-balancer-cleanup":
-		return loadBalancerCause
-	}
-	return nil
-}
-
-// objectCauses explains any object other than a pod, namespace or CRD: each
-// finalizer through its rule, the rest as FinalizerPending, and webhooks
-// that refuse the UPDATE that would remove a finalizer.
-func objectCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
-	var causes []report.Cause
-	var generic []string
-	for _, f := range t.Object.GetFinalizers() {
-		row, _ := catalog.LookupFinalizer(f)
-		if rule := ruleFor(row.Name); rule != nil {
-			if c, ok := rule(s, t, f, tm); ok {
-				causes = append(causes, c)
-				continue
-			}
-		}
-		generic = append(generic, f)
-	}
-	causes = append(causes, finalizerCauses(s, generic, t.Ref, tm)...)
-	return append(causes, finalizerUpdateRefusals(s, t, tm)...)
-}
-
 // foregroundCause: the garbage collector deletes the dependents that block
 // their owner's deletion first, and removes foregroundDeletion once they are gone.
-func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
+func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
 	if !t.DependentsRead {
-		return report.Cause{}, false
+		return nil
 	}
 	uid := t.Object.GetUID()
 	var blocking []*snapshot.Target
@@ -77,10 +31,10 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timi
 		}
 	}
 	if len(blocking) == 0 {
-		return cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
+		return []report.Cause{cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
 			"no dependent blocks the deletion any more, yet the garbage collector has not removed foregroundDeletion: it may be blocked (a discovery failure stops it; see the namespace conditions and APIServices)",
 			append(evidence, fmt.Sprintf("live scan: %d dependent(s), none with blockOwnerDeletion", len(t.Dependents))),
-			step("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False", "none: read-only")), true
+			step("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False", "none: read-only"))}
 	}
 	var items []report.Item
 	sev := settling(report.Warning, tm)
@@ -93,21 +47,23 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timi
 	}
 	SortItems(items)
 	summary := fmt.Sprintf("%d dependent(s) with blockOwnerDeletion still exist: %s", len(blocking), nestedSummary(items[0]))
-	return report.Cause{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
+	return []report.Cause{report.Cause{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
 			step("Diagnose the dependents (nested below) and resolve their own blockers; the garbage collector then finishes", "", "none: read-only"),
 			step("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
 				removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "foregroundDeletion"),
 				"the owner disappears while its dependents are still being deleted"),
 		},
-		BlockedBy: firstItems(items)}, true
+		BlockedBy: firstItems(items)}}
 }
 
 // orphanCause: the garbage collector removes the owner's reference from
-// each dependent, then the orphan finalizer.
-func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
-	if !t.DependentsRead {
-		return report.Cause{}, false
+// each dependent, then the orphan finalizer. It is the FinalizerPending
+// rule's one specific case; every other finalizer of that code is explained
+// by the generic FinalizerPending.
+func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+	if f.name != metav1.FinalizerOrphanDependents || !t.DependentsRead {
+		return nil
 	}
 	var names []string
 	for _, d := range t.Dependents {
@@ -117,19 +73,19 @@ func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) 
 	if len(names) == 0 {
 		summary = "every dependent is orphaned, yet the garbage collector has not removed the orphan finalizer: it may be blocked (a discovery failure stops it)"
 	}
-	return cause(catalog.FinalizerPending, settling(report.Warning, tm), 0.6, summary,
+	return []report.Cause{cause(catalog.FinalizerPending, settling(report.Warning, tm), 0.6, summary,
 		[]string{"finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner",
 			fmt.Sprintf("live scan: %d dependent(s) still name %s/%s in ownerReferences", len(names), t.Ref.Kind, t.Ref.Name)},
 		step("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False", "none: read-only"),
 		step("Only if the garbage collector cannot recover: remove the orphan finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "orphan"),
-			"the dependents keep an ownerReference to a deleted owner and may be garbage-collected later instead of orphaned")), true
+			"the dependents keep an ownerReference to a deleted owner and may be garbage-collected later instead of orphaned"))}
 }
 
 // claimInUseCause: the PVC protection controller keeps a claim while a pod,
 // in any phase, references it.
-func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
+func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
 	if !t.ClaimUsersRead || len(t.ClaimUsers) == 0 {
-		return report.Cause{}, false
+		return nil
 	}
 	var evidence []string
 	var items []report.Item
@@ -150,21 +106,21 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timi
 	if len(items) > 0 && items[0].Stuck {
 		summary += "; " + nestedSummary(items[0])
 	}
-	return report.Cause{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
+	return []report.Cause{report.Cause{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
 			step("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", fmt.Sprintf("kubectl get pods -n %s -o wide", t.Ref.Namespace),
 				"the workload loses its storage and stops"),
 			step("Never remove kubernetes.io/pvc-protection while a pod uses the claim", "",
 				"the volume can be deleted under a running pod: data loss"),
 		},
-		BlockedBy: firstItems(items)}, true
+		BlockedBy: firstItems(items)}}
 }
 
 // volumeBoundCause: the PV protection controller keeps a volume while it is Bound.
-func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
+func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
 	pv := t.Volume
 	if pv == nil || pv.Status.Phase != corev1.VolumeBound {
-		return report.Cause{}, false
+		return nil
 	}
 	evidence := []string{fmt.Sprintf("status.phase: %s", pv.Status.Phase), fmt.Sprintf("spec.persistentVolumeReclaimPolicy: %s", pv.Spec.PersistentVolumeReclaimPolicy)}
 	claim := "an unknown claim"
@@ -175,19 +131,19 @@ func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm tim
 		step1 = step("Delete the claim first (and the pods using it); the volume is released, then deleted", fmt.Sprintf("kubectl delete pvc %s -n %s", ref.Name, ref.Namespace),
 			"with reclaimPolicy Delete, the volume's data is deleted with it")
 	}
-	return cause(catalog.PVBound, settling(report.Warning, tm), 0.9,
+	return []report.Cause{cause(catalog.PVBound, settling(report.Warning, tm), 0.9,
 		fmt.Sprintf("the volume is still Bound to %s: the PV protection controller keeps it until the claim releases it", claim), evidence,
 		step1,
-		step("Never remove kubernetes.io/pv-protection from a Bound volume", "", "the claim is left pointing at a deleted volume; its pods fail to mount")), true
+		step("Never remove kubernetes.io/pv-protection from a Bound volume", "", "the claim is left pointing at a deleted volume; its pods fail to mount"))}
 }
 
 // detachCause: the CSI external-attacher keeps a volume (or its
 // VolumeAttachment) until it is detached from the node.
-func detachCause(s *snapshot.Snapshot, t *snapshot.Target, finalizer string, tm timing) (report.Cause, bool) {
+func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
 	if len(t.Attachments) == 0 {
-		return report.Cause{}, false
+		return nil
 	}
-	owner := catalog.FinalizerOwner(finalizer).Owner
+	owner := catalog.FinalizerOwner(f.name).Owner
 	var evidence, failed []string
 	attached := 0
 	for _, va := range t.Attachments {
@@ -203,27 +159,27 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, finalizer string, tm 
 	}
 	va := t.Attachments[0]
 	check := step("Read the attachment and the attacher's logs", fmt.Sprintf("kubectl get volumeattachment %s -o yaml", va.Name), "none: read-only")
-	force := step("Only once the disk is detached at the backend: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), finalizer),
+	force := step("Only once the disk is detached at the backend: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name),
 		"if the disk is still attached, a new attachment elsewhere fails, or two nodes write to it (corruption)")
 	if len(failed) > 0 {
-		return cause(catalog.VolumeDetachFailed, settling(report.Critical, tm), 0.9,
+		return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Critical, tm), 0.9,
 			"detach failed: "+strings.Join(failed, "; "), evidence, check,
 			step("Fix what the error names: the "+owner+" (the CSI controller), its credentials, or the disk at the storage backend", "", "none"),
-			force), true
+			force)}
 	}
 	if attached == 0 {
-		return report.Cause{}, false
+		return nil
 	}
-	return cause(catalog.VolumeDetachFailed, settling(report.Warning, tm), 0.5,
+	return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("the volume is still attached (%d attachment(s)) and no detach error is reported: the %s may not be running", attached, owner), evidence, check,
-		step("Check that the CSI controller (external-attacher sidecar) runs", "", "none: read-only"), force), true
+		step("Check that the CSI controller (external-attacher sidecar) runs", "", "none: read-only"), force)}
 }
 
 // loadBalancerCause: the cloud service controller deletes the cloud load
 // balancer, then removes its finalizer.
-func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm timing) (report.Cause, bool) {
+func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
 	if t.Service == nil {
-		return report.Cause{}, false
+		return nil
 	}
 	evidence := []string{fmt.Sprintf("spec.type: %s", t.Service.Spec.Type)}
 	for _, in := range t.Service.Status.LoadBalancer.Ingress {
@@ -242,12 +198,12 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, _ string, tm ti
 			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"),
 	}
 	if failure != nil {
-		return cause(catalog.LoadBalancerCleanupPending, settling(report.Critical, tm), 0.9,
-			"the cloud controller fails to delete the load balancer: "+failure.Message, append(evidence, describeEvent(failure, s.Now)), steps...), true
+		return []report.Cause{cause(catalog.LoadBalancerCleanupPending, settling(report.Critical, tm), 0.9,
+			"the cloud controller fails to delete the load balancer: "+failure.Message, append(evidence, describeEvent(failure, s.Now)), steps...)}
 	}
-	return cause(catalog.LoadBalancerCleanupPending, settling(report.Warning, tm), 0.5,
+	return []report.Cause{cause(catalog.LoadBalancerCleanupPending, settling(report.Warning, tm), 0.5,
 		"the cloud load balancer is not deleted yet and no failure is reported: the cloud-controller-manager may not be running",
-		append(evidence, noEventSeen("DeleteLoadBalancerFailed")), steps...), true
+		append(evidence, noEventSeen("DeleteLoadBalancerFailed")), steps...)}
 }
 
 // finalizerUpdateRefusals finds webhooks whose service is down that match
@@ -324,13 +280,4 @@ func podNames(ts []*snapshot.Target) string {
 		names = append(names, t.Ref.Name)
 	}
 	return strings.Join(names, ", ")
-}
-
-// removeFinalizerCommand removes one finalizer with a JSON patch that tests
-// the list first, so a concurrent change makes it fail instead of removing
-// the wrong entry.
-func removeFinalizerCommand(ref report.ObjectRef, finalizers []string, f string) string {
-	i := slices.Index(finalizers, f)
-	return fmt.Sprintf(`kubectl patch %s %s%s --type=json -p '[{"op":"test","path":"/metadata/finalizers/%d","value":"%s"},{"op":"remove","path":"/metadata/finalizers/%d"}]'`,
-		strings.ToLower(ref.Resource), ref.Name, nsFlag(ref.Namespace), i, f, i)
 }

@@ -14,9 +14,8 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
-// podCauses mirrors the kubelet's gate before it removes a pod and explains
-// what holds it.
-func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause, []report.Check) {
+// podFactsOf gathers what the snapshot says about one pod's shutdown.
+func podFactsOf(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) podFacts {
 	f := podFacts{
 		node:       nodeHealthOf(s, pod.Spec.NodeName),
 		containers: containersOf(pod),
@@ -25,6 +24,14 @@ func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause
 	}
 	f.volumes, f.volumesKnown = podVolumesOf(s, pod)
 	f.claims, f.claimsKnown = podClaimsOf(s, pod)
+	return f
+}
+
+// podRuleCauses mirrors the kubelet's gate before it removes a pod and
+// explains what holds it (its finalizers are the generic rule's).
+func podRuleCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+	pod := t.Pod
+	f := podFactsOf(s, pod, tm)
 	var causes []report.Cause
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
@@ -37,8 +44,7 @@ func podCauses(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) ([]report.Cause
 	if f.node.alive() {
 		causes = append(causes, kubeletCauses(pod, tm, f, s.Now)...)
 	}
-	causes = append(causes, finalizerCauses(s, pod.Finalizers, podRef(pod), tm)...)
-	return causes, podChecks(pod, tm, f)
+	return causes
 }
 
 // mirrorPodCauses: a static pod's mirror is removed only by the kubelet that
@@ -117,7 +123,7 @@ func stateCCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 // finalDeleteRefusals finds the admission webhooks and policies that refuse,
 // or may refuse, the kubelet's final DELETE of a pod in state C.
 func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []refusal {
-	if !s.Admission.Read || !isTerminalPhase(pod.Status.Phase) || tm.grace <= 0 {
+	if !s.Admission.Read || !awaitsFinalDelete(pod) {
 		return nil
 	}
 	var nsLabels map[string]string

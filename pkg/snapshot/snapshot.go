@@ -192,22 +192,31 @@ type Contents struct {
 	Skipped []report.Skip
 }
 
-// AllTargets returns the targets and the objects nested in them (a
-// namespace's leftover pods, a namespace's or CRD's held examples, an
-// owner's dependents, a claim's pods), each once.
+// AllTargets returns the targets and the objects nested in them, at any
+// depth (a namespace's leftover pods, a namespace's or CRD's held examples,
+// an owner's dependents and theirs, a claim's pods), each once.
 func (s *Snapshot) AllTargets() []*Target {
 	var out []*Target
-	for _, t := range s.Targets {
-		out = append(out, t)
-		if c := t.Contents; c != nil {
-			out = append(out, c.Pods...)
-			for _, held := range c.Held {
-				out = append(out, held...)
+	seen := map[*Target]bool{}
+	var walk func(ts []*Target)
+	walk = func(ts []*Target) {
+		for _, t := range ts {
+			if seen[t] {
+				continue
 			}
+			seen[t] = true
+			out = append(out, t)
+			if c := t.Contents; c != nil {
+				walk(c.Pods)
+				for _, held := range c.Held {
+					walk(held)
+				}
+			}
+			walk(t.Dependents)
+			walk(t.ClaimUsers)
 		}
-		out = append(out, t.Dependents...)
-		out = append(out, t.ClaimUsers...)
 	}
+	walk(s.Targets)
 	return out
 }
 

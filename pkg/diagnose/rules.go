@@ -1,0 +1,252 @@
+package diagnose
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// Evidence is a set of reads a rule needs beyond the target itself. The
+// collector reads, for each target, exactly what Needs returns, so that the
+// predicates deciding what to read live with the rules that use them.
+type Evidence uint32
+
+const (
+	// NodeEvidence: the pod's Node and its kube-node-lease Lease.
+	NodeEvidence Evidence = 1 << iota
+	// EventEvidence: the events whose involvedObject is the target.
+	EventEvidence
+	// AdmissionEvidence: webhooks, admission policies, their services'
+	// endpoints and the target's namespace (for namespaceSelectors).
+	AdmissionEvidence
+	// VolumeEvidence: the pod's claims, their volumes, the CSI drivers and
+	// the node's CSINode and VolumeAttachments.
+	VolumeEvidence
+	// ResourceClaimEvidence: the pod's DRA ResourceClaims and its node's ResourceSlices.
+	ResourceClaimEvidence
+	// OwnerEvidence: the workloads and CRD groups that could own a
+	// third-party finalizer.
+	OwnerEvidence
+	// DependentEvidence: the objects whose ownerReferences name the target.
+	DependentEvidence
+	// ClaimUserEvidence: the pods that reference a PersistentVolumeClaim.
+	ClaimUserEvidence
+	// AttachmentEvidence: the VolumeAttachments of a PersistentVolume.
+	AttachmentEvidence
+	// ContentEvidence: a live scan of what a namespace still holds.
+	ContentEvidence
+	// InstanceEvidence: a live scan of a CRD's instances.
+	InstanceEvidence
+	// CRDEvidence: the CustomResourceDefinitions (conversion webhooks).
+	CRDEvidence
+	// APIServiceEvidence: the aggregated APIServices (discovery failures).
+	APIServiceEvidence
+)
+
+// Has reports whether e includes every read of x.
+func (e Evidence) Has(x Evidence) bool { return e&x == x }
+
+// rule explains one mechanism that can hold a deletion: whom it applies to,
+// what it must read, and a pure function from the snapshot to causes.
+type rule struct {
+	name    string
+	applies func(t *snapshot.Target) bool
+	needs   func(t *snapshot.Target) Evidence
+	explain func(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause
+}
+
+// rules are the registry, in the order their causes are gathered (the
+// ranking orders them afterwards). Generic rules apply to every target
+// whatever its kind: its own finalizers (each explained by the rule its
+// catalogue row's code names, the namespace controller and CRD cleanup
+// among them) and admission on the write that would remove one. The pod
+// reclaim checklist is the one rule chosen by kind. DiagnosisIncomplete is
+// the answer when none of them explains an overdue object.
+var rules []rule
+
+func init() {
+	rules = []rule{
+		{name: "pod reclaim", applies: isPod, needs: podNeeds, explain: podRuleCauses},
+		{name: "finalizers", applies: hasFinalizers, needs: finalizerNeeds, explain: ownFinalizerCauses},
+		{name: "finalizer removal admission", applies: hasMetadataFinalizers, needs: func(*snapshot.Target) Evidence { return AdmissionEvidence },
+			explain: finalizerUpdateRefusals},
+	}
+}
+
+// Needs returns what the rules that apply to t must read beyond t itself.
+func Needs(t *snapshot.Target) Evidence {
+	var e Evidence
+	for _, r := range rules {
+		if r.applies(t) {
+			e |= r.needs(t)
+		}
+	}
+	return e
+}
+
+// explainTarget gathers every applicable rule's causes.
+func explainTarget(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+	var causes []report.Cause
+	for _, r := range rules {
+		if r.applies(t) {
+			causes = append(causes, r.explain(s, t, tm)...)
+		}
+	}
+	return causes
+}
+
+func isPod(t *snapshot.Target) bool { return t.Pod != nil }
+
+func hasMetadataFinalizers(t *snapshot.Target) bool { return len(t.Object.GetFinalizers()) > 0 }
+
+func hasFinalizers(t *snapshot.Target) bool { return len(finalizersOf(t)) > 0 }
+
+// heldBy is one finalizer of a target and where it is written: every object
+// has metadata.finalizers; a Namespace also has spec.finalizers, which only
+// the namespace's /finalize subresource changes.
+type heldBy struct {
+	name string
+	spec bool // in a Namespace's spec.finalizers
+}
+
+// finalizersOf lists every finalizer that holds t.
+func finalizersOf(t *snapshot.Target) []heldBy {
+	var out []heldBy
+	if ns := t.Namespace; ns != nil {
+		for _, f := range ns.Spec.Finalizers {
+			out = append(out, heldBy{name: string(f), spec: true})
+		}
+	}
+	for _, f := range t.Object.GetFinalizers() {
+		out = append(out, heldBy{name: f})
+	}
+	return out
+}
+
+// finalizerRule explains what one finalizer waits for on one object. It
+// returns nothing when its evidence was not read or shows nothing specific:
+// the generic FinalizerPending then speaks for that finalizer.
+type finalizerRule struct {
+	needs   func(t *snapshot.Target, f heldBy) Evidence
+	explain func(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause
+}
+
+// finalizerRules picks a finalizer's rule by the code of its catalogue row
+// (finalizers.yaml): adding a finalizer the project knows is a row, and a
+// rule here only when its code is new. Filled in init: the rules nest
+// diagnoses, which would make the table's initialisation circular.
+var finalizerRules map[catalog.Code]finalizerRule
+
+func init() {
+	finalizerRules = map[catalog.Code]finalizerRule{
+		catalog.NamespaceContentRemaining:  {needs: namespaceNeeds, explain: namespaceCauses},
+		catalog.CRDInstancesRemaining:      {needs: evidence(InstanceEvidence | CRDEvidence), explain: crdCauses},
+		catalog.ForegroundDeletionBlocked:  {needs: evidence(DependentEvidence), explain: foregroundCause},
+		catalog.PVCInUse:                   {needs: evidence(ClaimUserEvidence), explain: claimInUseCause},
+		catalog.PVBound:                    {needs: evidence(0), explain: volumeBoundCause},
+		catalog.VolumeDetachFailed:         {needs: evidence(AttachmentEvidence), explain: detachCause},
+		catalog.LoadBalancerCleanupPending: {needs: evidence(EventEvidence), explain: loadBalancerCause},
+		catalog.FinalizerPending:           {needs: pendingNeeds, explain: orphanCause},
+		// Kubernetes' own finalizers the generic FinalizerPending explains.
+	}
+}
+
+func evidence(e Evidence) func(*snapshot.Target, heldBy) Evidence {
+	return func(*snapshot.Target, heldBy) Evidence { return e }
+}
+
+// ruleOf returns the rule the catalogue's code column names for a finalizer.
+func ruleOf(f string) (finalizerRule, bool) {
+	row, _ := catalog.LookupFinalizer(f)
+	r, ok := finalizerRules[row.Code]
+	return r, ok
+}
+
+func finalizerNeeds(t *snapshot.Target) Evidence {
+	var e Evidence
+	for _, f := range finalizersOf(t) {
+		if r, ok := ruleOf(f.name); ok {
+			e |= r.needs(t, f)
+		}
+	}
+	return e
+}
+
+// pendingNeeds: owner liveness for a third-party finalizer; the dependents
+// for the garbage collector's orphan finalizer.
+func pendingNeeds(_ *snapshot.Target, f heldBy) Evidence {
+	switch {
+	case catalog.ThirdPartyFinalizer(f.name):
+		return OwnerEvidence
+	case f.name == metav1.FinalizerOrphanDependents:
+		return DependentEvidence
+	}
+	return 0
+}
+
+// ownFinalizerCauses explains each finalizer that holds t through its rule;
+// those no rule explains make one FinalizerPending with owner liveness.
+func ownFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+	var causes []report.Cause
+	var generic []heldBy
+	for _, f := range finalizersOf(t) {
+		if r, ok := ruleOf(f.name); ok {
+			if c := r.explain(s, t, f, tm); len(c) > 0 {
+				causes = append(causes, c...)
+				continue
+			}
+		}
+		generic = append(generic, f)
+	}
+	return append(causes, pendingFinalizerCauses(s, t, generic, tm)...)
+}
+
+// podNeeds: the kubelet's node always; its events; and, by the step the
+// kubelet is at, the claims it must unprepare (containers stopped, no
+// terminal phase yet) or the volumes it must unmount and the admission its
+// final DELETE must pass (state C).
+func podNeeds(t *snapshot.Target) Evidence {
+	pod := t.Pod
+	e := EventEvidence
+	if pod.Spec.NodeName != "" {
+		e |= NodeEvidence
+	}
+	if len(pod.Spec.ResourceClaims) > 0 && !isTerminalPhase(pod.Status.Phase) {
+		e |= ResourceClaimEvidence
+	}
+	if awaitsFinalDelete(pod) {
+		e |= VolumeEvidence | AdmissionEvidence
+	}
+	return e
+}
+
+// awaitsFinalDelete is state C: the kubelet wrote a terminal phase but has
+// not sent its grace-0 DELETE; it waits on volumes and the cgroup, or
+// admission refuses that DELETE.
+func awaitsFinalDelete(pod *corev1.Pod) bool {
+	g := pod.DeletionGracePeriodSeconds
+	return isTerminalPhase(pod.Status.Phase) && g != nil && *g > 0
+}
+
+// contentFailed reports a namespace whose controller failed to delete content.
+func contentFailed(ns *corev1.Namespace) bool {
+	return slices.ContainsFunc(ns.Status.Conditions, func(c corev1.NamespaceCondition) bool {
+		return c.Type == corev1.NamespaceDeletionContentFailure && c.Status == corev1.ConditionTrue
+	})
+}
+
+// namespaceNeeds: the live scan and the APIServices always (an unavailable
+// one blocks every namespace); the CRDs (conversion webhooks) and admission
+// (webhooks refusing the controller's DELETEs) once content deletion failed.
+func namespaceNeeds(t *snapshot.Target, _ heldBy) Evidence {
+	e := ContentEvidence | APIServiceEvidence
+	if t.Namespace != nil && contentFailed(t.Namespace) {
+		e |= CRDEvidence | AdmissionEvidence
+	}
+	return e
+}

@@ -1,0 +1,97 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// Every catalogue row's code picks a finalizer rule; only FinalizerPending
+// rows may have no specific one (the generic FinalizerPending speaks).
+func TestFinalizerRulesFollowTheCatalogue(t *testing.T) {
+	for _, row := range catalog.Finalizers() {
+		if _, ok := catalog.Lookup(row.Code); !ok {
+			t.Errorf("row %s: code %s is not catalogued", row.Name, row.Code)
+		}
+		if _, ok := finalizerRules[row.Code]; !ok {
+			t.Errorf("row %s: no rule for code %s", row.Name, row.Code)
+		}
+	}
+	// A third-party finalizer needs its owner's liveness, foregroundDeletion its dependents.
+	third := heldObject("ConfigMap", "configmaps", "x", time.Minute, "acme.io/keep")
+	if !Needs(third).Has(OwnerEvidence | AdmissionEvidence) {
+		t.Errorf("third-party finalizer: needs %b", Needs(third))
+	}
+	fg := heldObject("ConfigMap", "configmaps", "y", time.Minute, "foregroundDeletion")
+	if e := Needs(fg); !e.Has(DependentEvidence) || e.Has(OwnerEvidence) {
+		t.Errorf("foregroundDeletion: needs %b", e)
+	}
+	if e := Needs(heldObject("ConfigMap", "configmaps", "z", time.Minute)); e != 0 {
+		t.Errorf("no finalizer: needs %b", e)
+	}
+}
+
+// Class a: an object held only by its own metadata.finalizers is
+// FinalizerPending whatever its kind — a Namespace whose spec.finalizers the
+// namespace controller has already emptied included.
+func TestOwnFinalizersHoldEveryKind(t *testing.T) {
+	finished := func(ns *corev1.Namespace) *corev1.Namespace {
+		ns.Spec.Finalizers = nil // the namespace controller is done: content gone
+		ns.Finalizers = []string{"platform.acme.io/cleanup"}
+		return ns
+	}
+	pod := stopped(terminatingPod(10*time.Minute, 0), corev1.PodSucceeded)
+	pod.Finalizers = []string{"acme.io/drain"}
+	cases := []struct {
+		name   string
+		target *snapshot.Target
+		code   string
+		text   string
+	}{
+		{"namespace, content gone, conditions False", namespaceTarget(finished(terminatingNamespace(10*time.Minute, allConditions()...))),
+			"FinalizerPending", "platform.acme.io/cleanup"},
+		{"pod after the kubelet's final delete", target(pod, "pods", func(t *snapshot.Target) { t.Pod = pod }), "FinalizerPending", "acme.io/drain"},
+		{"custom resource", heldObject("Widget", "widgets.example.com", "w", 10*time.Minute, "acme.io/keep"), "FinalizerPending", "acme.io/keep"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapOf(tc.target)
+			s.Nodes["node-1"], s.Leases["node-1"] = node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second)
+			it := Diagnose(s).Items[0]
+			top := it.Causes[0]
+			if top.Code != tc.code || top.Severity != report.Critical || !strings.Contains(top.Summary, tc.text) || !it.Stuck {
+				t.Fatalf("top = %s %s %q stuck %t; want %s critical naming %s", top.Code, top.Severity, top.Summary, it.Stuck, tc.code, tc.text)
+			}
+			if !strings.Contains(top.Remediation[len(top.Remediation)-1].Command, `"op":"test"`) {
+				t.Errorf("the removal must test the one finalizer first: %q", top.Remediation[len(top.Remediation)-1].Command)
+			}
+		})
+	}
+}
+
+// A namespace's own spec.finalizers entry other than the namespace
+// controller's is removed through the finalize subresource.
+func TestNamespaceSpecFinalizerOfAnotherController(t *testing.T) {
+	ns := terminatingNamespace(10*time.Minute, allConditions()...)
+	ns.Spec.Finalizers = []corev1.FinalizerName{"openshift.io/origin"}
+	s := snap(ns)
+	s.Controllers = snapshot.Controllers{Read: true}
+	it := Diagnose(s).Items[0]
+	top := it.Causes[0]
+	if top.Code != "FinalizerPending" || !strings.Contains(top.Summary, "openshift.io/origin") {
+		t.Fatalf("top = %s %q", top.Code, top.Summary)
+	}
+	if cmd := top.Remediation[len(top.Remediation)-1].Command; !strings.Contains(cmd, "/finalize") || !strings.Contains(cmd, `-= ["openshift.io/origin"]`) {
+		t.Errorf("command: %q", cmd)
+	}
+}
+
+func namespaceTarget(ns *corev1.Namespace) *snapshot.Target {
+	return target(ns, "namespaces", func(t *snapshot.Target) { t.Namespace = ns })
+}
