@@ -161,10 +161,7 @@ func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 // usesClaim reports whether a pod references the claim, directly or as the
 // claim generated for one of its ephemeral volumes.
 func usesClaim(p *corev1.Pod, claim string) bool {
-	return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
-		return (v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim) ||
-			(v.Ephemeral != nil && p.Name+"-"+v.Name == claim)
-	})
+	return slices.Contains(claimNames(p), claim)
 }
 
 // podTarget makes a nested target of a pod read in full.

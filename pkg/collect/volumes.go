@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,15 +28,12 @@ func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
 	nodes := map[string]bool{}
 	for _, p := range pods {
 		nodes[p.Spec.NodeName] = true
-		for _, vol := range p.Spec.Volumes {
-			if vol.PersistentVolumeClaim == nil {
-				continue
-			}
-			key := p.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName
+		for _, claim := range claimNames(p) {
+			key := p.Namespace + "/" + claim
 			if _, done := v.Claims[key]; done {
 				continue
 			}
-			pvc, err := core.PersistentVolumeClaims(p.Namespace).Get(ctx, vol.PersistentVolumeClaim.ClaimName, metav1.GetOptions{})
+			pvc, err := core.PersistentVolumeClaims(p.Namespace).Get(ctx, claim, metav1.GetOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				c.Skip(skipOf("persistentvolumeclaims/"+key, err))
 				continue
@@ -69,6 +67,14 @@ func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		v.CSINodes[node] = csiNode // nil: the node has no CSINode
 	}
+	if drivers, err := storage.CSIDrivers().List(ctx, metav1.ListOptions{}); err != nil {
+		c.Skip(skipOf("list csidrivers", err))
+	} else {
+		v.CSIDrivers = map[string]*storagev1.CSIDriver{}
+		for i := range drivers.Items {
+			v.CSIDrivers[drivers.Items[i].Name] = &drivers.Items[i]
+		}
+	}
 	vas, err := storage.VolumeAttachments().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		c.Skip(skipOf("list volumeattachments", err))
@@ -79,4 +85,15 @@ func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
 			v.Attachments = append(v.Attachments, va)
 		}
 	}
+}
+
+// claimNames lists the claims a pod mounts.
+func claimNames(p *corev1.Pod) []string {
+	var out []string
+	for _, vol := range p.Spec.Volumes {
+		if claim := snapshot.VolumeClaim(p, vol); claim != "" {
+			out = append(out, claim)
+		}
+	}
+	return out
 }

@@ -46,8 +46,13 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		}
 	}
 	SortItems(items)
+	chain, root := chainOf(items[0])
 	summary := fmt.Sprintf("%d dependent(s) with blockOwnerDeletion still exist: %s", len(blocking), nestedSummary(items[0]))
-	return []report.Cause{report.Cause{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
+	if len(chain) > 1 {
+		summary = fmt.Sprintf("%d dependent(s) with blockOwnerDeletion still exist: %s waits on %s; %s", len(blocking), chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
+		evidence = append(evidence, fmt.Sprintf("chain of objects waiting in foreground deletion: %s/%s -> %s", strings.ToLower(t.Ref.Kind), t.Ref.Name, strings.Join(chain, " -> ")))
+	}
+	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
 			step("Diagnose the dependents (nested below) and resolve their own blockers; the garbage collector then finishes", "", "none: read-only"),
 			step("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
@@ -250,6 +255,24 @@ func nestedItem(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 	}
 	return report.Item{Object: t.Ref, Causes: []report.Cause{}}
 }
+
+// chainOf follows a nested item's top cause down the blockers it nests in
+// turn (an owner waiting on a dependent that waits on its own), and returns
+// the objects on the way and the deepest one, whose cause is the root.
+func chainOf(it report.Item) ([]string, report.Item) {
+	var chain []string
+	for range maxChain {
+		chain = append(chain, strings.ToLower(it.Object.Kind)+"/"+it.Object.Name)
+		if len(it.Causes) == 0 || len(it.Causes[0].BlockedBy) == 0 {
+			break
+		}
+		it = it.Causes[0].BlockedBy[0]
+	}
+	return chain, it
+}
+
+// maxChain bounds a chain of nested blockers (the collector bounds it too).
+const maxChain = 10
 
 // nestedSummary names a nested object and its top cause.
 func nestedSummary(it report.Item) string {

@@ -147,3 +147,44 @@ func TestOrphan(t *testing.T) {
 		t.Errorf("summary: %q", it.Causes[0].Summary)
 	}
 }
+
+// Class b: foreground deletion followed to the root cause, through a
+// dependent that itself waits in foreground deletion on its own dependents
+// (Deployment -> ReplicaSet -> Pod on a dead node).
+func TestForegroundDeletionChain(t *testing.T) {
+	yes := true
+	owns := func(d *snapshot.Target, kind, name string) {
+		d.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: apitypes.UID("uid-" + name), BlockOwnerDeletion: &yes}})
+	}
+	deploy := heldObject("Deployment", "deployments.apps", "web", 10*time.Minute, "foregroundDeletion")
+	rs := heldObject("ReplicaSet", "replicasets.apps", "web-abc", 10*time.Minute, "foregroundDeletion")
+	owns(rs, "Deployment", "web")
+	pod := terminatingPod(10*time.Minute, 30)
+	pod.Name, pod.UID, pod.Spec.NodeName = "web-abc-1", "uid-web-abc-1", "node-dead"
+	pt := target(pod, "pods", func(t *snapshot.Target) { t.Pod = pod })
+	owns(pt, "ReplicaSet", "web-abc")
+	deploy.Dependents, deploy.DependentsRead = []*snapshot.Target{rs}, true
+	rs.Dependents, rs.DependentsRead = []*snapshot.Target{pt}, true
+
+	s := snapOf(deploy)
+	s.Nodes["node-dead"] = node("node-dead", corev1.ConditionUnknown, "node.kubernetes.io/unreachable")
+	s.Leases["node-dead"] = lease("node-dead", 10*time.Minute)
+	it := Diagnose(s).Items[0]
+	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Critical, "chain of objects waiting in foreground deletion: deployment/web -> replicaset/web-abc -> pod/web-abc-1")
+	top := it.Causes[0]
+	if !strings.Contains(top.Summary, "replicaset/web-abc waits on pod/web-abc-1; pod web-abc-1 is stuck: node node-dead stopped reporting") {
+		t.Errorf("summary: %q", top.Summary)
+	}
+	rsItem := top.BlockedBy[0]
+	if rsItem.Causes[0].Code != "ForegroundDeletionBlocked" || rsItem.Causes[0].BlockedBy[0].Causes[0].Code != "NodeUnreachable" {
+		t.Errorf("nested chain: %v -> %v", codes(rsItem), codes(rsItem.Causes[0].BlockedBy[0]))
+	}
+
+	// The dependents of the ReplicaSet could not be read: the chain stops
+	// there, honestly, with the generic answer for its finalizer.
+	rs.DependentsRead = false
+	it = Diagnose(s).Items[0]
+	if got := it.Causes[0].BlockedBy[0].Causes[0].Code; got != "FinalizerPending" {
+		t.Errorf("unread dependents: nested %s, want FinalizerPending", got)
+	}
+}

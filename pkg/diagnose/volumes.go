@@ -17,45 +17,64 @@ import (
 // node.status.volumesInUse: kubernetes.io/csi/<driver>^<volumeHandle>.
 const csiPluginName = "kubernetes.io/csi"
 
-// podVolume is one persistent volume of a pod, followed to the node.
+// mountState is what the API shows of a volume's unmount. The kubelet lists
+// only attachable volumes in node.status.volumesInUse, so a volume of any
+// other kind (NFS, CephFS, a CSI driver with attachRequired false, an inline
+// CSI volume...) leaves no trace there nor in events: it is invisible.
+type mountState int
+
+const (
+	mountGone      mountState = iota // attachable and no longer in volumesInUse
+	mountInUse                       // listed in volumesInUse
+	mountInvisible                   // its unmount cannot be seen through the API
+)
+
+// podVolume is one volume of a pod that the kubelet must unmount from
+// outside the pod (kubelet-local volumes such as emptyDir are left out).
 type podVolume struct {
-	name, claim, pv, driver string
-	uniqueName              string
-	inUse                   bool  // listed in node.status.volumesInUse
-	registered              *bool // driver in the node's CSINode; nil: not read
-	detachError             string
+	name        string
+	source      string // what it is, with the server, portal or handle
+	driver      string // CSI driver, when it is one
+	uniqueName  string // the volumesInUse entry, when known
+	state       mountState
+	registered  *bool // CSI driver in the node's CSINode; nil: not read
+	detachError string
 }
 
-// podVolumesOf follows the pod's claims to their CSI volumes. It returns
-// false when the chain could not be read (not in state C, or forbidden).
+// podVolumesOf follows each volume of the pod to what the kubelet mounts.
+// It returns false when the chain could not be read (not in state C, or
+// forbidden).
 func podVolumesOf(s *snapshot.Snapshot, pod *corev1.Pod) ([]podVolume, bool) {
 	var out []podVolume
 	node := s.Nodes[pod.Spec.NodeName]
+	var inUse []corev1.UniqueVolumeName
+	if node != nil {
+		inUse = node.Status.VolumesInUse
+	}
 	csiNode, csiNodeRead := s.Volumes.CSINodes[pod.Spec.NodeName]
 	for _, vol := range pod.Spec.Volumes {
-		if vol.PersistentVolumeClaim == nil {
+		claim := snapshot.VolumeClaim(pod, vol)
+		if claim == "" {
+			if v, ok := inlineVolume(vol); ok {
+				out = append(out, v)
+			}
 			continue
 		}
-		key := pod.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName
-		pvc, ok := s.Volumes.Claims[key]
-		if !ok {
+		key := pod.Namespace + "/" + claim
+		pvc, read := s.Volumes.Claims[key]
+		if !read {
 			return nil, false
 		}
-		pv := (*corev1.PersistentVolume)(nil)
+		var pv *corev1.PersistentVolume
 		if pvc != nil {
 			pv = s.Volumes.PersistentVolumes[pvc.Spec.VolumeName]
 		}
-		if pv == nil || pv.Spec.CSI == nil {
-			continue // not bound, or not CSI: the kubelet's in-tree plugins are not followed
+		if pv == nil {
+			continue // not bound: nothing was mounted
 		}
-		v := podVolume{name: vol.Name, claim: key, pv: pv.Name, driver: pv.Spec.CSI.Driver,
-			uniqueName: fmt.Sprintf("%s/%s^%s", csiPluginName, pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)}
-		if node != nil {
-			v.inUse = slices.Contains(node.Status.VolumesInUse, corev1.UniqueVolumeName(v.uniqueName))
-		}
-		if csiNodeRead {
-			registered := csiNode != nil && slices.ContainsFunc(csiNode.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == v.driver })
-			v.registered = &registered
+		v, ok := persistentVolume(vol.Name, key, pv, s.Volumes.CSIDrivers)
+		if !ok {
+			continue
 		}
 		for _, va := range s.Volumes.Attachments {
 			if va.Spec.Source.PersistentVolumeName != nil && *va.Spec.Source.PersistentVolumeName == pv.Name && va.Status.DetachError != nil {
@@ -64,46 +83,285 @@ func podVolumesOf(s *snapshot.Snapshot, pod *corev1.Pod) ([]podVolume, bool) {
 		}
 		out = append(out, v)
 	}
+	for i := range out {
+		v := &out[i]
+		v.state = mountStateOf(inUse, node != nil, *v)
+		if v.driver != "" && csiNodeRead {
+			registered := csiNode != nil && slices.ContainsFunc(csiNode.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == v.driver })
+			v.registered = &registered
+		}
+	}
 	return out, true
 }
 
-// volumeCauses explains CSI volumes the kubelet has not unmounted yet.
+// mountStateOf says whether volumesInUse lists the volume: an attachable CSI
+// volume by its exact unique name; an in-tree attachable disk, whose name
+// the kubelet builds (migrated to CSI or not), by its volume ID at the end
+// of an entry. Not listed proves nothing for the other kinds, nor when the
+// node could not be read.
+func mountStateOf(inUse []corev1.UniqueVolumeName, nodeRead bool, v podVolume) mountState {
+	if !nodeRead {
+		return mountInvisible
+	}
+	for _, u := range inUse {
+		name := string(u)
+		if v.state == mountGone && name == v.uniqueName {
+			return mountInUse
+		}
+		if v.state == mountInvisible && v.uniqueName != "" &&
+			(strings.HasSuffix(name, "/"+v.uniqueName) || strings.HasSuffix(name, "^"+v.uniqueName) || strings.HasSuffix(name, ":"+v.uniqueName)) {
+			return mountInUse
+		}
+	}
+	return v.state
+}
+
+// persistentVolume describes a bound PV as the kubelet mounts it; false for
+// the kubelet-local kinds (hostPath, local).
+func persistentVolume(name, claim string, pv *corev1.PersistentVolume, drivers map[string]*storagev1.CSIDriver) (podVolume, bool) {
+	src := pv.Spec.PersistentVolumeSource
+	v := podVolume{name: name}
+	via := fmt.Sprintf("claim %s -> persistentvolume %s", claim, pv.Name)
+	switch {
+	case src.CSI != nil:
+		v.driver = src.CSI.Driver
+		v.source = fmt.Sprintf("%s (CSI driver %s, handle %s)", via, src.CSI.Driver, src.CSI.VolumeHandle)
+		v.uniqueName = fmt.Sprintf("%s/%s^%s", csiPluginName, src.CSI.Driver, src.CSI.VolumeHandle)
+		if attachable, known := csiAttachable(src.CSI.Driver, drivers); !attachable || !known {
+			v.state = mountInvisible
+			v.source += csiNotTracked(attachable, known)
+			v.uniqueName = ""
+		}
+		return v, true
+	case src.HostPath != nil, src.Local != nil:
+		return v, false
+	}
+	n := pvNetworkSource(src)
+	if n.kind == "" {
+		n.kind, n.detail = "in-tree", "a volume type the plugin does not follow"
+	}
+	v.source, v.uniqueName, v.state = fmt.Sprintf("%s (%s: %s)", via, n.kind, n.detail), n.id, mountInvisible
+	return v, true
+}
+
+// csiAttachable: the kubelet tracks a CSI volume in volumesInUse only when
+// its driver requires attach (CSIDriver spec.attachRequired, true when the
+// CSIDriver object is absent). known is false when the drivers were not read.
+func csiAttachable(driver string, drivers map[string]*storagev1.CSIDriver) (attachable, known bool) {
+	if drivers == nil {
+		return false, false
+	}
+	d, ok := drivers[driver]
+	if !ok || d == nil || d.Spec.AttachRequired == nil {
+		return true, true
+	}
+	return *d.Spec.AttachRequired, true
+}
+
+func csiNotTracked(attachable, known bool) string {
+	if !known {
+		return "; its CSIDriver could not be read, so whether volumesInUse tracks it is unknown"
+	}
+	return "; the driver's attachRequired is false, so volumesInUse never lists it"
+}
+
+// inlineVolume describes a volume written in the pod spec; false for the
+// kubelet-local kinds (emptyDir, configMap, secret, projected, downwardAPI,
+// hostPath, image), which it tears down itself.
+func inlineVolume(vol corev1.Volume) (podVolume, bool) {
+	v := podVolume{name: vol.Name, state: mountInvisible}
+	if c := vol.CSI; c != nil {
+		v.driver = c.Driver
+		v.source = fmt.Sprintf("inline CSI ephemeral volume (driver %s; inline volumes are never attached, so volumesInUse never lists them)", c.Driver)
+		return v, true
+	}
+	if f := vol.FlexVolume; f != nil {
+		v.source = fmt.Sprintf("flexVolume (driver %s)", f.Driver)
+		return v, true
+	}
+	n := inlineNetworkSource(vol.VolumeSource)
+	if n.kind == "" {
+		return v, false
+	}
+	v.source, v.uniqueName = fmt.Sprintf("inline %s volume (%s)", n.kind, n.detail), n.id
+	return v, true
+}
+
+// network is the part of an in-tree volume source that names its backend.
+type network struct {
+	kind, detail string
+	id           string // an identifier volumesInUse would contain, for attachable disks
+}
+
+func inlineNetworkSource(src corev1.VolumeSource) network {
+	switch {
+	case src.NFS != nil:
+		return network{"nfs", fmt.Sprintf("server %s, path %s", src.NFS.Server, src.NFS.Path), ""}
+	case src.ISCSI != nil:
+		return network{"iscsi", fmt.Sprintf("portal %s, iqn %s, lun %d", src.ISCSI.TargetPortal, src.ISCSI.IQN, src.ISCSI.Lun), src.ISCSI.IQN}
+	case src.FC != nil:
+		return network{"fc", fmt.Sprintf("wwns %s, lun %s, wwids %s", strings.Join(src.FC.TargetWWNs, ","), lun(src.FC.Lun), strings.Join(src.FC.WWIDs, ",")), firstOf(src.FC.TargetWWNs, src.FC.WWIDs)}
+	case src.CephFS != nil:
+		return network{"cephfs", fmt.Sprintf("monitors %s, path %s", strings.Join(src.CephFS.Monitors, ","), src.CephFS.Path), ""}
+	case src.RBD != nil:
+		return network{"rbd", fmt.Sprintf("monitors %s, pool %s, image %s", strings.Join(src.RBD.CephMonitors, ","), src.RBD.RBDPool, src.RBD.RBDImage), src.RBD.RBDImage}
+	case src.Glusterfs != nil:
+		return network{"glusterfs", fmt.Sprintf("endpoints %s, path %s", src.Glusterfs.EndpointsName, src.Glusterfs.Path), ""}
+	case src.AWSElasticBlockStore != nil:
+		return network{"awsElasticBlockStore", "volume " + src.AWSElasticBlockStore.VolumeID, src.AWSElasticBlockStore.VolumeID}
+	case src.GCEPersistentDisk != nil:
+		return network{"gcePersistentDisk", "disk " + src.GCEPersistentDisk.PDName, src.GCEPersistentDisk.PDName}
+	case src.AzureDisk != nil:
+		return network{"azureDisk", "disk " + src.AzureDisk.DiskName, src.AzureDisk.DiskName}
+	case src.AzureFile != nil:
+		return network{"azureFile", "share " + src.AzureFile.ShareName, ""}
+	case src.Cinder != nil:
+		return network{"cinder", "volume " + src.Cinder.VolumeID, src.Cinder.VolumeID}
+	case src.VsphereVolume != nil:
+		return network{"vsphereVolume", "path " + src.VsphereVolume.VolumePath, src.VsphereVolume.VolumePath}
+	case src.PortworxVolume != nil:
+		return network{"portworxVolume", "volume " + src.PortworxVolume.VolumeID, src.PortworxVolume.VolumeID}
+	case src.Quobyte != nil:
+		return network{"quobyte", fmt.Sprintf("registry %s, volume %s", src.Quobyte.Registry, src.Quobyte.Volume), ""}
+	case src.ScaleIO != nil:
+		return network{"scaleIO", fmt.Sprintf("gateway %s, volume %s", src.ScaleIO.Gateway, src.ScaleIO.VolumeName), ""}
+	case src.StorageOS != nil:
+		return network{"storageos", "volume " + src.StorageOS.VolumeName, ""}
+	case src.PhotonPersistentDisk != nil:
+		return network{"photonPersistentDisk", "disk " + src.PhotonPersistentDisk.PdID, src.PhotonPersistentDisk.PdID}
+	case src.Flocker != nil:
+		return network{"flocker", "dataset " + src.Flocker.DatasetName + src.Flocker.DatasetUUID, ""}
+	}
+	return network{}
+}
+
+func pvNetworkSource(src corev1.PersistentVolumeSource) network {
+	switch {
+	case src.ISCSI != nil:
+		return network{"iscsi", fmt.Sprintf("portal %s, iqn %s, lun %d", src.ISCSI.TargetPortal, src.ISCSI.IQN, src.ISCSI.Lun), src.ISCSI.IQN}
+	case src.CephFS != nil:
+		return network{"cephfs", fmt.Sprintf("monitors %s, path %s", strings.Join(src.CephFS.Monitors, ","), src.CephFS.Path), ""}
+	case src.RBD != nil:
+		return network{"rbd", fmt.Sprintf("monitors %s, pool %s, image %s", strings.Join(src.RBD.CephMonitors, ","), src.RBD.RBDPool, src.RBD.RBDImage), src.RBD.RBDImage}
+	case src.Glusterfs != nil:
+		return network{"glusterfs", fmt.Sprintf("endpoints %s, path %s", src.Glusterfs.EndpointsName, src.Glusterfs.Path), ""}
+	case src.Cinder != nil:
+		return network{"cinder", "volume " + src.Cinder.VolumeID, src.Cinder.VolumeID}
+	case src.AzureFile != nil:
+		return network{"azureFile", "share " + src.AzureFile.ShareName, ""}
+	case src.FlexVolume != nil:
+		return network{"flexVolume", "driver " + src.FlexVolume.Driver, ""}
+	case src.ScaleIO != nil:
+		return network{"scaleIO", fmt.Sprintf("gateway %s, volume %s", src.ScaleIO.Gateway, src.ScaleIO.VolumeName), ""}
+	case src.StorageOS != nil:
+		return network{"storageos", "volume " + src.StorageOS.VolumeName, ""}
+	}
+	// The rest share their inline form.
+	return inlineNetworkSource(corev1.VolumeSource{NFS: src.NFS, FC: src.FC, AWSElasticBlockStore: src.AWSElasticBlockStore,
+		GCEPersistentDisk: src.GCEPersistentDisk, AzureDisk: src.AzureDisk, VsphereVolume: src.VsphereVolume,
+		PortworxVolume: src.PortworxVolume, Quobyte: src.Quobyte, PhotonPersistentDisk: src.PhotonPersistentDisk, Flocker: src.Flocker})
+}
+
+func lun(l *int32) string {
+	if l == nil {
+		return "-"
+	}
+	return fmt.Sprint(*l)
+}
+
+func firstOf(lists ...[]string) string {
+	for _, l := range lists {
+		if len(l) > 0 {
+			return l[0]
+		}
+	}
+	return ""
+}
+
+// volumeCauses explains volumes the kubelet has not unmounted yet: those
+// volumesInUse still lists, then, when none is, those whose unmount the API
+// cannot show.
 func volumeCauses(pod *corev1.Pod, vols []podVolume, tm timing) []report.Cause {
 	var causes []report.Cause
+	var invisible []podVolume
 	for _, v := range vols {
-		if !v.inUse {
-			continue
+		switch v.state {
+		case mountInUse:
+			causes = append(causes, mountedCause(pod, v, tm))
+		case mountInvisible:
+			invisible = append(invisible, v)
 		}
-		evidence := []string{
-			fmt.Sprintf("spec.volumes[%s]: claim %s -> persistentvolume %s (CSI driver %s)", v.name, v.claim, v.pv, v.driver),
-			fmt.Sprintf("node %s: status.volumesInUse lists %s", pod.Spec.NodeName, v.uniqueName),
-		}
-		sev, confidence := settling(report.Warning, tm), 0.45
-		summary := fmt.Sprintf("volume %s (%s) is still mounted on %s: the kubelet removes the pod only after unmounting it", v.name, v.pv, pod.Spec.NodeName)
-		if v.registered != nil && !*v.registered {
-			sev, confidence = report.Critical, 0.8
-			summary = fmt.Sprintf("CSI driver %s is not registered on %s (its node plugin is not running), so the kubelet cannot unmount volume %s", v.driver, pod.Spec.NodeName, v.name)
-			evidence = append(evidence, fmt.Sprintf("csinode %s: spec.drivers does not list %s", pod.Spec.NodeName, v.driver))
-		}
-		if v.detachError != "" {
-			evidence = append(evidence, fmt.Sprintf("volumeattachment of %s: status.detachError: %s", v.pv, v.detachError))
-		}
-		evidence = append(evidence, "status.volumesInUse is per node: another pod on the node using the same volume keeps it listed")
-		causes = append(causes, cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
-			step("Check the CSI driver's node plugin on the node", fmt.Sprintf("kubectl get csinode %s -o yaml; kubectl get pods -A -o wide --field-selector spec.nodeName=%s | grep -i csi", pod.Spec.NodeName, pod.Spec.NodeName), "none: read-only"),
-			step("Restore the CSI node plugin (its DaemonSet pod on that node); the kubelet then unmounts and removes the pod", "", "none"),
-			forceDelete(pod, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places")))
 	}
-	return causes
+	if len(causes) > 0 || len(invisible) == 0 {
+		return causes
+	}
+	return []report.Cause{invisibleVolumesCause(pod, invisible, tm)}
+}
+
+func mountedCause(pod *corev1.Pod, v podVolume, tm timing) report.Cause {
+	evidence := []string{
+		fmt.Sprintf("spec.volumes[%s]: %s", v.name, v.source),
+		fmt.Sprintf("node %s: status.volumesInUse lists %s", pod.Spec.NodeName, v.uniqueName),
+	}
+	sev, confidence := settling(report.Warning, tm), 0.45
+	summary := fmt.Sprintf("volume %s is still mounted on %s: the kubelet removes the pod only after unmounting it", v.name, pod.Spec.NodeName)
+	if v.registered != nil && !*v.registered {
+		sev, confidence = report.Critical, 0.8
+		summary = fmt.Sprintf("CSI driver %s is not registered on %s (its node plugin is not running), so the kubelet cannot unmount volume %s", v.driver, pod.Spec.NodeName, v.name)
+		evidence = append(evidence, fmt.Sprintf("csinode %s: spec.drivers does not list %s", pod.Spec.NodeName, v.driver))
+	}
+	if v.detachError != "" {
+		evidence = append(evidence, fmt.Sprintf("volumeattachment of %s: status.detachError: %s", v.name, v.detachError))
+	}
+	evidence = append(evidence, "status.volumesInUse is per node: another pod on the node using the same volume keeps it listed")
+	if v.driver == "" {
+		return cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
+			step("Look for the volume's mount and the kubelet's unmount errors on the node", fmt.Sprintf("findmnt -l | grep %s; journalctl -u kubelet | grep %s | grep -i unmount", pod.UID, pod.UID), "none: read-only"),
+			step("Restore the node's path to the storage backend; the kubelet retries the unmount", "", "none"),
+			forceDelete(pod, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
+	}
+	return cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
+		step("Check the CSI driver's node plugin on the node", fmt.Sprintf("kubectl get csinode %s -o yaml; kubectl get pods -A -o wide --field-selector spec.nodeName=%s | grep -i csi", pod.Spec.NodeName, pod.Spec.NodeName), "none: read-only"),
+		step("Restore the CSI node plugin (its DaemonSet pod on that node); the kubelet then unmounts and removes the pod", "", "none"),
+		forceDelete(pod, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
+}
+
+// invisibleVolumesCause: everything the API shows is done, and the pod has
+// volumes whose unmount leaves no trace in it (an NFS server gone hangs the
+// unmount for ever, with no event). The likeliest wait, not a certainty.
+func invisibleVolumesCause(pod *corev1.Pod, vols []podVolume, tm timing) report.Cause {
+	var names, evidence []string
+	for _, v := range vols {
+		names = append(names, fmt.Sprintf("%s (%s)", v.name, v.source))
+		evidence = append(evidence, fmt.Sprintf("spec.volumes[%s]: %s", v.name, v.source))
+		if v.registered != nil && !*v.registered {
+			evidence = append(evidence, fmt.Sprintf("csinode %s: spec.drivers does not list %s: its node plugin cannot unmount", pod.Spec.NodeName, v.driver))
+		}
+	}
+	evidence = append(evidence,
+		fmt.Sprintf("status.phase: %s and metadata.deletionGracePeriodSeconds: %d: the kubelet stopped the containers but has not sent its final DELETE", pod.Status.Phase, tm.grace),
+		"node.status.volumesInUse lists only attachable volumes and unmount failures raise no event: these volumes' unmount is not visible through the API")
+	return cause(catalog.VolumeTeardownPending, settling(report.Warning, tm), 0.5,
+		fmt.Sprintf("the kubelet has not finished tearing down the pod, and its unmount of %s cannot be seen through the API: a network volume whose server is unreachable hangs the unmount with no event", strings.Join(names, ", ")),
+		evidence,
+		step("Look for the pod's mounts and hung unmounts on the node", fmt.Sprintf("findmnt -l | grep %s; journalctl -u kubelet | grep %s | grep -i unmount", pod.UID, pod.UID), "none: read-only"),
+		step("Restore the storage backend or the node's path to it (server, portal, monitors, the CSI node plugin); the kubelet retries the unmount", "", "none"),
+		forceDelete(pod, "the mount stays on the node (a hung NFS mount keeps processes in D state); a ReadWriteOnce volume may then be used from two nodes"))
 }
 
 // volumesCheck is the "volumes unmounted" line of the checklist.
 func volumesCheck(pod *corev1.Pod, vols []podVolume, known bool) report.Check {
 	ch := report.Check{Name: "volumes unmounted"}
-	var mounted []string
+	var mounted, invisible []string
+	tracked := 0
 	for _, v := range vols {
-		if v.inUse {
+		switch v.state {
+		case mountInUse:
 			mounted = append(mounted, v.name+" ("+v.uniqueName+")")
+		case mountInvisible:
+			invisible = append(invisible, v.name+": "+v.source)
+		default:
+			tracked++
 		}
 	}
 	switch {
@@ -111,10 +369,12 @@ func volumesCheck(pod *corev1.Pod, vols []podVolume, known bool) report.Check {
 		ch.Status, ch.Detail = report.Unknown, "checked once the kubelet has stopped the containers"
 	case len(mounted) > 0:
 		ch.Status, ch.Detail = report.Fail, "in node.status.volumesInUse: "+strings.Join(mounted, ", ")
+	case len(invisible) > 0:
+		ch.Status, ch.Detail = report.Unknown, "not visible through the API (volumesInUse lists only attachable volumes): "+strings.Join(invisible, "; ")
 	case len(vols) == 0:
-		ch.Status, ch.Detail = report.Pass, "no CSI persistent volume"
+		ch.Status, ch.Detail = report.Pass, "no volume mounted from outside the node (only kubelet-local volumes such as emptyDir, configMap, secret)"
 	default:
-		ch.Status, ch.Detail = report.Pass, fmt.Sprintf("none of %d CSI volume(s) in node %s's status.volumesInUse", len(vols), pod.Spec.NodeName)
+		ch.Status, ch.Detail = report.Pass, fmt.Sprintf("none of %d attachable volume(s) in node %s's status.volumesInUse", tracked, pod.Spec.NodeName)
 	}
 	return ch
 }

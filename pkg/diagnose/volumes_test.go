@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,7 @@ func stateCWithVolume(inUse, registered bool) *snapshot.Snapshot {
 		csi.Spec.Drivers = []storagev1.CSINodeDriver{{Name: "ebs.csi.aws.com", NodeID: "i-1"}}
 	}
 	s.Volumes.CSINodes["node-1"] = csi
+	s.Volumes.CSIDrivers = map[string]*storagev1.CSIDriver{} // read: no CSIDriver object, so attach is required
 	return s
 }
 
@@ -67,5 +69,78 @@ func TestVolumesUnknownBeforeStateC(t *testing.T) {
 	it := Diagnose(healthySnap(p)).Items[0]
 	if !slices.ContainsFunc(it.Checks, func(c report.Check) bool { return c.Name == "volumes unmounted" && c.Status == report.Unknown }) {
 		t.Errorf("checks: %+v", it.Checks)
+	}
+}
+
+// Class c: volumes whose unmount never shows in node.status.volumesInUse
+// (network file systems, inline CSI volumes, CSI drivers that need no
+// attach, in-tree PVs) make the row unknown, naming each, and a pod in
+// state C with such volumes waits on them before its cgroup.
+func TestVolumesInvisibleThroughTheAPI(t *testing.T) {
+	nfs := corev1.Volume{Name: "shared", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "10.0.0.5", Path: "/exports/shared"}}}
+	iscsi := corev1.Volume{Name: "lun", VolumeSource: corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: "10.0.0.6:3260", IQN: "iqn.2001-04.com.example:storage.disk1", Lun: 2}}}
+	cephfs := corev1.Volume{Name: "ceph", VolumeSource: corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{Monitors: []string{"10.0.0.7:6789", "10.0.0.8:6789"}, Path: "/vols/a"}}}
+	inlineCSI := corev1.Volume{Name: "secrets-store", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "secrets-store.csi.k8s.io"}}}
+	local := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}
+	claimed := func(pvSource corev1.PersistentVolumeSource, drivers map[string]*storagev1.CSIDriver) func(*snapshot.Snapshot, *corev1.Pod) {
+		return func(s *snapshot.Snapshot, p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
+			s.Volumes.Claims["shop/web-0-data"] = &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-9"}}
+			s.Volumes.PersistentVolumes["pv-9"] = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-9"}, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: pvSource}}
+			s.Volumes.CSIDrivers = drivers
+		}
+	}
+	no := false
+	cases := []struct {
+		name    string
+		volumes []corev1.Volume
+		extra   func(*snapshot.Snapshot, *corev1.Pod)
+		inUse   []corev1.UniqueVolumeName
+		code    string // top cause
+		check   report.CheckStatus
+		names   []string // in the check and the top cause
+	}{
+		{"inline nfs", []corev1.Volume{nfs}, nil, nil, "VolumeTeardownPending", report.Unknown, []string{"server 10.0.0.5, path /exports/shared"}},
+		{"inline iscsi and cephfs", []corev1.Volume{iscsi, cephfs}, nil, nil, "VolumeTeardownPending", report.Unknown,
+			[]string{"portal 10.0.0.6:3260, iqn iqn.2001-04.com.example:storage.disk1, lun 2", "monitors 10.0.0.7:6789,10.0.0.8:6789, path /vols/a"}},
+		{"inline iscsi still listed by the kubelet", []corev1.Volume{iscsi}, nil,
+			[]corev1.UniqueVolumeName{"kubernetes.io/iscsi/10.0.0.6:3260:iqn.2001-04.com.example:storage.disk1"}, "VolumeTeardownPending", report.Fail, []string{"lun"}},
+		{"inline CSI ephemeral volume", []corev1.Volume{inlineCSI}, nil, nil, "VolumeTeardownPending", report.Unknown, []string{"driver secrets-store.csi.k8s.io"}},
+		{"generic ephemeral volume on an NFS PV", nil, claimed(corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nas.example", Path: "/pv9"}}, map[string]*storagev1.CSIDriver{}),
+			nil, "VolumeTeardownPending", report.Unknown, []string{"claim shop/web-0-data -> persistentvolume pv-9 (nfs: server nas.example, path /pv9)"}},
+		{"CSI driver that needs no attach", nil, claimed(corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "nfs.csi.k8s.io", VolumeHandle: "nas#pv9"}},
+			map[string]*storagev1.CSIDriver{"nfs.csi.k8s.io": {Spec: storagev1.CSIDriverSpec{AttachRequired: &no}}}),
+			nil, "VolumeTeardownPending", report.Unknown, []string{"attachRequired is false"}},
+		{"kubelet-local volumes only", local, nil, nil, "CgroupCleanupPending", report.Pass, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := stopped(terminatingPod(10*time.Minute, 30), corev1.PodSucceeded)
+			p.Spec.Volumes = append(slices.Clone(local), tc.volumes...)
+			n := node("node-1", corev1.ConditionTrue)
+			n.Status.VolumesInUse = tc.inUse
+			s := snap(p, n, lease("node-1", 5*time.Second))
+			s.Volumes.CSINodes["node-1"] = &storagev1.CSINode{}
+			if tc.extra != nil {
+				tc.extra(s, p)
+			}
+			it := Diagnose(s).Items[0]
+			if codes(it)[0] != tc.code || it.Causes[len(it.Causes)-1].Code != "CgroupCleanupPending" {
+				t.Fatalf("codes %v, want %s first and CgroupCleanupPending last", codes(it), tc.code)
+			}
+			expectCheck(t, it, "volumes unmounted", tc.check)
+			text := it.Causes[0].Summary
+			for _, c := range it.Checks {
+				if c.Name == "volumes unmounted" {
+					text += c.Detail
+				}
+			}
+			for _, name := range tc.names {
+				if !strings.Contains(text, name) {
+					t.Errorf("%q not named in %q", name, text)
+				}
+			}
+		})
 	}
 }

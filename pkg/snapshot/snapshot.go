@@ -65,6 +65,8 @@ type Volumes struct {
 	Claims            map[string]*corev1.PersistentVolumeClaim
 	PersistentVolumes map[string]*corev1.PersistentVolume
 	CSINodes          map[string]*storagev1.CSINode
+	// CSIDrivers by name (attachRequired); nil: not read.
+	CSIDrivers map[string]*storagev1.CSIDriver
 	// Attachments are the VolumeAttachments to the targets' nodes.
 	Attachments []storagev1.VolumeAttachment
 }
@@ -253,4 +255,17 @@ func PodClaimNames(pod *corev1.Pod) []string {
 		}
 	}
 	return names
+}
+
+// VolumeClaim names the PersistentVolumeClaim a pod volume mounts: a
+// persistentVolumeClaim volume's, or the claim generated for a generic
+// ephemeral volume (<pod>-<volume>); "" for any other volume.
+func VolumeClaim(pod *corev1.Pod, vol corev1.Volume) string {
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		return vol.PersistentVolumeClaim.ClaimName
+	case vol.Ephemeral != nil:
+		return pod.Name + "-" + vol.Name
+	}
+	return ""
 }
