@@ -50,11 +50,12 @@ func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*me
 }
 
 // scanContents lists the mappings in scope and records what is left: counts
-// (keyed by countKey, given the qualified resource and the object), finalizers, the terminating pods and a few examples of
-// the objects each finalizer holds.
+// (keyed by countKey, given the qualified resource and the object), those
+// not being deleted yet, and, among those being deleted, the finalizers that
+// hold them, the terminating pods and a few examples per finalizer.
 func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping,
 	countKey func(resource string, item *metav1.PartialObjectMetadata) string) *snapshot.Contents {
-	contents := &snapshot.Contents{Counts: map[string]int{}, Resources: map[string]schema.GroupVersionResource{},
+	contents := &snapshot.Contents{Counts: map[string]int{}, NotDeleted: map[string]int{}, Resources: map[string]schema.GroupVersionResource{},
 		Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
 	resources := make(map[*meta.RESTMapping]string, len(mappings))
 	for _, m := range mappings {
@@ -62,11 +63,16 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 		contents.Resources[resources[m]] = m.Resource
 	}
 	contents.Skipped = c.eachObject(ctx, scope, where, mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
-		contents.Counts[countKey(resources[m], item)]++
+		key := countKey(resources[m], item)
+		contents.Counts[key]++
+		if item.DeletionTimestamp == nil {
+			contents.NotDeleted[key]++
+			return nil // not deleted yet: no finalizer holds it
+		}
 		isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"
 		// A target is made only when it is kept: every terminating pod, and
 		// the first few objects each finalizer holds (conversions cost).
-		keep := isPods && item.DeletionTimestamp != nil
+		keep := isPods
 		for _, f := range item.Finalizers {
 			contents.Finalizers[f]++
 			keep = keep || (!isPods && len(contents.Held[f]) < heldExamples)

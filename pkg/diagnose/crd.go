@@ -24,10 +24,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	}
 	finalizers := t.Object.GetFinalizers()
 	var causes []report.Cause
-	total := 0
-	for _, n := range c.Counts {
-		total += n
-	}
+	total := sum(c.Counts)
 	if total == 0 && len(c.Skipped) == 0 {
 		return nil // nothing left: apiextensions removes its finalizer on its next pass
 	}

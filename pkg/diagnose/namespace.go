@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,11 +62,16 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 		return nil // not read: the generic FinalizerPending speaks
 	}
 	causes := append(contentCauses(s, t, tm), contentFailureCauses(s, t, tm)...)
+	podsFirst := t.Contents != nil && t.Contents.Counts["pods"] > 0
+	if podsFirst && !slices.ContainsFunc(causes, func(c report.Cause) bool { return c.Code == string(catalog.PodStuckTerminating) }) {
+		causes = append(causes, podsFirstCause(s, t, tm))
+	}
 	if c := namespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure); c == nil || c.Status != corev1.ConditionTrue {
 		// Not (yet) named by the namespace controller, but it will block it all the same.
 		causes = append(causes, apiServiceCauses(s, unavailableGroupVersions(s))...)
 	}
-	if c := namespaceCondition(ns, corev1.NamespaceContentRemaining); (c == nil || c.Status != corev1.ConditionTrue) && leftovers(t.Contents) > 0 {
+	// While pods remain, the rest waits for them by design (see podsFirstCause).
+	if c := namespaceCondition(ns, corev1.NamespaceContentRemaining); (c == nil || c.Status != corev1.ConditionTrue) && leftovers(t.Contents) > 0 && !podsFirst {
 		causes = append(causes, cause(catalog.NamespaceContentRemaining, settling(report.Warning, tm), 0.6,
 			fmt.Sprintf("the live scan finds %d object(s) left in the namespace; the namespace controller has not reported them (yet)", leftovers(t.Contents)),
 			scanEvidence(t.Contents),
@@ -103,11 +109,16 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 
 // leftovers counts the objects the live scan found.
 func leftovers(c *snapshot.Contents) int {
+	if c == nil {
+		return 0
+	}
+	return sum(c.Counts)
+}
+
+func sum(counts map[string]int) int {
 	n := 0
-	if c != nil {
-		for _, v := range c.Counts {
-			n += v
-		}
+	for _, v := range counts {
+		n += v
 	}
 	return n
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -76,6 +77,39 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 		},
 		BlockedBy: firstItems(stuck),
 	}, true
+}
+
+// podsFirstCause: the namespace controller deletes a namespace's pods first
+// and leaves the rest of its content until they are gone (ordered namespace
+// deletion: on by default from 1.33, always from 1.34), so a namespace whose
+// pods are terminating normally is progressing, whatever else it still
+// holds. Stuck pods are PodStuckTerminating instead.
+func podsFirstCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) report.Cause {
+	c := t.Contents
+	var latest time.Time
+	var evidence []string
+	for _, p := range c.Pods {
+		it := diagnoseTarget(s, p)
+		if d := it.DeletionTimestamp.Time; d.After(latest) {
+			latest = d
+		}
+		evidence = append(evidence, fmt.Sprintf("pod %s: deletion deadline %s, %s", p.Ref.Name, it.DeletionTimestamp.UTC().Format(time.RFC3339), it.Causes[0].Summary))
+	}
+	others := sum(c.Counts) - c.Counts["pods"]
+	evidence = append(evidence,
+		fmt.Sprintf("live scan of namespace %s: %d pod(s) left, %d being deleted; %d other object(s), %d of them not deleted yet", t.Ref.Name, c.Counts["pods"], len(c.Pods), others, sum(c.NotDeleted)-c.NotDeleted["pods"]),
+		"ordered namespace deletion (Kubernetes 1.33+): the namespace controller deletes the other content only once no pod is left")
+	deadline := "its pods are past their deadline and settling"
+	if latest.After(s.Now) {
+		deadline = fmt.Sprintf("the last pod's grace period ends in %s (%s)", report.HumanDuration(latest.Sub(s.Now)), latest.UTC().Format(time.RFC3339))
+	}
+	if waiting := c.Counts["pods"] - len(c.Pods); waiting > 0 {
+		deadline += fmt.Sprintf("; %d pod(s) not deleted yet by the namespace controller", waiting)
+	}
+	return cause(catalog.WithinGracePeriod, report.Info, 0.9,
+		fmt.Sprintf("progressing: the namespace controller deletes the pods first and waits for them; %d pod(s) are terminating normally and %s; the %d other object(s) are deleted after them", len(c.Pods), deadline, others),
+		evidence,
+		step("Wait for the pods to finish; watch them", fmt.Sprintf("kubectl terminating wait ns/%s --timeout 5m", t.Ref.Name), "none: read-only"))
 }
 
 // heldCause groups every object one finalizer holds.

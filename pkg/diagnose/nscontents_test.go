@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -48,5 +49,48 @@ func TestNamespaceNestsItsBlockers(t *testing.T) {
 	remaining := it.Causes[slices.Index(got, "NamespaceContentRemaining")]
 	if !slices.Contains(remaining.Evidence, "live scan: widgets.example.com: 3 object(s) left") {
 		t.Errorf("live scan evidence: %q", remaining.Evidence)
+	}
+}
+
+// Class d: with ordered namespace deletion the namespace controller deletes
+// the pods first and leaves the rest until they are gone. A namespace whose
+// pods are inside their grace period is progressing, whatever else it holds
+// (kube-root-ca.crt, the default ServiceAccount, an object whose finalizer's
+// controller is gone, none of them deleted yet); it is stuck only once a pod
+// is, with that pod's diagnosis nested.
+func TestNamespaceWaitingForItsPodsByDesign(t *testing.T) {
+	build := func(podRequested time.Duration, nodeReady corev1.ConditionStatus, leaseAge time.Duration) *snapshot.Snapshot {
+		ns := terminatingNamespace(2*time.Minute, allConditions()...)
+		s := snap(ns, node("node-1", nodeReady), lease("node-1", leaseAge))
+		var pods []*snapshot.Target
+		for _, name := range []string{"db-0", "db-1"} {
+			p := terminatingPod(podRequested, 300)
+			p.Name, p.UID = name, "uid-"+types.UID(name)
+			pods = append(pods, snap(p).Targets[0])
+		}
+		s.Targets[0].Contents = &snapshot.Contents{
+			Counts:     map[string]int{"pods": 2, "configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1},
+			NotDeleted: map[string]int{"configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1},
+			Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{},
+			Pods:       pods,
+		}
+		s.Controllers = snapshot.Controllers{Read: true}
+		return s
+	}
+
+	it := Diagnose(build(2*time.Minute, corev1.ConditionTrue, 5*time.Second)).Items[0]
+	expectCauses(t, it, []string{"WithinGracePeriod"}, report.Info, "ordered namespace deletion")
+	if it.Stuck || !strings.Contains(it.Causes[0].Summary, "2 pod(s) are terminating normally and the last pod's grace period ends in 3m") ||
+		!strings.Contains(it.Causes[0].Summary, "the 4 other object(s) are deleted after them") {
+		t.Errorf("stuck %t, summary %q", it.Stuck, it.Causes[0].Summary)
+	}
+
+	// The pods' node died and their deadline passed: now the namespace is stuck, and says why.
+	it = Diagnose(build(10*time.Minute, corev1.ConditionUnknown, 10*time.Minute)).Items[0]
+	if got := codes(it); !it.Stuck || got[0] != "PodStuckTerminating" || slices.Contains(got, "NamespaceContentRemaining") || slices.Contains(got, "FinalizerPending") {
+		t.Fatalf("stuck %t, codes %v: want PodStuckTerminating and nothing blamed on the content not deleted yet", it.Stuck, got)
+	}
+	if top := it.Causes[0]; top.Severity != report.Critical || top.BlockedBy[0].Causes[0].Code != "NodeUnreachable" {
+		t.Errorf("top %s, nested %v", top.Severity, codes(top.BlockedBy[0]))
 	}
 }

@@ -184,7 +184,10 @@ type Contents struct {
 	Counts map[string]int
 	// Resources maps each qualified resource scanned to its group, version and resource.
 	Resources map[string]schema.GroupVersionResource
-	// Finalizers counts the objects each finalizer still holds.
+	// NotDeleted counts, by the same keys, the objects left that have no
+	// deletionTimestamp: their deletion has not been requested (yet).
+	NotDeleted map[string]int
+	// Finalizers counts the objects being deleted that each finalizer holds.
 	Finalizers map[string]int
 	// Held keeps a few examples of the objects (pods aside) each finalizer holds, as targets.
 	Held map[string][]*Target
