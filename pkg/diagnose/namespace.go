@@ -91,7 +91,11 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 		if c.Type == corev1.NamespaceDeletionDiscoveryFailure {
 			causes = append(causes, apiServiceCauses(s, parseFailingGroups(c.Message))...)
 		}
-		causes = append(causes, cause(nc.code, settling(nc.severity, tm), 0.8,
+		sev := nc.severity
+		if c.Type == corev1.NamespaceDeletionContentFailure && onlyLeftovers(c.Message) {
+			sev = report.Warning // a symptom: what holds the leftovers is named by the live scan's causes
+		}
+		causes = append(causes, cause(nc.code, settling(sev, tm), 0.8,
 			fmt.Sprintf("%s: %s", nc.summary, c.Message),
 			append(evidence, specFinalizers(ns)),
 			nc.step(ns.Name), clearNamespaceFinalizers(ns.Name)))

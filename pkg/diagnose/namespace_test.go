@@ -71,7 +71,15 @@ func TestNamespaceRules(t *testing.T) {
 			ns: terminatingNamespace(10*time.Minute, allConditions(
 				nsCond(corev1.NamespaceDeletionContentFailure, corev1.ConditionTrue, "ContentDeletionFailed", "Failed to delete all resource types, 1 remaining: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods"),
 			)...),
-			codes: []string{"NamespaceContentFailure"}, severity: report.Critical, evidence: "unexpected items still remain",
+			// Only leftovers: a symptom, whose cause the live scan names.
+			codes: []string{"NamespaceContentFailure"}, severity: report.Warning, evidence: "unexpected items still remain",
+		},
+		{
+			name: "content deletion failed on a webhook and leftovers",
+			ns: terminatingNamespace(10*time.Minute, allConditions(
+				nsCond(corev1.NamespaceDeletionContentFailure, corev1.ConditionTrue, "ContentDeletionFailed", "Failed to delete all resource types, 2 remaining: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods, Internal error occurred: failed calling webhook \"guard.example.com\": service unavailable"),
+			)...),
+			codes: []string{"AdmissionWebhookDenied", "NamespaceContentFailure"}, severity: report.Critical, evidence: "guard.example.com",
 		},
 		{
 			name:  "no condition after minutes: the namespace controller is not running",

@@ -108,3 +108,17 @@ func parseFailingGroups(msg string) []string {
 	}
 	return out
 }
+
+// onlyLeftovers reports a content failure whose every error only says that
+// objects are still there ("unexpected items still remain": pods past their
+// grace period, for instance), with no webhook or conversion error.
+func onlyLeftovers(msg string) bool {
+	m := failedTypes.FindStringSubmatch(msg)
+	if m == nil {
+		return false
+	}
+	n, err := strconv.Atoi(m[1])
+	return err == nil && n > 0 && strings.Count(msg, "unexpected items still remain") == n
+}
+
+var failedTypes = regexp.MustCompile(`^Failed to delete all resource types, (\d+) remaining: `)

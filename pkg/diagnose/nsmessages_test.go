@@ -70,10 +70,15 @@ func FuzzNamespaceMessages(f *testing.F) {
 		"remaining: x has 99999999999999999999999 resource instances",
 		webhookFailureMessage,
 		conversionFailureMessage,
+		"Failed to delete all resource types, 1 remaining: failed to delete pods for namespace: shop, err: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods",
+		"Failed to delete all resource types, 99999999999999999999 remaining: unexpected items still remain",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, msg string) {
+		if onlyLeftovers(msg) && !strings.Contains(msg, "unexpected items still remain") {
+			t.Fatalf("%q: only leftovers, yet none reported", msg)
+		}
 		for _, r := range append(parseContentRemaining(msg), parseFinalizersRemaining(msg)...) {
 			if r.count < 0 || r.name == "" || !strings.Contains(msg, r.name) {
 				t.Fatalf("%q: %+v", msg, r)
@@ -90,4 +95,17 @@ func FuzzNamespaceMessages(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestOnlyLeftovers(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"Failed to delete all resource types, 1 remaining: failed to delete pods for namespace: shop, err: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods": true,
+		"Failed to delete all resource types, 2 remaining: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods, " + webhookFailureMessage: false,
+		webhookFailureMessage: false,
+		"unexpected items still remain": false,
+	} {
+		if got := onlyLeftovers(msg); got != want {
+			t.Errorf("onlyLeftovers(%q) = %t, want %t", msg, got, want)
+		}
+	}
 }

@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
+)
+
+// Class a: a namespace held only by its own metadata.finalizers once the
+// real namespace controller has deleted the content and emptied
+// spec.finalizers: FinalizerPending naming the finalizer, as for any kind.
+func TestNamespaceHeldByItsOwnFinalizer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const ns, finalizer = "owned-ns", "platform.e2e.example.com/teardown"
+	if err := env.NamespaceWithFinalizer(ctx, ns, finalizer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitNamespaceFinalized(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, deleted)
+	r, res := diagnose(t, "why", "ns/"+ns)
+	it := only(t, r)
+	top := it.Causes[0]
+	if res.code != 2 || top.Code != "FinalizerPending" || top.Severity != "critical" || !strings.Contains(top.Summary, finalizer) {
+		t.Fatalf("exit %d, causes %v, top %s %q; want 2 and FinalizerPending (critical) naming %s", res.code, codesOf(it), top.Severity, top.Summary, finalizer)
+	}
+	expectEvidence(t, top, "spec.finalizers: []", "metadata.finalizers: ["+finalizer+"]", "no controller")
+	if cmd := top.Remediation[len(top.Remediation)-1].Command; !strings.Contains(cmd, "kubectl patch namespaces "+ns) || !strings.Contains(cmd, `"op":"test"`) {
+		t.Errorf("removal command: %q", cmd)
+	}
+}
+
+// Class b: foreground deletion followed down a chain the garbage collector
+// builds, Deployment -> ReplicaSet -> Pod, to the pod's dead node.
+func TestForegroundChainToADeadNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "chain")
+	const node = "dead-chain"
+	if err := env.DyingNode(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeploymentChain(ctx, ns, "web", node); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitNodeUnreachable(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeleteForeground(ctx, ns, "web", "web-rs-0"); err != nil {
+		t.Fatal(err)
+	}
+	pastDeadline(t, ns, "web-rs-0")
+	r, res := diagnose(t, "why", "deployment/web", "-n", ns)
+	it := only(t, r)
+	top := it.Causes[0]
+	if res.code != 2 || top.Code != "ForegroundDeletionBlocked" || top.Severity != "critical" {
+		t.Fatalf("exit %d, causes %v (%s); want 2 and ForegroundDeletionBlocked (critical)", res.code, codesOf(it), top.Severity)
+	}
+	if !strings.Contains(top.Summary, "replicaset/web-rs waits on pod/web-rs-0; pod web-rs-0 is stuck: node "+node+" stopped reporting") {
+		t.Errorf("summary: %q", top.Summary)
+	}
+	expectEvidence(t, top, "chain of objects waiting in foreground deletion: deployment/web -> replicaset/web-rs -> pod/web-rs-0")
+	rs := top.BlockedBy[0]
+	if rs.Object.Kind != "ReplicaSet" || codesOf(rs)[0] != "ForegroundDeletionBlocked" || len(rs.Causes[0].BlockedBy) != 1 ||
+		codesOf(rs.Causes[0].BlockedBy[0])[0] != "NodeUnreachable" {
+		t.Errorf("nested: %s %v", rs.Object.Kind, codesOf(rs))
+	}
+}
+
+// Class c: network volumes never appear in node.status.volumesInUse; a pod
+// whose kubelet stopped its containers but not its teardown names them.
+func TestPodWithNetworkVolumes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "nfs")
+	pod := scenario.PodSpec(ns, "files-0", liveNode)
+	pod.Labels[lab.KubeletLabel] = "hang-delete" // the kubelet never finishes the teardown
+	if err := env.NFSVolumes(ctx, pod, "files"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, pod.Name, 1); err != nil {
+		t.Fatal(err)
+	}
+	var deadline time.Time
+	if err := env.WaitPod(ctx, ns, pod.Name, "Failed", func(p *corev1.Pod) bool {
+		deadline = p.DeletionTimestamp.Time
+		return p.Status.Phase == corev1.PodFailed
+	}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, deadline)
+	r, res := diagnose(t, "why", "pod/"+pod.Name, "-n", ns)
+	it := only(t, r)
+	top := it.Causes[0]
+	if res.code != 2 || top.Code != "VolumeTeardownPending" || !slices.Contains(codesOf(it), "CgroupCleanupPending") {
+		t.Fatalf("exit %d, causes %v; want 2, VolumeTeardownPending first, CgroupCleanupPending after", res.code, codesOf(it))
+	}
+	for _, name := range []string{"inline nfs volume (server 198.18.0.50, path /exports/shared)", "persistentvolume pv-" + ns + "-files (nfs: server 198.18.0.51, path /exports/files)"} {
+		if !strings.Contains(top.Summary, name) {
+			t.Errorf("summary lacks %q: %q", name, top.Summary)
+		}
+	}
+	expectChecks(t, it, map[string]string{"volumes unmounted": "unknown", "containers stopped": "pass", "terminal phase reported": "pass"})
+}
+
+// Class d: ordered namespace deletion deletes pods first and leaves the
+// rest until they are gone. A namespace whose pods are inside their grace
+// period is progressing (exit 0) whatever else it holds; it is stuck once a
+// pod is, and then the pod is what it names.
+func TestNamespaceWaitingForItsPods(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	build := func(ns string, pods []*corev1.Pod) time.Time {
+		t.Helper()
+		namespace(t, ns)
+		for _, p := range pods {
+			if err := env.RunningPod(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "export", Finalizers: []string{"gone.e2e.example.com/export"}}}
+		if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deleted := time.Now()
+		if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			if err := env.WaitPod(ctx, ns, p.Name, "deleted by the namespace controller", func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return deleted
+	}
+	slow := func(ns, name string) *corev1.Pod {
+		p := scenario.PodSpec(ns, name, liveNode)
+		grace := int64(600)
+		p.Spec.TerminationGracePeriodSeconds = &grace
+		p.Annotations = map[string]string{lab.KillDelayAnnotation: "3600s"} // shuts down slowly, inside its grace period
+		return p
+	}
+	notBlamed := func(it item) bool {
+		return !slices.Contains(codesOf(it), "FinalizerPending") && !slices.Contains(codesOf(it), "NamespaceContentRemaining")
+	}
+
+	settle(t, build("ordered", []*corev1.Pod{slow("ordered", "db-0"), slow("ordered", "db-1")}))
+	r, res := diagnose(t, "why", "ns/ordered")
+	it := only(t, r)
+	if res.code != 0 || it.Stuck || codesOf(it)[0] != "WithinGracePeriod" || !notBlamed(it) {
+		t.Fatalf("exit %d, stuck %t, causes %v; want 0, not stuck, WithinGracePeriod and nothing blamed on the content not deleted yet", res.code, it.Stuck, codesOf(it))
+	}
+	if s := it.Causes[0].Summary; !strings.Contains(s, "2 pod(s) are terminating normally") || !strings.Contains(s, "grace period ends in") {
+		t.Errorf("summary: %q", s)
+	}
+	if res := run(t, "list", "-A", "--stuck-only", "-o", "name"); strings.Contains(res.stdout, "namespace/ordered\n") {
+		t.Errorf("list -A --stuck-only lists the progressing namespace: %q", res.stdout)
+	}
+
+	// A pod whose containers never stop: now the namespace is stuck on it.
+	hung := scenario.PodSpec("ordered-stuck", "worker-0", liveNode)
+	one := int64(1)
+	hung.Spec.TerminationGracePeriodSeconds = &one
+	hung.Labels[lab.KubeletLabel] = "hang-kill"
+	build("ordered-stuck", []*corev1.Pod{hung})
+	p, err := env.Client.CoreV1().Pods("ordered-stuck").Get(ctx, "worker-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, p.DeletionTimestamp.Time)
+	r, res = diagnose(t, "why", "ns/ordered-stuck")
+	it = only(t, r)
+	if res.code != 2 || !it.Stuck || codesOf(it)[0] != "PodStuckTerminating" || !notBlamed(it) {
+		t.Fatalf("exit %d, stuck %t, causes %v; want 2, PodStuckTerminating first and nothing blamed on the content not deleted yet", res.code, it.Stuck, codesOf(it))
+	}
+	if nested := it.Causes[0].BlockedBy; len(nested) != 1 || codesOf(nested[0])[0] != "ContainersStillRunning" {
+		t.Errorf("nested: %+v", nested)
+	}
+}
