@@ -41,7 +41,7 @@ func TestNamespaceHeldByItsOwnFinalizer(t *testing.T) {
 	if res.code != 2 || top.Code != "FinalizerPending" || top.Severity != "critical" || !strings.Contains(top.Summary, finalizer) {
 		t.Fatalf("exit %d, causes %v, top %s %q; want 2 and FinalizerPending (critical) naming %s", res.code, codesOf(it), top.Severity, top.Summary, finalizer)
 	}
-	expectEvidence(t, top, "spec.finalizers: []", "metadata.finalizers: ["+finalizer+"]", "no controller")
+	expectEvidence(t, top, "spec.finalizers: []", "metadata.finalizers: ["+finalizer+"]", "looks gone")
 	if cmd := top.Remediation[len(top.Remediation)-1].Command; !strings.Contains(cmd, "kubectl patch namespaces "+ns) || !strings.Contains(cmd, `"op":"test"`) {
 		t.Errorf("removal command: %q", cmd)
 	}
