@@ -72,7 +72,7 @@ func TestNamespaceWaitingForItsPodsByDesign(t *testing.T) {
 			Counts:     map[string]int{"pods": 2, "configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1},
 			NotDeleted: map[string]int{"configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1},
 			Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{},
-			Pods:       pods,
+			Pods: pods,
 		}
 		s.Controllers = snapshot.Controllers{Read: true}
 		return s

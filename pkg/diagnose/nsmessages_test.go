@@ -100,8 +100,8 @@ func FuzzNamespaceMessages(f *testing.F) {
 func TestOnlyLeftovers(t *testing.T) {
 	for msg, want := range map[string]bool{
 		"Failed to delete all resource types, 1 remaining: failed to delete pods for namespace: shop, err: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods": true,
-		"Failed to delete all resource types, 2 remaining: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods, " + webhookFailureMessage: false,
-		webhookFailureMessage: false,
+		"Failed to delete all resource types, 2 remaining: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods, " + webhookFailureMessage:                       false,
+		webhookFailureMessage:           false,
 		"unexpected items still remain": false,
 	} {
 		if got := onlyLeftovers(msg); got != want {

@@ -270,10 +270,6 @@ func containersOf(pod *corev1.Pod) containerState {
 	return c
 }
 
-func podRef(pod *corev1.Pod) report.ObjectRef {
-	return report.ObjectRef{Resource: "pods", Namespace: pod.Namespace, Name: pod.Name}
-}
-
 func isTerminalPhase(p corev1.PodPhase) bool {
 	return p == corev1.PodSucceeded || p == corev1.PodFailed
 }
