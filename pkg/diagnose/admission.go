@@ -8,15 +8,18 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // request is an API request admission would see: which operation on which
-// object. Rules match it as the apiserver does (webhook rules, namespace and
-// object selectors; CEL matchConditions cannot be evaluated here).
+// object, sent by whom. Rules match it as the apiserver does (webhook rules,
+// namespace and object selectors), and its CEL (matchConditions, policy
+// validations) is evaluated against it when it carries the objects.
 type request struct {
 	operation  admissionregistrationv1.OperationType
 	group      string
@@ -25,6 +28,8 @@ type request struct {
 	namespaced bool
 	objLabels  map[string]string
 	nsLabels   map[string]string // nil when the namespace could not be read
+	// cel is the request as admission's CEL sees it; nil: not evaluated.
+	cel *celeval.Request
 }
 
 // hook is a validating or mutating webhook, normalised.
@@ -37,7 +42,7 @@ type hook struct {
 	failurePolicy      admissionregistrationv1.FailurePolicyType
 	service            *admissionregistrationv1.ServiceReference
 	url                string
-	matchConditions    int
+	matchConditions    []admissionregistrationv1.MatchCondition
 }
 
 func hooksOf(a snapshot.Admission) []hook {
@@ -45,13 +50,13 @@ func hooksOf(a snapshot.Admission) []hook {
 	for _, c := range a.Validating {
 		for i, w := range c.Webhooks {
 			out = append(out, hook{"validatingwebhookconfiguration", c.Name, w.Name, i, w.Rules, w.NamespaceSelector, w.ObjectSelector,
-				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), len(w.MatchConditions)})
+				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), w.MatchConditions})
 		}
 	}
 	for _, c := range a.Mutating {
 		for i, w := range c.Webhooks {
 			out = append(out, hook{"mutatingwebhookconfiguration", c.Name, w.Name, i, w.Rules, w.NamespaceSelector, w.ObjectSelector,
-				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), len(w.MatchConditions)})
+				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), w.MatchConditions})
 		}
 	}
 	return out
@@ -132,18 +137,50 @@ func refusals(a snapshot.Admission, r request, what string) []refusal {
 		if !h.matches(r) {
 			continue
 		}
-		if f, ok := webhookRefusal(a, h, what); ok {
+		conditions := matchConditions(h.matchConditions, r, nil)
+		if conditions.result == celeval.False {
+			continue // its matchConditions exclude the request (the sender, the object)
+		}
+		if f, ok := webhookRefusal(a, h, what, conditions); ok {
 			out = append(out, f)
 		}
 	}
 	return append(out, policyRefusals(a, r, what)...)
 }
 
-func webhookRefusal(a snapshot.Admission, h hook, what string) (refusal, bool) {
+// conditionsOutcome is what a list of CEL matchConditions says of a request.
+type conditionsOutcome struct {
+	result   celeval.Result
+	evidence []string
+}
+
+// matchConditions evaluates matchConditions as admission does: any false
+// excludes the request, all true include it; otherwise it is unknown here.
+func matchConditions(conds []admissionregistrationv1.MatchCondition, r request, variables map[string]any) conditionsOutcome {
+	out := conditionsOutcome{result: celeval.True}
+	for _, c := range conds {
+		res, err := celeval.Unknown, fmt.Errorf("the request's objects were not read")
+		if r.cel != nil {
+			res, err = celeval.Eval(c.Expression, *r.cel, variables)
+		}
+		switch res {
+		case celeval.False:
+			return conditionsOutcome{result: celeval.False}
+		case celeval.Unknown:
+			out.result = celeval.Unknown
+			out.evidence = append(out.evidence, fmt.Sprintf("matchCondition %s (%s) cannot be evaluated here: %v", c.Name, c.Expression, err))
+		default:
+			out.evidence = append(out.evidence, fmt.Sprintf("matchCondition %s (%s) is true for this request", c.Name, c.Expression))
+		}
+	}
+	return out
+}
+
+func webhookRefusal(a snapshot.Admission, h hook, what string, conditions conditionsOutcome) (refusal, bool) {
 	id := fmt.Sprintf("%s %s webhook %s", h.kind, h.config, h.name)
 	evidence := []string{fmt.Sprintf("%s: matches %s, failurePolicy %s", id, what, h.failurePolicy)}
-	if h.matchConditions > 0 {
-		evidence = append(evidence, fmt.Sprintf("%s: has %d matchConditions (CEL, not evaluated here): it may not apply", id, h.matchConditions))
+	for _, e := range conditions.evidence {
+		evidence = append(evidence, id+": "+e)
 	}
 	target, ready, known := "url "+h.url, 0, false
 	if h.service != nil {
@@ -157,14 +194,16 @@ func webhookRefusal(a snapshot.Admission, h hook, what string) (refusal, bool) {
 	if down && h.failurePolicy == admissionregistrationv1.Ignore {
 		return refusal{}, false // its failure is ignored
 	}
-	f := refusal{code: catalog.AdmissionWebhookDenied, severity: report.Warning, confidence: 0.35,
-		summary:  fmt.Sprintf("%s intercepts %s and may refuse it", id, what),
+	// Its backend answers: whether it refuses is up to the backend, which
+	// the API cannot show; the more of its matching is known, the likelier.
+	f := refusal{code: catalog.AdmissionWebhookDenied, severity: report.Warning, confidence: 0.4,
+		summary:  fmt.Sprintf("%s intercepts %s and may refuse it: its backend answers, so only its logs say whether it does", id, what),
 		evidence: evidence}
 	if down {
 		f.severity, f.confidence = report.Critical, 0.9
 		f.summary = fmt.Sprintf("%s refuses %s: its %s has no ready endpoints and its failurePolicy is Fail", id, what, target)
 	}
-	if h.matchConditions > 0 {
+	if conditions.result == celeval.Unknown {
 		f.confidence /= 2
 	}
 	patch := fmt.Sprintf(`kubectl patch %s %s --type=json -p '[{"op":"replace","path":"/webhooks/%d/failurePolicy","value":"Ignore"}]'`, h.kind, h.config, h.index)
@@ -186,41 +225,100 @@ func serviceCheckCommand(h hook) string {
 	return fmt.Sprintf("kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s", h.service.Namespace, h.service.Name)
 }
 
-// policyRefusals finds ValidatingAdmissionPolicies bound with Deny that match r.
-// Their CEL validations cannot be evaluated here: they may refuse.
+// policyRefusals finds ValidatingAdmissionPolicies bound with Deny that match
+// r, and evaluates them: a validation that is false for the request refuses
+// it; all true let it through; what cannot be evaluated here may refuse.
 func policyRefusals(a snapshot.Admission, r request, what string) []refusal {
 	var out []refusal
 	for _, p := range a.Policies {
 		mc := p.Spec.MatchConstraints
-		if mc == nil || !namedRulesMatch(mc.ResourceRules, r) || !selectorMatches(mc.NamespaceSelector, r.nsLabels, r.namespaced) || !selectorMatches(mc.ObjectSelector, known(r.objLabels), true) {
+		if mc == nil || !namedRulesMatch(mc.ResourceRules, r) || namedRulesMatch(mc.ExcludeResourceRules, r) ||
+			!selectorMatches(mc.NamespaceSelector, r.nsLabels, r.namespaced) || !selectorMatches(mc.ObjectSelector, known(r.objLabels), true) {
 			continue
 		}
 		for _, b := range a.PolicyBindings {
 			if b.Spec.PolicyName != p.Name || !slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny) {
 				continue
 			}
-			if mr := b.Spec.MatchResources; mr != nil && ((len(mr.ResourceRules) > 0 && !namedRulesMatch(mr.ResourceRules, r)) ||
+			if mr := b.Spec.MatchResources; mr != nil && ((len(mr.ResourceRules) > 0 && !namedRulesMatch(mr.ResourceRules, r)) || namedRulesMatch(mr.ExcludeResourceRules, r) ||
 				!selectorMatches(mr.NamespaceSelector, r.nsLabels, r.namespaced) || !selectorMatches(mr.ObjectSelector, known(r.objLabels), true)) {
 				continue
 			}
-			var exprs []string
-			for _, v := range p.Spec.Validations {
-				exprs = append(exprs, v.Expression)
+			if f, ok := policyRefusal(p, b, r, what); ok {
+				out = append(out, f)
 			}
-			out = append(out, refusal{code: catalog.AdmissionPolicyDenied, severity: report.Warning, confidence: 0.5,
-				summary: fmt.Sprintf("ValidatingAdmissionPolicy %s (binding %s, Deny) matches %s and may refuse it", p.Name, b.Name, what),
-				evidence: []string{
-					fmt.Sprintf("validatingadmissionpolicy %s: matchConstraints match %s; validations: %s", p.Name, what, strings.Join(exprs, " && ")),
-					fmt.Sprintf("validatingadmissionpolicybinding %s: validationActions %v", b.Name, b.Spec.ValidationActions),
-				},
-				steps: []report.Step{
-					step("Read the policy's expressions and the binding's parameters", fmt.Sprintf("kubectl get validatingadmissionpolicy %s -o yaml", p.Name), "none: read-only"),
-					step("Fix the expression or narrow the binding so the request is allowed", fmt.Sprintf("kubectl edit validatingadmissionpolicybinding %s", b.Name),
-						"the policy stops guarding what the change excludes"),
-				}})
 		}
 	}
 	return out
+}
+
+func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admissionregistrationv1.ValidatingAdmissionPolicyBinding, r request, what string) (refusal, bool) {
+	variables := policyVariables(p, r)
+	conditions := matchConditions(p.Spec.MatchConditions, r, variables)
+	if conditions.result == celeval.False {
+		return refusal{}, false
+	}
+	evidence := []string{fmt.Sprintf("validatingadmissionpolicy %s: matchConstraints match %s", p.Name, what)}
+	evidence = append(evidence, conditions.evidence...)
+	evidence = append(evidence, fmt.Sprintf("validatingadmissionpolicybinding %s: validationActions %v", b.Name, b.Spec.ValidationActions))
+	var failed, unknown []string
+	for _, v := range p.Spec.Validations {
+		res, err := celeval.Unknown, fmt.Errorf("the request's objects were not read")
+		if r.cel != nil && p.Spec.ParamKind == nil {
+			res, err = celeval.Eval(v.Expression, *r.cel, variables)
+		} else if p.Spec.ParamKind != nil {
+			err = fmt.Errorf("the policy reads params (%s), which are not read", p.Spec.ParamKind.Kind)
+		}
+		switch res {
+		case celeval.False:
+			msg := v.Message
+			if msg == "" {
+				msg = "failed expression: " + v.Expression
+			}
+			failed = append(failed, msg)
+			evidence = append(evidence, fmt.Sprintf("validation %s is false for this request: %s", v.Expression, msg))
+		case celeval.Unknown:
+			unknown = append(unknown, v.Expression)
+			evidence = append(evidence, fmt.Sprintf("validation %s cannot be evaluated here: %v", v.Expression, err))
+		default:
+			evidence = append(evidence, fmt.Sprintf("validation %s is true for this request", v.Expression))
+		}
+	}
+	f := refusal{code: catalog.AdmissionPolicyDenied, evidence: evidence,
+		steps: []report.Step{
+			step("Read the policy's expressions and the binding's parameters", fmt.Sprintf("kubectl get validatingadmissionpolicy %s -o yaml", p.Name), "none: read-only"),
+			step("Fix the expression or narrow the binding so the request is allowed", fmt.Sprintf("kubectl edit validatingadmissionpolicybinding %s", b.Name),
+				"the policy stops guarding what the change excludes"),
+		}}
+	switch {
+	case len(failed) > 0:
+		f.severity, f.confidence = report.Critical, 0.9
+		if conditions.result == celeval.Unknown {
+			f.confidence = 0.6
+		}
+		f.summary = fmt.Sprintf("ValidatingAdmissionPolicy %s (binding %s, Deny) refuses %s: %s", p.Name, b.Name, what, strings.Join(failed, "; "))
+	case len(unknown) > 0:
+		f.severity, f.confidence = report.Warning, 0.4
+		f.summary = fmt.Sprintf("ValidatingAdmissionPolicy %s (binding %s, Deny) matches %s and may refuse it (%d validation(s) cannot be evaluated here)", p.Name, b.Name, what, len(unknown))
+	default:
+		return refusal{}, false // every validation holds: it lets the request through
+	}
+	return f, true
+}
+
+// policyVariables evaluates a policy's variables in order; one that cannot
+// be evaluated is left out, so the expressions that read it are unknown.
+func policyVariables(p admissionregistrationv1.ValidatingAdmissionPolicy, r request) map[string]any {
+	vars := map[string]any{}
+	if r.cel == nil {
+		return vars
+	}
+	for _, v := range p.Spec.Variables {
+		if val, err := celeval.Value(v.Expression, *r.cel, vars); err == nil {
+			vars[v.Name] = val
+		}
+	}
+	return vars
 }
 
 func namedRulesMatch(rules []admissionregistrationv1.NamedRuleWithOperations, r request) bool {
@@ -229,4 +327,16 @@ func namedRulesMatch(rules []admissionregistrationv1.NamedRuleWithOperations, r 
 		plain = append(plain, nr.RuleWithOperations)
 	}
 	return rulesMatch(plain, r)
+}
+
+// objectMap is an object as admission's CEL sees it; nil for none.
+func objectMap[T any](obj *T) map[string]any {
+	if obj == nil {
+		return nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil
+	}
+	return m
 }

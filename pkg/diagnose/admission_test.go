@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -66,16 +67,18 @@ func TestFinalDeleteAdmission(t *testing.T) {
 			a.Validating = append(a.Validating, w)
 			a.ServiceEndpoints["guard/guard-svc"] = 0
 		}), []string{"CgroupCleanupPending"}, report.Warning, ""},
-		{"a Deny policy may refuse it", stateC(func(a *snapshot.Admission) {
-			a.Policies = []admissionregistrationv1.ValidatingAdmissionPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "no-pod-deletes"},
-				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-					MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-						RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
-							Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}}}},
-					Validations: []admissionregistrationv1.Validation{{Expression: "request.operation != 'DELETE'"}}}}}
-			a.PolicyBindings = []admissionregistrationv1.ValidatingAdmissionPolicyBinding{{ObjectMeta: metav1.ObjectMeta{Name: "no-pod-deletes"},
-				Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-pod-deletes", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}}
-		}), []string{"AdmissionPolicyDenied", "CgroupCleanupPending"}, report.Warning, "request.operation != 'DELETE'"},
+		{"a Deny policy whose validation is false for the kubelet's DELETE refuses it", stateC(withPolicy("request.operation != 'DELETE'", nil)),
+			[]string{"AdmissionPolicyDenied"}, report.Critical, "validation request.operation != 'DELETE' is false for this request"},
+		{"a Deny policy that exempts the nodes lets it through", stateC(withPolicy("request.operation != 'DELETE' || 'system:nodes' in request.userInfo.groups", nil)),
+			[]string{"CgroupCleanupPending"}, report.Warning, ""},
+		{"a Deny policy whose matchConditions exclude the pod", stateC(withPolicy("false", []admissionregistrationv1.MatchCondition{{Name: "only-protected", Expression: "has(oldObject.metadata.labels) && 'protected' in oldObject.metadata.labels"}})),
+			[]string{"CgroupCleanupPending"}, report.Warning, ""},
+		{"a Deny policy that reads params may refuse it", stateC(withPolicy("oldObject.metadata.name != params.name", nil)),
+			[]string{"AdmissionPolicyDenied", "CgroupCleanupPending"}, report.Warning, "cannot be evaluated here"},
+		{"a webhook down whose matchConditions exclude the kubelet", stateC(withConditions(0, `!("system:nodes" in request.userInfo.groups)`)),
+			[]string{"CgroupCleanupPending"}, report.Warning, ""},
+		{"a webhook down whose matchConditions include the pod", stateC(withConditions(0, `oldObject.metadata.name == "web-0"`)),
+			[]string{"AdmissionWebhookDenied"}, report.Critical, "is true for this request"},
 		{"admission not read: no claim either way", healthySnap(stopped(terminatingPod(10*time.Minute, 30), corev1.PodFailed)),
 			[]string{"CgroupCleanupPending"}, report.Warning, ""},
 	}
@@ -84,6 +87,62 @@ func TestFinalDeleteAdmission(t *testing.T) {
 			it := Diagnose(tc.s).Items[0]
 			expectCauses(t, it, tc.codes, tc.severity, tc.evidence)
 		})
+	}
+}
+
+// withPolicy binds, with Deny, a policy on every DELETE with one validation.
+func withPolicy(validation string, conditions []admissionregistrationv1.MatchCondition) func(*snapshot.Admission) {
+	return func(a *snapshot.Admission) {
+		a.Policies = []admissionregistrationv1.ValidatingAdmissionPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "no-pod-deletes"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+						Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}}}},
+				MatchConditions: conditions,
+				Validations:     []admissionregistrationv1.Validation{{Expression: validation}}}}}
+		a.PolicyBindings = []admissionregistrationv1.ValidatingAdmissionPolicyBinding{{ObjectMeta: metav1.ObjectMeta{Name: "no-pod-deletes"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-pod-deletes", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}}
+	}
+}
+
+// withConditions adds the DELETE pods webhook with matchConditions, its service with ready endpoints.
+func withConditions(ready int, exprs ...string) func(*snapshot.Admission) {
+	return func(a *snapshot.Admission) {
+		w := deletePodsWebhook(admissionregistrationv1.Fail)
+		for i, e := range exprs {
+			w.Webhooks[0].MatchConditions = append(w.Webhooks[0].MatchConditions, admissionregistrationv1.MatchCondition{Name: fmt.Sprint("c", i), Expression: e})
+		}
+		a.Validating = append(a.Validating, w)
+		a.ServiceEndpoints["guard/guard-svc"] = ready
+	}
+}
+
+// Class e: the UPDATE that removes a finalizer is sent by a controller the
+// plugin cannot name, so a matchCondition on the sender stays unknown and
+// halves the confidence; one on the object is decided.
+func TestFinalizerRemovalAdmissionConditions(t *testing.T) {
+	for _, tc := range []struct {
+		expr       string
+		blamed     bool
+		confidence float64
+	}{
+		{`request.userInfo.username != "system:serviceaccount:acme:operator"`, true, 0.45},
+		{`oldObject.metadata.name == "w"`, true, 0.9},
+		{`oldObject.metadata.name == "other"`, false, 0},
+	} {
+		w := heldObject("ConfigMap", "configmaps", "w", 10*time.Minute, "acme.io/keep")
+		s := snapOf(w)
+		s.Admission.Read = true
+		hook := deletePodsWebhook(admissionregistrationv1.Fail, admissionregistrationv1.Update)
+		hook.Webhooks[0].Rules[0].Resources = []string{"configmaps"}
+		hook.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "c", Expression: tc.expr}}
+		s.Admission.Validating = []admissionregistrationv1.ValidatingWebhookConfiguration{hook}
+		s.Admission.ServiceEndpoints["guard/guard-svc"] = 0
+		it := Diagnose(s).Items[0]
+		i := slices.Index(codes(it), "AdmissionWebhookDenied")
+		if (i >= 0) != tc.blamed || (tc.blamed && it.Causes[i].Confidence != tc.confidence) {
+			t.Errorf("%s: codes %v, want blamed %t at confidence %.2f", tc.expr, codes(it), tc.blamed, tc.confidence)
+		}
 	}
 }
 

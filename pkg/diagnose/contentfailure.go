@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
@@ -90,7 +91,9 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 			continue
 		}
 		what := fmt.Sprintf("the namespace controller's DELETE of %s in namespace %s", orContent(resources), ns)
-		f, ok := webhookRefusal(s.Admission, h, what)
+		// Its matchConditions are not evaluated: the controller deletes whole
+		// collections, and its error names the webhooks that refused.
+		f, ok := webhookRefusal(s.Admission, h, what, conditionsOutcome{result: celeval.True})
 		switch {
 		case !ok:
 			continue

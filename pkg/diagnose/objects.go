@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
@@ -219,12 +220,19 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 	}
 	group, version := splitAPIVersion(t.Ref.APIVersion)
 	resource, _, _ := strings.Cut(t.Ref.Resource, ".")
+	ns := s.Namespaces[t.Ref.Namespace]
 	var nsLabels map[string]string
-	if ns := s.Namespaces[t.Ref.Namespace]; ns != nil {
+	if ns != nil {
 		nsLabels = ns.Labels
 	}
+	// Sent by the finalizer's controller, whose identity is not known here:
+	// matchConditions on the sender stay unknown. The object loses one finalizer.
+	after := t.Object.DeepCopy()
+	after.SetFinalizers(t.Object.GetFinalizers()[1:])
+	sent := &celeval.Request{Operation: "UPDATE", Group: group, Version: version, Resource: resource, Kind: t.Ref.Kind,
+		Namespace: t.Ref.Namespace, Name: t.Ref.Name, Object: after.Object, OldObject: t.Object.Object, NamespaceObject: objectMap(ns)}
 	r := request{operation: "UPDATE", group: group, version: version, resource: resource, namespaced: t.Ref.Namespace != "",
-		objLabels: t.Object.GetLabels(), nsLabels: nsLabels}
+		objLabels: t.Object.GetLabels(), nsLabels: nsLabels, cel: sent}
 	var causes []report.Cause
 	for _, f := range refusals(s.Admission, r, fmt.Sprintf("UPDATE %s (the patch that removes a finalizer)", t.Ref.Resource)) {
 		if f.severity == report.Critical {

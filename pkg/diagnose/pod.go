@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
@@ -126,12 +127,17 @@ func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []ref
 	if !s.Admission.Read || !awaitsFinalDelete(pod) {
 		return nil
 	}
+	ns := s.Namespaces[pod.Namespace]
 	var nsLabels map[string]string
-	if ns := s.Namespaces[pod.Namespace]; ns != nil {
+	if ns != nil {
 		nsLabels = ns.Labels
 	}
+	// The kubelet sends it as its node; admission passes the pod as oldObject.
+	sent := &celeval.Request{Operation: string(admissionregistrationv1.Delete), Version: "v1", Resource: "pods", Kind: "Pod",
+		Namespace: pod.Namespace, Name: pod.Name, OldObject: objectMap(pod), NamespaceObject: objectMap(ns),
+		User: &celeval.User{Username: "system:node:" + pod.Spec.NodeName, Groups: []string{"system:nodes", "system:authenticated"}}}
 	return refusals(s.Admission, request{operation: admissionregistrationv1.Delete, version: "v1", resource: "pods",
-		namespaced: true, objLabels: pod.Labels, nsLabels: nsLabels}, "DELETE pods (the kubelet's final grace-0 delete)")
+		namespaced: true, objLabels: pod.Labels, nsLabels: nsLabels, cel: sent}, "DELETE pods (the kubelet's final grace-0 delete, sent as system:node:"+pod.Spec.NodeName+")")
 }
 
 // forecast turns findings about an object still inside its grace period into

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,10 +69,33 @@ func TestFinalDeleteRefusedByAnAdmissionPolicy(t *testing.T) {
 
 	r, res := diagnose(t, "why", "pod/api-0", "-n", ns)
 	it := only(t, r)
-	if res.code != 2 || codesOf(it)[0] != "AdmissionPolicyDenied" {
-		t.Fatalf("exit %d causes %v, want 2 and AdmissionPolicyDenied first", res.code, codesOf(it))
+	// Its validation, evaluated against the kubelet's DELETE, is false: a certain refusal.
+	if top := it.Causes[0]; res.code != 2 || top.Code != "AdmissionPolicyDenied" || top.Severity != "critical" || !strings.Contains(top.Summary, "may not be deleted") {
+		t.Fatalf("exit %d causes %v, top %s %q; want 2 and AdmissionPolicyDenied (critical) with the policy's message", res.code, codesOf(it), top.Severity, top.Summary)
 	}
-	if !hasEvidence(it.Causes[0], "request.operation != 'DELETE'") {
-		t.Errorf("evidence: %q", it.Causes[0].Evidence)
+	expectEvidence(t, it.Causes[0], "validation request.operation != 'DELETE' is false for this request")
+}
+
+// Class e: two webhooks whose backends are gone intercept the same pods;
+// their CEL matchConditions, evaluated as the apiserver does, pick the one
+// that refuses this pod's final DELETE, and the other is not blamed.
+func TestFinalDeleteWebhookMatchConditions(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "guarded-cel")
+	guardedPodInStateC(t, ns, "api-0", func(ctx context.Context, ns string) error { return env.DownWebhooksOnConditions(ctx, ns, "api-0") })
+
+	r, res := diagnose(t, "why", "pod/api-0", "-n", ns)
+	it := only(t, r)
+	top := it.Causes[0]
+	if res.code != 2 || top.Code != "AdmissionWebhookDenied" || top.Severity != "critical" || top.Confidence < 0.9 {
+		t.Fatalf("exit %d causes %v, top %s %.2f; want 2 and AdmissionWebhookDenied (critical, certain) first", res.code, codesOf(it), top.Severity, top.Confidence)
+	}
+	expectEvidence(t, top, "webhook guard."+ns+"-match.example.com", "matchCondition by-name (oldObject.metadata.name == 'api-0') is true for this request")
+	for _, c := range it.Causes {
+		for _, e := range c.Evidence {
+			if strings.Contains(e, ns+"-skip") {
+				t.Errorf("the webhook whose matchConditions exclude the pod is blamed: %s", e)
+			}
+		}
 	}
 }

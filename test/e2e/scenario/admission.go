@@ -36,6 +36,7 @@ type Intercept struct {
 	Operations                        []admissionregistrationv1.OperationType
 	Group, Resource                   string
 	ObjectSelector, NamespaceSelector *metav1.LabelSelector
+	MatchConditions                   []admissionregistrationv1.MatchCondition
 }
 
 // InNamespace selects a namespace by name, for a namespaceSelector.
@@ -68,10 +69,25 @@ func (e *Env) DownWebhookFor(ctx context.Context, name string, i Intercept) erro
 			AdmissionReviewVersions: []string{"v1"},
 			ObjectSelector:          i.ObjectSelector,
 			NamespaceSelector:       i.NamespaceSelector,
+			MatchConditions:         i.MatchConditions,
 		}},
 	}
 	_, err := e.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, hook, metav1.CreateOptions{})
 	return err
+}
+
+// DownWebhooksOnConditions registers two webhooks like DownWebhook on the
+// pods labelled GuardLabel=name, told apart by CEL matchConditions: name-match
+// intercepts the DELETE of the pod named pod, name-skip that of no pod so named.
+func (e *Env) DownWebhooksOnConditions(ctx context.Context, name, pod string) error {
+	for suffix, expr := range map[string]string{"match": "oldObject.metadata.name == '" + pod + "'", "skip": "oldObject.metadata.name == '" + pod + "-other'"} {
+		if err := e.DownWebhookFor(ctx, name+"-"+suffix, Intercept{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+			Resource: "pods", ObjectSelector: guardSelector(name),
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "by-name", Expression: expr}}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DenyPolicy binds, with Deny, a ValidatingAdmissionPolicy that refuses DELETE
