@@ -48,11 +48,11 @@ type User struct {
 
 // Request is a predicted admission request, as admission's CEL sees it.
 type Request struct {
-	Operation                 string // CREATE, UPDATE, DELETE
-	Group, Version, Resource  string
-	Kind                      string
-	Namespace, Name           string
-	SubResource               string
+	Operation                string // CREATE, UPDATE, DELETE
+	Group, Version, Resource string
+	Kind                     string
+	Namespace, Name          string
+	SubResource              string
 	// User is nil when the sender is not known: expressions that read
 	// request.userInfo are then Unknown.
 	User *User
