@@ -5,8 +5,6 @@ package catalog
 
 import (
 	"sort"
-
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 // Code is a stable cause code.
@@ -106,17 +104,4 @@ func Codes() []Code {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
-}
-
-// Less orders two causes: more severe first, then closer to the root, then
-// more confident.
-func Less(a, b report.Cause) bool {
-	if wa, wb := report.Severity(a.Severity).Weight(), report.Severity(b.Severity).Weight(); wa != wb {
-		return wa > wb
-	}
-	da, db := entries[Code(a.Code)].Depth, entries[Code(b.Code)].Depth
-	if da != db {
-		return da < db
-	}
-	return a.Confidence > b.Confidence
 }

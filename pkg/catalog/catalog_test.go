@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 // Every code has a heading of its own in docs/causes.md (or shares one, "### A, B").
@@ -46,25 +44,6 @@ func TestShippedCodesKeepTheirNames(t *testing.T) {
 	for _, c := range shipped {
 		if _, ok := Lookup(Code(c)); !ok {
 			t.Errorf("shipped code %s is missing from the catalogue", c)
-		}
-	}
-}
-
-func TestLessRanksSeverityThenRootThenConfidence(t *testing.T) {
-	c := func(code Code, sev report.Severity, conf float64) report.Cause {
-		return report.Cause{Code: string(code), Severity: sev, Confidence: conf}
-	}
-	cases := []struct {
-		name        string
-		first, then report.Cause
-	}{
-		{"severity first", c(GracePeriodOverrun, report.Critical, 0.1), c(NodeUnreachable, report.Warning, 1)},
-		{"root before symptom", c(NodeUnreachable, report.Warning, 0.1), c(ContainersStillRunning, report.Warning, 1)},
-		{"then confidence", c(FinalizerPending, report.Warning, 0.9), c(FinalizerPending, report.Warning, 0.5)},
-	}
-	for _, tc := range cases {
-		if !Less(tc.first, tc.then) || Less(tc.then, tc.first) {
-			t.Errorf("%s: %s should rank before %s", tc.name, tc.first.Code, tc.then.Code)
 		}
 	}
 }

@@ -127,7 +127,9 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 			})
 			if err != nil {
 				mu.Lock()
-				skips = append(skips, skipOf("list "+QualifiedResource(m.Resource)+" "+where, err))
+				sk := skipOf("list "+QualifiedResource(m.Resource)+" "+where, err)
+				sk.Resource = m.Resource
+				skips = append(skips, sk)
 				mu.Unlock()
 			}
 			return nil

@@ -60,9 +60,8 @@ func listedFine(s *snapshot.Snapshot, c *snapshot.Contents, f conversionFailure)
 	if c == nil || crd == nil {
 		return false
 	}
-	resource := crd.Plural + "." + crd.Group
-	_, scanned := c.Resources[resource]
-	return scanned && !slices.ContainsFunc(c.Skipped, func(sk report.Skip) bool { return strings.Contains(sk.Check, " "+resource+" ") })
+	gvr, scanned := c.Resources[crd.Plural+"."+crd.Group]
+	return scanned && !slices.ContainsFunc(c.Skipped, func(sk report.Skip) bool { return sk.Resource.GroupResource() == gvr.GroupResource() })
 }
 
 const namedInCondition = "status.conditions[type=NamespaceDeletionContentFailure] names webhook %q"

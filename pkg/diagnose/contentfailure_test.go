@@ -123,7 +123,8 @@ func TestStaleConversionFailureIsNotBlamed(t *testing.T) {
 	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure", "NamespaceContentRemaining"}) {
 		t.Errorf("codes = %v", got)
 	}
-	s.Targets[0].Contents.Skipped = []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: report.SkipError, Detail: "the server is currently unable to handle the request"}}
+	s.Targets[0].Contents.Skipped = []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: report.SkipError, Detail: "the server is currently unable to handle the request",
+		Resource: schema.GroupVersionResource{Group: "conv.example.com", Version: "v2", Resource: "gadgets"}}}
 	if got := codes(Diagnose(s).Items[0]); got[0] != "ConversionWebhookFailing" {
 		t.Errorf("when the scan could not list them either, the condition is believed: %v", got)
 	}

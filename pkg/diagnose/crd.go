@@ -29,7 +29,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 		return nil // nothing left: apiextensions removes its finalizer on its next pass
 	}
 	held := heldCauses(s, t, fmt.Sprintf("instance(s) of %s", crd.Kind), "the instances of CRD "+crd.Name, tm)
-	sort.SliceStable(held, func(i, j int) bool { return catalog.Less(held[i], held[j]) })
+	sort.SliceStable(held, func(i, j int) bool { return causeLess(held[i], held[j]) })
 
 	sev := settling(report.Warning, tm)
 	summary := fmt.Sprintf("%d %s instance(s) remain (%s); apiextensions deletes them before it lets the CRD go", total, crd.Kind, countsByNamespace(c.Counts))

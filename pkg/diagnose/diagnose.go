@@ -72,7 +72,7 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 	if len(causes) == 0 && tm.overdue > 0 {
 		causes = append(causes, incomplete(t, tm))
 	}
-	sort.SliceStable(causes, func(i, j int) bool { return catalog.Less(causes[i], causes[j]) })
+	sort.SliceStable(causes, func(i, j int) bool { return causeLess(causes[i], causes[j]) })
 	if tm.remaining > 0 {
 		causes = forecast(causes, tm)
 	}
@@ -132,3 +132,17 @@ func settling(sev report.Severity, tm timing) report.Severity {
 // settleTime is how long after its deadline an object may still be cleaned
 // up normally (controllers and the kubelet act within seconds).
 const settleTime = 30 * time.Second
+
+// causeLess orders two causes: more severe first, then closer to the root
+// (the catalogue's depth), then more confident.
+func causeLess(a, b report.Cause) bool {
+	if wa, wb := a.Severity.Weight(), b.Severity.Weight(); wa != wb {
+		return wa > wb
+	}
+	da, _ := catalog.Lookup(catalog.Code(a.Code))
+	db, _ := catalog.Lookup(catalog.Code(b.Code))
+	if da.Depth != db.Depth {
+		return da.Depth < db.Depth
+	}
+	return a.Confidence > b.Confidence
+}

@@ -95,3 +95,22 @@ func TestNamespaceSpecFinalizerOfAnotherController(t *testing.T) {
 func namespaceTarget(ns *corev1.Namespace) *snapshot.Target {
 	return target(ns, "namespaces", func(t *snapshot.Target) { t.Namespace = ns })
 }
+
+func TestCausesRankSeverityThenRootThenConfidence(t *testing.T) {
+	c := func(code catalog.Code, sev report.Severity, conf float64) report.Cause {
+		return report.Cause{Code: string(code), Severity: sev, Confidence: conf}
+	}
+	cases := []struct {
+		name        string
+		first, then report.Cause
+	}{
+		{"severity first", c(catalog.GracePeriodOverrun, report.Critical, 0.1), c(catalog.NodeUnreachable, report.Warning, 1)},
+		{"root before symptom", c(catalog.NodeUnreachable, report.Warning, 0.1), c(catalog.ContainersStillRunning, report.Warning, 1)},
+		{"then confidence", c(catalog.FinalizerPending, report.Warning, 0.9), c(catalog.FinalizerPending, report.Warning, 0.5)},
+	}
+	for _, tc := range cases {
+		if !causeLess(tc.first, tc.then) || causeLess(tc.then, tc.first) {
+			t.Errorf("%s: %s should rank before %s", tc.name, tc.first.Code, tc.then.Code)
+		}
+	}
+}

@@ -5,6 +5,8 @@ package report
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 const (
@@ -81,16 +83,9 @@ type Moment struct {
 	Event string      `json:"event"`
 }
 
-// ObjectRef names the diagnosed object.
-type ObjectRef struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	// Resource is the plural resource name (pods, namespaces, widgets.example.com).
-	Resource  string `json:"resource"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	UID       string `json:"uid"`
-}
+// ObjectRef names the diagnosed object (defined with the evidence model,
+// which names its targets the same way).
+type ObjectRef = snapshot.ObjectRef
 
 // Cause is one reason the object is still there.
 type Cause struct {
@@ -131,19 +126,15 @@ type Check struct {
 }
 
 // SkipReason says why a read was not made.
-type SkipReason string
+type SkipReason = snapshot.SkipReason
 
+// The reasons a read was not made.
 const (
-	SkipForbidden SkipReason = "Forbidden"
-	SkipTimeout   SkipReason = "Timeout"
-	SkipDiscovery SkipReason = "DiscoveryFailed"
-	SkipError     SkipReason = "Error"
+	SkipForbidden = snapshot.SkipForbidden
+	SkipTimeout   = snapshot.SkipTimeout
+	SkipDiscovery = snapshot.SkipDiscovery
+	SkipError     = snapshot.SkipError
 )
 
 // Skip records a read that was not made; the report carries on without it.
-type Skip struct {
-	// Check names what could not be read (for example "nodes/node-1", "events").
-	Check  string     `json:"check"`
-	Reason SkipReason `json:"reason"`
-	Detail string     `json:"detail,omitempty"`
-}
+type Skip = snapshot.Skip

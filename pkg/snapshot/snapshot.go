@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 // Snapshot is the evidence for one run.
@@ -55,7 +53,7 @@ type Snapshot struct {
 	// a CRD or a namespace's content deletion failed (conversion webhooks).
 	CRDs map[string]*CRD
 	// Skipped lists run-wide reads that could not be made.
-	Skipped []report.Skip
+	Skipped []Skip
 }
 
 // Volumes is the storage chain of the targets' volumes: claim, volume, CSI
@@ -146,14 +144,14 @@ type Admission struct {
 
 // Target is one object to diagnose, with its typed form where a rule needs it.
 type Target struct {
-	Ref    report.ObjectRef
+	Ref    ObjectRef
 	Object *unstructured.Unstructured
 	// Pod is set when the target is a pod.
 	Pod *corev1.Pod
 	// Namespace is set when the target is a namespace.
 	Namespace *corev1.Namespace
 	// Skipped lists reads about this target that could not be made.
-	Skipped []report.Skip
+	Skipped []Skip
 	// Contents is the live scan of what a terminating namespace or CRD still
 	// holds; nil if not scanned.
 	Contents *Contents
@@ -194,7 +192,7 @@ type Contents struct {
 	// Pods are the namespace's terminating pods, read in full and diagnosed.
 	Pods []*Target
 	// Skipped lists the types that could not be listed.
-	Skipped []report.Skip
+	Skipped []Skip
 }
 
 // AllTargets returns the targets and the objects nested in them, at any

@@ -1,0 +1,34 @@
+package snapshot
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+// ObjectRef names the diagnosed object.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Resource is the plural resource name (pods, namespaces, widgets.example.com).
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// SkipReason says why a read was not made.
+type SkipReason string
+
+const (
+	SkipForbidden SkipReason = "Forbidden"
+	SkipTimeout   SkipReason = "Timeout"
+	SkipDiscovery SkipReason = "DiscoveryFailed"
+	SkipError     SkipReason = "Error"
+)
+
+// Skip records a read that was not made; the report carries on without it.
+type Skip struct {
+	// Check names what could not be read (for example "nodes/node-1", "events").
+	Check  string     `json:"check"`
+	Reason SkipReason `json:"reason"`
+	Detail string     `json:"detail,omitempty"`
+	// Resource is the type a failed list was of, for the rules (not printed).
+	Resource schema.GroupVersionResource `json:"-"`
+}
