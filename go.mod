@@ -3,6 +3,7 @@ module github.com/kubectl-terminating/kubectl-terminating
 go 1.26.0
 
 require (
+	al.essio.dev/pkg/shellescape v1.6.1
 	github.com/fatih/color v1.18.0
 	github.com/google/cel-go v0.26.0
 	github.com/olekukonko/tablewriter v1.1.5

@@ -206,13 +206,14 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 	if conditions.result == celeval.Unknown {
 		f.confidence /= 2
 	}
-	patch := fmt.Sprintf(`kubectl patch %s %s --type=json -p '[{"op":"replace","path":"/webhooks/%d/failurePolicy","value":"Ignore"}]'`, h.kind, h.config, h.index)
+	patch := kubectl("", "patch", h.kind, h.config, "--type=json", "-p",
+		jsonText([]map[string]any{{"op": "replace", "path": fmt.Sprintf("/webhooks/%d/failurePolicy", h.index), "value": "Ignore"}}))
 	f.steps = []report.Step{
 		step("Check the webhook's backend", serviceCheckCommand(h), "none: read-only"),
 		step("Restore the webhook's backend (its Deployment, its Service's selector); the refused request is retried and goes through", "", "none"),
 		step("Or narrow the webhook (rules, objectSelector) so it no longer intercepts this request, or set its failurePolicy to Ignore while the backend is down", patch,
 			"the webhook's checks are skipped for every matching request while it is Ignore"),
-		step("Last resort: delete the webhook configuration of an add-on that was uninstalled", fmt.Sprintf("kubectl delete %s %s", h.kind, h.config),
+		step("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectl("", "delete", h.kind, h.config),
 			"removes that admission control for the whole cluster"),
 	}
 	return f, true
@@ -220,9 +221,9 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 
 func serviceCheckCommand(h hook) string {
 	if h.service == nil {
-		return fmt.Sprintf("kubectl get %s %s -o yaml", h.kind, h.config)
+		return kubectl("", "get", h.kind, h.config, "-o", "yaml")
 	}
-	return fmt.Sprintf("kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s", h.service.Namespace, h.service.Name)
+	return endpointsCommand(h.service.Namespace, h.service.Name)
 }
 
 // policyRefusals finds ValidatingAdmissionPolicies bound with Deny that match
@@ -286,8 +287,8 @@ func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admiss
 	}
 	f := refusal{code: catalog.AdmissionPolicyDenied, evidence: evidence,
 		steps: []report.Step{
-			step("Read the policy's expressions and the binding's parameters", fmt.Sprintf("kubectl get validatingadmissionpolicy %s -o yaml", p.Name), "none: read-only"),
-			step("Fix the expression or narrow the binding so the request is allowed", fmt.Sprintf("kubectl edit validatingadmissionpolicybinding %s", b.Name),
+			step("Read the policy's expressions and the binding's parameters", kubectl("", "get", "validatingadmissionpolicy", p.Name, "-o", "yaml"), "none: read-only"),
+			step("Fix the expression or narrow the binding so the request is allowed", kubectl("", "edit", "validatingadmissionpolicybinding", b.Name),
 				"the policy stops guarding what the change excludes"),
 		}}
 	switch {

@@ -78,7 +78,8 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 				fmt.Sprintf("webhook %s refuses the namespace controller's deletes in namespace %s", name, ns),
 				[]string{fmt.Sprintf(namedInCondition, name), "webhook configurations: not read"},
 				step("Find the webhook's configuration and check its backend",
-					fmt.Sprintf(`kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations -o json | jq -r '.items[] | select(any(.webhooks[]; .name == %q)) | .kind + "/" + .metadata.name'`, name),
+					pipe(kubectl("", "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "-o", "json"),
+						command("jq", "-r", `.items[] | select(any(.webhooks[]; .name == `+jsonText(name)+`)) | .kind + "/" + .metadata.name`)),
 					"none: read-only")))
 		}
 		return causes
@@ -144,14 +145,14 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 	name := strings.ToLower(f.kind) + "s." + f.group // a guess, replaced by the CRD's name once read
 	evidence := []string{fmt.Sprintf("conversion webhook for %s/%s, Kind=%s failed: %s", f.group, f.version, f.kind, f.err)}
 	why := f.err
-	check := step("Read the CRD's conversion settings", fmt.Sprintf("kubectl get crd %s -o jsonpath='{.spec.conversion}'", name), "none: read-only")
+	check := step("Read the CRD's conversion settings", kubectl("", "get", "crd", name, "-o", "jsonpath={.spec.conversion}"), "none: read-only")
 	if crd != nil {
 		name = crd.Name
 		evidence = append(evidence, fmt.Sprintf("customresourcedefinition %s: spec.conversion.strategy %s, storage version %s, served %v, status.storedVersions %v",
 			crd.Name, crd.ConversionStrategy, crd.StorageVersion, crd.Served, crd.StoredVersions))
 		if svc := crd.ConversionService; svc != "" {
 			nsName, svcName, _ := strings.Cut(svc, "/")
-			check = step("Check the conversion webhook's backend", fmt.Sprintf("kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s", nsName, svcName), "none: read-only")
+			check = step("Check the conversion webhook's backend", endpointsCommand(nsName, svcName), "none: read-only")
 			if n := crd.ConversionServiceEndpoints; n >= 0 {
 				evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", svc, n))
 				if n == 0 {
@@ -169,9 +170,9 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 		check,
 		step("Restore the conversion webhook's backend (the add-on's Deployment and Service); lists and deletes then go through", "", "none"),
 		step("If the add-on is uninstalled for good and every object is stored in one version: stop converting",
-			fmt.Sprintf(`kubectl patch crd %s --type=merge -p '{"spec":{"conversion":{"strategy":"None"}}}'`, name),
+			kubectl("", "patch", "crd", name, "--type=merge", "-p", `{"spec":{"conversion":{"strategy":"None"}}}`),
 			"objects stored in another version are then served unconverted, with the wrong schema, to every client"),
-		step("Last resort: delete the CRD of the uninstalled add-on", "kubectl delete crd "+name,
+		step("Last resort: delete the CRD of the uninstalled add-on", kubectl("", "delete", "crd", name),
 			"deletes every object of that kind in every namespace, with its data"))
 }
 

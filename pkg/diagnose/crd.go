@@ -60,7 +60,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	}
 	resource := crd.Plural + "." + crd.Group
 	remaining := cause(catalog.CRDInstancesRemaining, sev, 0.9, summary, evidence,
-		step("List the instances that remain", fmt.Sprintf("kubectl get %s -A", resource), "none: read-only"),
+		step("List the instances that remain", kubectl("", "get", resource, "-A"), "none: read-only"),
 		step("Resolve each instance's own blocker (nested below): usually bring back the controller that removes their finalizers", "", "none"),
 		step("Only if that controller is gone for good: remove the finalizers from the instances", clearInstanceFinalizers(crd, resource),
 			"skips the cleanup each finalizer protects (external resources) and leaves it undone"),
@@ -71,12 +71,16 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	return append(causes, held...)
 }
 
+// clearInstanceFinalizers patches every instance; the names are read by the
+// shell from kubectl's output, never pasted into the command.
 func clearInstanceFinalizers(crd *snapshot.CRD, resource string) string {
-	const patch = `--type=merge -p '{"metadata":{"finalizers":null}}'`
+	patch := command("--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 	if !crd.Namespaced {
-		return fmt.Sprintf("kubectl get %s -o name | xargs -n1 kubectl patch %s", resource, patch)
+		return pipe(kubectl("", "get", resource, "-o", `jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}`),
+			fmt.Sprintf(`while IFS= read -r name; do kubectl patch %s "$name" %s; done`, sh(resource), patch))
 	}
-	return fmt.Sprintf(`kubectl get %s -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}' | while read ns name; do kubectl patch %s "$name" -n "$ns" %s; done`, resource, resource, patch)
+	return pipe(kubectl("", "get", resource, "-A", "-o", `jsonpath={range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}`),
+		fmt.Sprintf(`while read -r ns name; do kubectl patch %s "$name" -n "$ns" %s; done`, sh(resource), patch))
 }
 
 // countsByNamespace reads "ns-a: 3, ns-b: 1"; cluster-scoped instances have no namespace.

@@ -94,7 +94,7 @@ func incomplete(t *snapshot.Target, tm timing) report.Cause {
 		fmt.Sprintf("%s is %s past its deletion deadline and no rule explains why", t.Ref.Kind, report.HumanDuration(tm.overdue)),
 		evidence,
 		step("Look at the object's events and the controllers that act on it",
-			fmt.Sprintf("kubectl get events%s --field-selector involvedObject.uid=%s", nsFlag(t.Ref.Namespace), t.Ref.UID),
+			kubectl(t.Ref.Namespace, "get", "events", "--field-selector", "involvedObject.uid="+t.Ref.UID),
 			"none: read-only"))
 }
 
@@ -111,13 +111,6 @@ func cause(code catalog.Code, sev report.Severity, confidence float64, summary s
 
 func step(action, command, risk string) report.Step {
 	return report.Step{Action: action, Command: command, Risk: risk}
-}
-
-func nsFlag(ns string) string {
-	if ns == "" {
-		return ""
-	}
-	return " -n " + ns
 }
 
 // settling downgrades a warning to info while the object is within settleTime

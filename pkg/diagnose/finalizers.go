@@ -82,7 +82,7 @@ func finalizerFields(t *snapshot.Target) []string {
 func removeCommand(t *snapshot.Target, f heldBy) string {
 	if f.spec {
 		name := t.Ref.Name
-		return fmt.Sprintf(`kubectl get namespace %s -o json | jq '.spec.finalizers -= [%q]' | kubectl replace --raw /api/v1/namespaces/%s/finalize -f -`, name, f.name, name)
+		return finalizeNamespace(name, ".spec.finalizers -= "+jsonText([]string{f.name}))
 	}
 	return removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name)
 }
@@ -91,7 +91,7 @@ func removeCommand(t *snapshot.Target, f heldBy) string {
 // the list first, so a concurrent change makes it fail instead of removing
 // the wrong entry.
 func removeFinalizerCommand(ref report.ObjectRef, finalizers []string, f string) string {
-	i := slices.Index(finalizers, f)
-	return fmt.Sprintf(`kubectl patch %s %s%s --type=json -p '[{"op":"test","path":"/metadata/finalizers/%d","value":"%s"},{"op":"remove","path":"/metadata/finalizers/%d"}]'`,
-		strings.ToLower(ref.Resource), ref.Name, nsFlag(ref.Namespace), i, f, i)
+	path := fmt.Sprintf("/metadata/finalizers/%d", slices.Index(finalizers, f))
+	return kubectl(ref.Namespace, "patch", strings.ToLower(ref.Resource), ref.Name, "--type=json", "-p",
+		jsonText([]map[string]string{{"op": "test", "path": path, "value": f}, {"op": "remove", "path": path}}))
 }

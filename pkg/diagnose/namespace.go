@@ -50,7 +50,7 @@ var namespaceConditions = []struct {
 	{corev1.NamespaceContentRemaining, catalog.NamespaceContentRemaining, report.Warning,
 		"objects remain in the namespace",
 		func(ns string) report.Step {
-			return step("List what remains and chase each object's own blocker", "kubectl terminating why -n "+ns, "none: read-only")
+			return step("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns), "none: read-only")
 		}},
 }
 
@@ -75,7 +75,7 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 		causes = append(causes, cause(catalog.NamespaceContentRemaining, settling(report.Warning, tm), 0.6,
 			fmt.Sprintf("the live scan finds %d object(s) left in the namespace; the namespace controller has not reported them (yet)", leftovers(t.Contents)),
 			scanEvidence(t.Contents),
-			step("List what remains and chase each object's own blocker", "kubectl terminating why -n "+ns.Name, "none: read-only"),
+			step("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns.Name), "none: read-only"),
 			clearNamespaceFinalizers(ns.Name)))
 	}
 	for _, nc := range namespaceConditions {
@@ -183,6 +183,6 @@ func specFinalizers(ns *corev1.Namespace) string {
 // clearNamespaceFinalizers is the last resort, with its real cost stated.
 func clearNamespaceFinalizers(name string) report.Step {
 	return step("Last resort, only once the cause above is understood: clear spec.finalizers through the finalize subresource",
-		fmt.Sprintf(`kubectl get namespace %s -o json | jq '.spec.finalizers=[]' | kubectl replace --raw /api/v1/namespaces/%s/finalize -f -`, name, name),
+		finalizeNamespace(name, ".spec.finalizers = []"),
 		"the leftover objects stay in etcd, unmanaged, and reappear if a namespace of the same name is created again")
 }

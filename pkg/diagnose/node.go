@@ -180,7 +180,7 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 			fmt.Sprintf("spec.nodeName %s names no Node: no kubelet will finish this pod", n.name),
 			append([]string{fmt.Sprintf("spec.nodeName: %s", n.name)}, n.evidence()...),
 			step("Wait: the pod GC controller force-deletes pods of deleted nodes within about a minute", "", "none"),
-			step("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", fmt.Sprintf("kubectl get pod %s -n %s -o jsonpath='{.metadata.finalizers}'", pod.Name, pod.Namespace), "none: read-only"),
+			step("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", kubectl(pod.Namespace, "get", "pod", pod.Name, "-o", "jsonpath={.metadata.finalizers}"), "none: read-only"),
 			forceDelete(pod, "none for the node, which is gone; a finalizer still holds the pod if one is set"))}
 	case n.unreachable():
 		return []report.Cause{cause(catalog.NodeUnreachable, report.Critical, 0.9,
@@ -208,10 +208,10 @@ func (n nodeHealth) since() string {
 // out-of-service taint, and only then force delete.
 func deadNodeSteps(pod *corev1.Pod, node string) []report.Step {
 	return []report.Step{
-		step("Check whether the node is down or only cut off from the control plane", fmt.Sprintf("kubectl get node %s -o wide", node), "none: read-only"),
+		step("Check whether the node is down or only cut off from the control plane", kubectl("", "get", "node", node, "-o", "wide"), "none: read-only"),
 		step("If the node can be brought back, restore its kubelet or network: the pod then finishes deleting normally", "", "none"),
 		step("Otherwise make sure the node is powered off or fenced, then mark it out of service: pods and volumes are released (non-graceful node shutdown)",
-			fmt.Sprintf("kubectl taint nodes %s %s=nodeshutdown:NoExecute", node, taintOutOfService),
+			kubectl("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"),
 			"if the node is in fact still running, its workloads run twice and force-detached volumes may be corrupted"),
 		forceDelete(pod, "without fencing, a StatefulSet or ReadWriteOnce replacement can run beside the old pod (split brain, data corruption)"),
 	}

@@ -72,7 +72,7 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 	return report.Cause{
 		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
-			step("Resolve each pod's own root cause (nested below); the namespace controller then finishes", fmt.Sprintf("kubectl terminating why pods -n %s", t.Ref.Name), "none: read-only"),
+			step("Resolve each pod's own root cause (nested below); the namespace controller then finishes", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name), "none: read-only"),
 			clearNamespaceFinalizers(t.Ref.Name),
 		},
 		BlockedBy: firstItems(stuck),
@@ -109,7 +109,7 @@ func podsFirstCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) report.
 	return cause(catalog.WithinGracePeriod, report.Info, 0.9,
 		fmt.Sprintf("progressing: the namespace controller deletes the pods first and waits for them; %d pod(s) are terminating normally and %s; the %d other object(s) are deleted after them", len(c.Pods), deadline, others),
 		evidence,
-		step("Wait for the pods to finish; watch them", fmt.Sprintf("kubectl terminating wait ns/%s --timeout 5m", t.Ref.Name), "none: read-only"))
+		step("Wait for the pods to finish; watch them", command("kubectl", "terminating", "wait", "ns/"+t.Ref.Name, "--timeout", "5m"), "none: read-only"))
 }
 
 // heldCause groups every object one finalizer holds.

@@ -114,7 +114,7 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	}
 	return []report.Cause{report.Cause{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
-			step("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", fmt.Sprintf("kubectl get pods -n %s -o wide", t.Ref.Namespace),
+			step("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", kubectl(t.Ref.Namespace, "get", "pods", "-o", "wide"),
 				"the workload loses its storage and stops"),
 			step("Never remove kubernetes.io/pvc-protection while a pod uses the claim", "",
 				"the volume can be deleted under a running pod: data loss"),
@@ -130,11 +130,11 @@ func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 	}
 	evidence := []string{fmt.Sprintf("status.phase: %s", pv.Status.Phase), fmt.Sprintf("spec.persistentVolumeReclaimPolicy: %s", pv.Spec.PersistentVolumeReclaimPolicy)}
 	claim := "an unknown claim"
-	step1 := step("Find the claim bound to the volume", fmt.Sprintf("kubectl get pv %s -o jsonpath='{.spec.claimRef}'", pv.Name), "none: read-only")
+	step1 := step("Find the claim bound to the volume", kubectl("", "get", "pv", pv.Name, "-o", "jsonpath={.spec.claimRef}"), "none: read-only")
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		claim = fmt.Sprintf("claim %s/%s", ref.Namespace, ref.Name)
 		evidence = append(evidence, fmt.Sprintf("spec.claimRef: %s/%s (uid %s)", ref.Namespace, ref.Name, ref.UID))
-		step1 = step("Delete the claim first (and the pods using it); the volume is released, then deleted", fmt.Sprintf("kubectl delete pvc %s -n %s", ref.Name, ref.Namespace),
+		step1 = step("Delete the claim first (and the pods using it); the volume is released, then deleted", kubectl(ref.Namespace, "delete", "pvc", ref.Name),
 			"with reclaimPolicy Delete, the volume's data is deleted with it")
 	}
 	return []report.Cause{cause(catalog.PVBound, settling(report.Warning, tm), 0.9,
@@ -164,7 +164,7 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 		evidence = append(evidence, line)
 	}
 	va := t.Attachments[0]
-	check := step("Read the attachment and the attacher's logs", fmt.Sprintf("kubectl get volumeattachment %s -o yaml", va.Name), "none: read-only")
+	check := step("Read the attachment and the attacher's logs", kubectl("", "get", "volumeattachment", va.Name, "-o", "yaml"), "none: read-only")
 	force := step("Only once the disk is detached at the backend: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name),
 		"if the disk is still attached, a new attachment elsewhere fails, or two nodes write to it (corruption)")
 	if len(failed) > 0 {
@@ -198,7 +198,7 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		}
 	}
 	steps := []report.Step{
-		step("Read the service's events and the cloud-controller-manager's logs", fmt.Sprintf("kubectl describe service %s -n %s", t.Ref.Name, t.Ref.Namespace), "none: read-only"),
+		step("Read the service's events and the cloud-controller-manager's logs", kubectl(t.Ref.Namespace, "describe", "service", t.Ref.Name), "none: read-only"),
 		step("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", "", "none"),
 		step("Only once the load balancer is gone from the cloud: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "service.kubernetes.io/load-balancer-cleanup"),
 			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"),

@@ -64,7 +64,7 @@ func mirrorPodCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 	return []report.Cause{cause(catalog.MirrorPodKubeletNotSyncing, sev, 0.8, summary, evidence,
 		step("Check the kubelet on the node", "systemctl status kubelet; journalctl -u kubelet --since -1h", "none: read-only"),
 		step("Fix the kubelet; to remove the static pod for good, delete its manifest from the kubelet's staticPodPath (usually /etc/kubernetes/manifests)", "", "the static pod (often a control-plane component) stops on that node"),
-		step("Force-delete the mirror pod from the API", fmt.Sprintf("kubectl delete pod %s -n %s --grace-period=0 --force", pod.Name, pod.Namespace),
+		step("Force-delete the mirror pod from the API", forceDeleteCommand(pod),
 			"only the API object goes: the static pod keeps running, and the kubelet recreates the mirror once it syncs while the manifest remains"))}
 }
 
@@ -182,7 +182,7 @@ func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvent
 	}
 	evidence = append(evidence, noEventSeen(reasonFailedKillPod))
 	return cause(code, sev, 0.6, summary, evidence,
-		step("Look at the pod's events and the kubelet on its node", fmt.Sprintf("kubectl describe pod %s -n %s", pod.Name, pod.Namespace), "none: read-only"),
+		step("Look at the pod's events and the kubelet on its node", kubectl(pod.Namespace, "describe", "pod", pod.Name), "none: read-only"),
 		forceDelete(pod, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))
 }
 
@@ -190,7 +190,7 @@ func killFailed(pod *corev1.Pod, tm timing, c containerState, ev podEvents, now 
 	return cause(catalog.ContainerKillFailed, report.Critical, 0.85,
 		fmt.Sprintf("the container runtime on %s fails to kill %s (%s past the deadline)", pod.Spec.NodeName, strings.Join(c.running, ", "), report.HumanDuration(tm.overdue)),
 		append([]string{describeEvent(ev.killFailed, now)}, c.evidence...),
-		step("Check the runtime on the node", "crictl ps --pod $(crictl pods --name "+pod.Name+" -q); journalctl -u containerd --since -1h", "none: read-only"),
+		step("Check the runtime on the node", then(command("crictl", "pods", "--name", pod.Name), command("journalctl", "-u", "containerd", "--since", "-1h")), "none: read-only"),
 		step("Restart the container runtime on the node", "systemctl restart containerd", "running containers on the node may restart if the runtime does not keep them (shim) alive"),
 		forceDelete(pod, "the processes may keep running on the node, holding ports, files and volumes; a StatefulSet replacement can run twice (split brain)"))
 }
@@ -206,7 +206,7 @@ func sandboxFailed(pod *corev1.Pod, tm timing, ev podEvents, now time.Time, conf
 		evidence = append(evidence, noEventSeen(reasonFailedKillPod))
 	}
 	return cause(catalog.SandboxTeardownFailed, sev, confidence, summary, evidence,
-		step("Check the CNI plugin's pods and logs on the node", fmt.Sprintf("kubectl get pods -A -o wide --field-selector spec.nodeName=%s | grep -Ei 'calico|cilium|flannel|weave|cni'", pod.Spec.NodeName), "none: read-only"),
+		step("Check the CNI plugin's pods and logs on the node", onNode(pod.Spec.NodeName, "calico|cilium|flannel|weave|cni"), "none: read-only"),
 		step("Restore the CNI plugin on the node (restart its pod, fix its credentials); the kubelet retries the teardown", "", "restarting the CNI pod briefly disrupts networking setup for new pods on that node"),
 		forceDelete(pod, "the sandbox's network resources (IP address, routes) may leak on the node"))
 }
@@ -224,13 +224,13 @@ func kubeletCleanupPending(pod *corev1.Pod, tm timing) report.Cause {
 			fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (the kubelet's final delete sets 0)", tm.grace),
 			"no container reports state.running",
 		},
-		step("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", "journalctl -u kubelet | grep "+string(pod.UID), "none: read-only"),
+		step("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))), "none: read-only"),
 		forceDelete(pod, "unmounts and cgroup cleanup may be left undone on the node"))
 }
 
 func forceDelete(pod *corev1.Pod, risk string) report.Step {
 	return step("Force-delete the pod from the API",
-		fmt.Sprintf("kubectl delete pod %s -n %s --grace-period=0 --force", pod.Name, pod.Namespace),
+		forceDeleteCommand(pod),
 		risk)
 }
 

@@ -1,0 +1,153 @@
+package diagnose
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// Names that would run a command of their own if pasted unquoted.
+const (
+	hostilePod       = "web$(touch PWNED)-0"
+	hostileNamespace = "shop;touch PWNED;#"
+	hostileNode      = "node`touch PWNED`"
+	hostileWebhook   = "guard' ; touch PWNED ; '"
+	hostileFinalizer = "acme.io/keep\"$(touch PWNED)"
+)
+
+// stubs puts programs that only record their arguments first on PATH, so a
+// suggested command can be run for real: any injected command (touch) runs
+// too, and leaves its file behind.
+func stubs(t *testing.T) (dir, log string) {
+	t.Helper()
+	dir = t.TempDir()
+	log = filepath.Join(dir, "calls")
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\n{ printf '%s' \"$(basename \"$0\")\"; for a in \"$@\"; do printf '\\037%s' \"$a\"; done; printf '\\036'; } >> \"$CALLS\"\n"
+	for _, p := range []string{"kubectl", "jq", "grep", "findmnt", "journalctl", "crictl", "systemctl"} {
+		if err := os.WriteFile(filepath.Join(bin, p), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, log
+}
+
+// run runs a suggested command in a shell and returns each program call's argv.
+func runSuggested(t *testing.T, dir, log, cmd string) [][]string {
+	t.Helper()
+	_ = os.Remove(log)
+	c := exec.Command("sh", "-c", cmd)
+	c.Dir = dir
+	c.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "CALLS="+log)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	if err := c.Run(); err != nil {
+		t.Errorf("%s: %v: %s", cmd, err, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+		t.Fatalf("running %s ran a command planted in a name", cmd)
+	}
+	data, _ := os.ReadFile(log)
+	var calls [][]string
+	for _, rec := range strings.Split(strings.TrimSuffix(string(data), "\x1e"), "\x1e") {
+		if rec != "" {
+			calls = append(calls, strings.Split(rec, "\x1f"))
+		}
+	}
+	return calls
+}
+
+// Every remediation command for objects with hostile names runs exactly the
+// programs it names, with those names as whole arguments.
+func TestSuggestedCommandsQuoteClusterNames(t *testing.T) {
+	dead := terminatingPod(10*time.Minute, 30)
+	dead.Name, dead.Namespace, dead.Spec.NodeName = hostilePod, hostileNamespace, hostileNode
+	dead.Finalizers = []string{hostileFinalizer}
+	stuck := stopped(terminatingPod(10*time.Minute, 30), corev1.PodFailed)
+	stuck.Name, stuck.Namespace = hostilePod, hostileNamespace
+	hook := deletePodsWebhook(admissionregistrationv1.Fail)
+	hook.Name = hostileWebhook
+	ns := terminatingNamespace(10*time.Minute, allConditions()...)
+	ns.Name = hostileNamespace
+	ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerName(hostileFinalizer)}
+	held := heldObject("ConfigMap", "configmaps", hostilePod, 10*time.Minute, "foregroundDeletion", hostileFinalizer)
+	held.Object.SetNamespace(hostileNamespace)
+	held.Ref.Namespace = hostileNamespace
+
+	s := snap(dead, stuck, ns, node(hostileNode, corev1.ConditionUnknown, taintUnreachable), lease(hostileNode, time.Hour),
+		node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
+	s.Targets = append(s.Targets, held)
+	held.DependentsRead = true
+	s.Admission.Read = true
+	s.Admission.Validating = []admissionregistrationv1.ValidatingWebhookConfiguration{hook}
+	s.Admission.ServiceEndpoints["guard/guard-svc"] = 0
+	s.Controllers = snapshot.Controllers{Read: true}
+
+	dir, log := stubs(t)
+	var commands []string
+	var walk func(items []report.Item)
+	walk = func(items []report.Item) {
+		for _, it := range items {
+			for _, c := range it.Causes {
+				for _, st := range c.Remediation {
+					if st.Command != "" {
+						commands = append(commands, st.Command)
+					}
+				}
+				walk(c.BlockedBy)
+			}
+		}
+	}
+	walk(Diagnose(s).Items)
+	hostile := []string{hostilePod, hostileNamespace, hostileNode, hostileWebhook, hostileFinalizer}
+	seen := map[string]bool{}
+	for _, cmd := range commands {
+		for _, call := range runSuggested(t, dir, log, cmd) {
+			for _, arg := range call[1:] {
+				for _, h := range hostile {
+					if arg == h || strings.HasSuffix(arg, "="+h) || strings.Contains(arg, jsonText(h)) {
+						seen[h] = true
+					}
+				}
+			}
+		}
+	}
+	for _, h := range hostile {
+		if !seen[h] {
+			t.Errorf("no command passed %q as an argument; commands: %q", h, commands)
+		}
+	}
+	if !slices.ContainsFunc(commands, func(c string) bool { return strings.Contains(c, "--force") }) {
+		t.Errorf("the force delete was not among the commands: %q", commands)
+	}
+}
+
+// Any string quoted as a word reaches the program whole.
+func FuzzCommandQuoting(f *testing.F) {
+	for _, s := range []string{hostilePod, hostileNamespace, hostileNode, hostileWebhook, hostileFinalizer, "", "a b", "'", "\\", "$HOME", "!x", "\n", "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.ContainsRune(s, 0) {
+			t.Skip("argv cannot hold NUL")
+		}
+		out, err := exec.Command("sh", "-c", command("printf", "%s", s)).Output()
+		if err != nil || string(out) != s {
+			t.Fatalf("%q -> %q (%v)", s, out, err)
+		}
+	})
+}
