@@ -150,7 +150,7 @@ func (o *Options) scanAll(ctx context.Context, c *collect.Collector, scope colle
 func (o *Options) noteNotTerminating(found []collect.Found) {
 	for _, f := range found {
 		if !f.Terminating() {
-			fmt.Fprintf(o.ErrOut, "%s is not being deleted (no metadata.deletionTimestamp)\n", report.Name(f.Ref()))
+			fmt.Fprintf(o.ErrOut, "%s is not being deleted (no metadata.deletionTimestamp)\n", report.Safe(report.Name(f.Ref())))
 		}
 	}
 }
@@ -175,7 +175,7 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 		return write(r, report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour()})
 	case "name":
 		for _, it := range r.Items {
-			if _, err := fmt.Fprintln(o.Out, report.Name(it.Object)); err != nil {
+			if _, err := fmt.Fprintln(o.Out, report.Safe(report.Name(it.Object))); err != nil {
 				return err
 			}
 		}

@@ -65,7 +65,7 @@ func (o *Options) wait(ctx context.Context) error {
 		return err
 	}
 	for _, name := range o.alreadyGone(clients, found) {
-		fmt.Fprintf(o.Out, "%s deleted\n", name)
+		fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(name))
 	}
 	deadline := o.now().Add(o.Timeout)
 	var lastProgress time.Time
@@ -76,7 +76,7 @@ func (o *Options) wait(ctx context.Context) error {
 			return err
 		}
 		for _, g := range gone {
-			fmt.Fprintf(o.Out, "%s deleted\n", report.Name(g.Ref()))
+			fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(report.Name(g.Ref())))
 		}
 		if len(found) == 0 {
 			return nil
@@ -88,7 +88,7 @@ func (o *Options) wait(ctx context.Context) error {
 		if o.isTerminal(o.ErrOut) && now.Sub(lastProgress) >= progressInterval {
 			lastProgress = now
 			if line := progressLine(diagnose.Diagnose((&collect.Collector{Clients: clients, Now: o.now}).Snapshot(ctx, found))); line != lastLine {
-				fmt.Fprintln(o.ErrOut, line)
+				fmt.Fprintln(o.ErrOut, report.Safe(line))
 				lastLine = line
 			}
 		}

@@ -17,9 +17,9 @@ type Style struct {
 	Color bool
 }
 
-func (s Style) paint(sev Severity, text string) string {
+func (s Style) paint(sev Severity, text string) painted {
 	if !s.Color {
-		return text
+		return painted(text)
 	}
 	attr := color.FgCyan
 	switch sev {
@@ -30,7 +30,7 @@ func (s Style) paint(sev Severity, text string) string {
 	}
 	c := color.New(attr, color.Bold)
 	c.EnableColor()
-	return c.Sprint(text)
+	return painted(c.Sprint(text))
 }
 
 // WriteList prints one line per object: what `kubectl terminating list` shows.
@@ -46,10 +46,10 @@ func WriteList(w io.Writer, r Report, st Style) error {
 	rows := make([][]string, 0, len(r.Items))
 	for _, it := range r.Items {
 		top := topCause(it)
-		row := []string{orNone(it.Object.Namespace), it.Object.Kind, it.Object.Name,
-			durationSeconds(it.TerminatingSeconds), durationSeconds(it.OverdueSeconds), st.paint(it.Severity, string(it.Severity)), top.Code}
+		row := []string{Safe(orNone(it.Object.Namespace)), Safe(it.Object.Kind), Safe(it.Object.Name),
+			durationSeconds(it.TerminatingSeconds), durationSeconds(it.OverdueSeconds), string(st.paint(it.Severity, string(it.Severity))), top.Code}
 		if st.Wide {
-			row = append(row, strconv.FormatBool(it.Stuck), fmt.Sprintf("%ds", it.GracePeriodSeconds), confidence(top), top.Summary)
+			row = append(row, strconv.FormatBool(it.Stuck), fmt.Sprintf("%ds", it.GracePeriodSeconds), confidence(top), Safe(top.Summary))
 		}
 		rows = append(rows, row)
 	}
@@ -91,7 +91,7 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 	if len(it.Checks) > 0 && p.err == nil {
 		rows := make([][]string, 0, len(it.Checks))
 		for _, c := range it.Checks {
-			rows = append(rows, []string{c.Name, string(c.Status), c.Detail})
+			rows = append(rows, []string{c.Name, string(c.Status), Safe(c.Detail)})
 		}
 		p.err = writeTable(w, indent+"  ", []string{"CHECK", "STATUS", "DETAIL"}, rows)
 	}
@@ -123,7 +123,12 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 	}
 	if len(it.Timeline) > 0 {
 		p.linef("%s  timeline:", indent)
-		for _, m := range it.Timeline {
+		moments := it.Timeline
+		if n := len(moments) - maxTimeline; n > 0 {
+			p.linef("%s    ... %d earlier events (all of them in -o json)", indent, n)
+			moments = moments[n:]
+		}
+		for _, m := range moments {
 			p.linef("%s    %s  %s", indent, m.Time.UTC().Format("2006-01-02T15:04:05Z"), m.Event)
 		}
 	}
@@ -151,10 +156,18 @@ type printer struct {
 	err error
 }
 
+// linef prints one line; every string argument is made safe (cluster text
+// reaches most of them), what the renderer painted itself is kept.
 func (p *printer) linef(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	if p.err != nil {
+		return
 	}
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = Safe(s)
+		}
+	}
+	_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
 }
 
 func topCause(it Item) Cause {
