@@ -360,3 +360,29 @@ func TestVersion(t *testing.T) {
 		t.Errorf("err %v out %q", err, out)
 	}
 }
+
+// A report that could not read what its verdict needs never exits 0 by
+// finding nothing stuck: exit 1 and a line saying what was not read, unless
+// --allow-partial; the partial report is printed either way.
+func TestPartialReportDoesNotExitZero(t *testing.T) {
+	forbidNodes := func(typed *kubefake.Clientset, _ *kube.Clients) {
+		typed.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "live", errors.New("no rights"))
+		})
+	}
+	out, _, err := execute(t, fakes(t, cluster(), forbidNodes), "why", "pod/batch-0", "-n", "shop", "-o", "json")
+	var partial *PartialError
+	if ExitCode(err) != ExitError || !errors.As(err, &partial) || !strings.Contains(err.Error(), "could not read nodes/live (Forbidden)") {
+		t.Fatalf("exit %d, %v; want 1 and what was not read", ExitCode(err), err)
+	}
+	if !strings.Contains(out, `"complete": false`) || !strings.Contains(out, `"code": "WithinGracePeriod"`) {
+		t.Errorf("the partial report is still printed, and says so:\n%s", out)
+	}
+	if _, _, err := execute(t, fakes(t, cluster(), forbidNodes), "why", "pod/batch-0", "-n", "shop", "--allow-partial"); err != nil {
+		t.Errorf("--allow-partial: %v", err)
+	}
+	out, _, err = execute(t, fakes(t, cluster(), nil), "why", "pod/batch-0", "-n", "shop", "-o", "json")
+	if err != nil || !strings.Contains(out, `"complete": true`) {
+		t.Errorf("everything read: %v\n%s", err, out)
+	}
+}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 // Exit codes, the contract runbooks rely on (docs/runbooks.md).
@@ -20,6 +23,23 @@ const (
 type ExitCodeError struct{ Code int }
 
 func (e *ExitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// PartialError: nothing stuck was found, but some reads failed, so the
+// report cannot say nothing is stuck.
+type PartialError struct{ Missing []report.Skip }
+
+func (e *PartialError) Error() string {
+	var parts []string
+	for i, m := range e.Missing {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(e.Missing)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", m.Check, m.Reason))
+	}
+	return fmt.Sprintf("nothing stuck was found, but the report is partial: could not read %s; the report lists them under skipped (--allow-partial accepts a partial report)",
+		report.Safe(strings.Join(parts, ", ")))
+}
 
 // ExitCode maps a command's error to the process exit code.
 func ExitCode(err error) int {

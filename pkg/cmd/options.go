@@ -35,6 +35,7 @@ type Options struct {
 	NoColor        bool
 	Kinds          []string
 	StuckOnly      bool
+	AllowPartial   bool
 	Timeout        time.Duration
 
 	// Set by Complete.
@@ -67,6 +68,7 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector to filter on (=, ==, != and set-based).")
 	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "Only objects whose deletion was requested at least this long ago (e.g. 10m).")
 	cmd.Flags().StringSliceVar(&o.Kinds, "kind", nil, "Only these types (kinds, resources or short names, comma-separated: --kind pods,pvc,widgets.example.com); only they are listed.")
+	cmd.Flags().BoolVar(&o.AllowPartial, "allow-partial", false, "Exit 0 when nothing stuck is found even if some reads failed (Forbidden, timeouts); without it such a partial report exits 1. The report says what was not read either way.")
 	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or just past it and progressing).")
 	o.addOutputFlags(cmd)
 }
@@ -217,12 +219,17 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// exitFor is the exit status of a completed diagnosis.
-func exitFor(r report.Report) error {
+// exitFor is the exit status of a completed diagnosis: stuck wins; then a
+// report that could not read everything it needed fails, because "nothing
+// stuck" would be a verdict on reads that were not made.
+func exitFor(r report.Report, allowPartial bool) error {
 	for _, it := range r.Items {
 		if it.Stuck {
 			return &ExitCodeError{Code: ExitStuck}
 		}
+	}
+	if missing := r.Incomplete(); len(missing) > 0 && !allowPartial {
+		return &PartialError{Missing: missing}
 	}
 	return nil
 }
@@ -242,5 +249,5 @@ func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Repor
 	if err := o.Print(r, write); err != nil {
 		return err
 	}
-	return exitFor(r)
+	return exitFor(r, o.AllowPartial)
 }

@@ -28,6 +28,7 @@ func Diagnose(s *snapshot.Snapshot) report.Report {
 		r.Items = append(r.Items, diagnoseTarget(s, t))
 	}
 	SortItems(r.Items)
+	r.Complete = len(r.Incomplete()) == 0
 	return r
 }
 

@@ -50,6 +50,27 @@ type Report struct {
 	// Skipped lists reads the whole run could not make (a forbidden or failing
 	// resource type during a scan); the items are what could be found without them.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// Complete is true when every read the verdicts needed was made: no
+	// skipped read in the run nor in any item. A partial report that finds
+	// nothing stuck exits 1 (unless --allow-partial), never 0.
+	Complete bool `json:"complete"`
+}
+
+// Incomplete lists every read the report lacks: the run's, then each
+// item's, nested items included.
+func (r Report) Incomplete() []Skip {
+	out := append([]Skip(nil), r.Skipped...)
+	var walk func(items []Item)
+	walk = func(items []Item) {
+		for _, it := range items {
+			out = append(out, it.Skipped...)
+			for _, c := range it.Causes {
+				walk(c.BlockedBy)
+			}
+		}
+	}
+	walk(r.Items)
+	return out
 }
 
 // Item is the diagnosis of one object with a deletionTimestamp.
