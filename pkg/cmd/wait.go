@@ -2,8 +2,13 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/spf13/cobra"
 
@@ -67,14 +72,32 @@ func (o *Options) wait(ctx context.Context) error {
 	for _, name := range o.alreadyGone(clients, found) {
 		fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(name))
 	}
+	found, err = o.beingDeleted(found)
+	if err != nil {
+		return err
+	}
 	deadline := o.now().Add(o.Timeout)
 	var lastProgress time.Time
 	lastLine := ""
+	retry := backoff{}
 	for {
 		var gone []collect.Found
-		if found, gone, err = c.Refresh(ctx, found); err != nil {
+		still, gone, err := c.Refresh(ctx, found)
+		switch {
+		case err != nil && transient(err) && o.now().Before(deadline):
+			// An apiserver restart or a blip: keep waiting, say so once.
+			if retry.failures == 0 {
+				fmt.Fprintf(o.ErrOut, "warning: %s; retrying until the timeout\n", report.Safe(Explain(err)))
+			}
+			if err := o.sleep(ctx, min(retry.next(), deadline.Sub(o.now()))); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
 			return err
 		}
+		retry = backoff{}
+		found = still
 		for _, g := range gone {
 			fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(report.Name(g.Ref())))
 		}
@@ -102,6 +125,32 @@ func (o *Options) wait(ctx context.Context) error {
 		return err
 	}
 	return &ExitCodeError{Code: ExitStuck}
+}
+
+// beingDeleted keeps the objects wait can see go: those with a
+// deletionTimestamp. One asked for by name that is not being deleted is an
+// error at once (nothing would ever remove it); among those a type or a
+// selector found, the others are left out, and stderr says so.
+func (o *Options) beingDeleted(found []collect.Found) ([]collect.Found, error) {
+	named := map[string]bool{}
+	for _, r := range o.requests {
+		for _, n := range r.Names {
+			named[n] = true
+		}
+	}
+	var out []collect.Found
+	for _, f := range found {
+		if f.Terminating() {
+			out = append(out, f)
+			continue
+		}
+		name := report.Safe(report.Name(f.Ref()))
+		if named[f.Object.GetName()] {
+			return nil, fmt.Errorf("%s is not being deleted (no metadata.deletionTimestamp): nothing would remove it; delete it first", name)
+		}
+		fmt.Fprintf(o.ErrOut, "%s is not being deleted: not waiting for it\n", name)
+	}
+	return out, nil
 }
 
 // alreadyGone names the objects asked for by name that were not found.
@@ -146,4 +195,23 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// backoff doubles the wait after each failure, from one second to ten.
+type backoff struct{ failures int }
+
+func (b *backoff) next() time.Duration {
+	d := time.Second << min(b.failures, 4)
+	b.failures++
+	return min(d, 10*time.Second)
+}
+
+// transient errors are worth retrying: the apiserver restarting or
+// overloaded, a connection refused or reset, a timeout.
+func transient(err error) bool {
+	var ne net.Error
+	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		(errors.As(err, &ne) && ne.Timeout()) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err)
 }

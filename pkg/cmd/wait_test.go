@@ -2,13 +2,24 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 )
 
 // fakeClock makes wait's sleeps instant: each advances the clock, and may
@@ -77,5 +88,57 @@ func TestWaitErrors(t *testing.T) {
 		if ExitCode(err) != ExitError || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: exit %d, err %v; want %q", tc.args, ExitCode(err), err, tc.want)
 		}
+	}
+}
+
+// An apiserver restart during a wait (connection refused, then a 503) is
+// retried until the object goes; said once on stderr.
+func TestWaitSurvivesAnAPIServerRestart(t *testing.T) {
+	gets := 0
+	restarting := func(_ *kubefake.Clientset, c *kube.Clients) {
+		c.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			gets++
+			switch gets {
+			case 2, 3:
+				return true, nil, &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/namespaces/shop/pods/cache-0", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+			case 4:
+				return true, nil, apierrors.NewServiceUnavailable("the apiserver is starting")
+			case 5:
+				return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "cache-0")
+			}
+			return false, nil, nil
+		})
+	}
+	out, errOut, err := executeWith(t, fakes(t, cluster(), restarting), fakeClock(func(int) {}), "wait", "pod/cache-0", "-n", "shop", "--timeout", "1m")
+	if err != nil || out != "pod/cache-0 deleted\n" {
+		t.Fatalf("err %v, stdout %q, stderr %q", err, out, errOut)
+	}
+	if strings.Count(errOut, "retrying until the timeout") != 1 || !strings.Contains(errOut, "connection refused") {
+		t.Errorf("stderr: %q", errOut)
+	}
+
+	// A Forbidden is no blip: it ends the wait at once.
+	forbidden := func(_ *kubefake.Clientset, c *kube.Clients) {
+		c.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			gets++
+			if gets > 7 {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "cache-0", errors.New("no rights"))
+			}
+			return false, nil, nil
+		})
+	}
+	gets = 6
+	if _, _, err := executeWith(t, fakes(t, cluster(), forbidden), fakeClock(func(int) {}), "wait", "pod/cache-0", "-n", "shop", "--timeout", "1m"); ExitCode(err) != ExitError || !apierrors.IsForbidden(err) {
+		t.Errorf("forbidden: exit %d, %v", ExitCode(err), err)
+	}
+}
+
+// An object that is not being deleted would be waited on for ever: named,
+// it is an error at once; found by type, it is left out.
+func TestWaitOnObjectsNotBeingDeleted(t *testing.T) {
+	sleeps := 0
+	_, _, err := executeWith(t, fakes(t, cluster(), nil), fakeClock(func(n int) { sleeps = n }), "wait", "pod/ok-0", "-n", "shop", "--timeout", "1m")
+	if ExitCode(err) != ExitError || !strings.Contains(err.Error(), "pod/ok-0 is not being deleted") || sleeps != 0 {
+		t.Errorf("exit %d after %d polls: %v", ExitCode(err), sleeps, err)
 	}
 }
