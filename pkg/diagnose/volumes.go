@@ -206,7 +206,7 @@ func inlineNetworkSource(src corev1.VolumeSource) network {
 	case src.RBD != nil:
 		return network{"rbd", fmt.Sprintf("monitors %s, pool %s, image %s", strings.Join(src.RBD.CephMonitors, ","), src.RBD.RBDPool, src.RBD.RBDImage), src.RBD.RBDImage}
 	case src.Glusterfs != nil:
-		return network{"glusterfs", fmt.Sprintf("endpoints %s, path %s", src.Glusterfs.EndpointsName, src.Glusterfs.Path), ""}
+		return network{"glusterfs", "endpoints " + src.Glusterfs.EndpointsName + ", path " + src.Glusterfs.Path, ""}
 	case src.AWSElasticBlockStore != nil:
 		return network{"awsElasticBlockStore", "volume " + src.AWSElasticBlockStore.VolumeID, src.AWSElasticBlockStore.VolumeID}
 	case src.GCEPersistentDisk != nil:
@@ -224,7 +224,7 @@ func inlineNetworkSource(src corev1.VolumeSource) network {
 	case src.Quobyte != nil:
 		return network{"quobyte", fmt.Sprintf("registry %s, volume %s", src.Quobyte.Registry, src.Quobyte.Volume), ""}
 	case src.ScaleIO != nil:
-		return network{"scaleIO", fmt.Sprintf("gateway %s, volume %s", src.ScaleIO.Gateway, src.ScaleIO.VolumeName), ""}
+		return network{"scaleIO", "gateway " + src.ScaleIO.Gateway + ", volume " + src.ScaleIO.VolumeName, ""}
 	case src.StorageOS != nil:
 		return network{"storageos", "volume " + src.StorageOS.VolumeName, ""}
 	case src.PhotonPersistentDisk != nil:
@@ -235,31 +235,33 @@ func inlineNetworkSource(src corev1.VolumeSource) network {
 	return network{}
 }
 
+// pvNetworkSource describes a PersistentVolume's in-tree source through its
+// inline twin (the fields that name the backend are the same).
 func pvNetworkSource(src corev1.PersistentVolumeSource) network {
+	in := corev1.VolumeSource{NFS: src.NFS, FC: src.FC, AWSElasticBlockStore: src.AWSElasticBlockStore,
+		GCEPersistentDisk: src.GCEPersistentDisk, AzureDisk: src.AzureDisk, VsphereVolume: src.VsphereVolume,
+		PortworxVolume: src.PortworxVolume, Quobyte: src.Quobyte, PhotonPersistentDisk: src.PhotonPersistentDisk, Flocker: src.Flocker}
 	switch {
 	case src.ISCSI != nil:
-		return network{"iscsi", fmt.Sprintf("portal %s, iqn %s, lun %d", src.ISCSI.TargetPortal, src.ISCSI.IQN, src.ISCSI.Lun), src.ISCSI.IQN}
+		in.ISCSI = &corev1.ISCSIVolumeSource{TargetPortal: src.ISCSI.TargetPortal, IQN: src.ISCSI.IQN, Lun: src.ISCSI.Lun}
 	case src.CephFS != nil:
-		return network{"cephfs", fmt.Sprintf("monitors %s, path %s", strings.Join(src.CephFS.Monitors, ","), src.CephFS.Path), ""}
+		in.CephFS = &corev1.CephFSVolumeSource{Monitors: src.CephFS.Monitors, Path: src.CephFS.Path}
 	case src.RBD != nil:
-		return network{"rbd", fmt.Sprintf("monitors %s, pool %s, image %s", strings.Join(src.RBD.CephMonitors, ","), src.RBD.RBDPool, src.RBD.RBDImage), src.RBD.RBDImage}
+		in.RBD = &corev1.RBDVolumeSource{CephMonitors: src.RBD.CephMonitors, RBDPool: src.RBD.RBDPool, RBDImage: src.RBD.RBDImage}
 	case src.Glusterfs != nil:
-		return network{"glusterfs", fmt.Sprintf("endpoints %s, path %s", src.Glusterfs.EndpointsName, src.Glusterfs.Path), ""}
+		in.Glusterfs = &corev1.GlusterfsVolumeSource{EndpointsName: src.Glusterfs.EndpointsName, Path: src.Glusterfs.Path}
 	case src.Cinder != nil:
-		return network{"cinder", "volume " + src.Cinder.VolumeID, src.Cinder.VolumeID}
+		in.Cinder = &corev1.CinderVolumeSource{VolumeID: src.Cinder.VolumeID}
 	case src.AzureFile != nil:
-		return network{"azureFile", "share " + src.AzureFile.ShareName, ""}
+		in.AzureFile = &corev1.AzureFileVolumeSource{ShareName: src.AzureFile.ShareName}
+	case src.ScaleIO != nil:
+		in.ScaleIO = &corev1.ScaleIOVolumeSource{Gateway: src.ScaleIO.Gateway, VolumeName: src.ScaleIO.VolumeName}
+	case src.StorageOS != nil:
+		in.StorageOS = &corev1.StorageOSVolumeSource{VolumeName: src.StorageOS.VolumeName}
 	case src.FlexVolume != nil:
 		return network{"flexVolume", "driver " + src.FlexVolume.Driver, ""}
-	case src.ScaleIO != nil:
-		return network{"scaleIO", fmt.Sprintf("gateway %s, volume %s", src.ScaleIO.Gateway, src.ScaleIO.VolumeName), ""}
-	case src.StorageOS != nil:
-		return network{"storageos", "volume " + src.StorageOS.VolumeName, ""}
 	}
-	// The rest share their inline form.
-	return inlineNetworkSource(corev1.VolumeSource{NFS: src.NFS, FC: src.FC, AWSElasticBlockStore: src.AWSElasticBlockStore,
-		GCEPersistentDisk: src.GCEPersistentDisk, AzureDisk: src.AzureDisk, VsphereVolume: src.VsphereVolume,
-		PortworxVolume: src.PortworxVolume, Quobyte: src.Quobyte, PhotonPersistentDisk: src.PhotonPersistentDisk, Flocker: src.Flocker})
+	return inlineNetworkSource(in)
 }
 
 func lun(l *int32) string {

@@ -109,6 +109,8 @@ func TestVolumesInvisibleThroughTheAPI(t *testing.T) {
 		{"inline CSI ephemeral volume", []corev1.Volume{inlineCSI}, nil, nil, "VolumeTeardownPending", report.Unknown, []string{"driver secrets-store.csi.k8s.io"}},
 		{"generic ephemeral volume on an NFS PV", nil, claimed(corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nas.example", Path: "/pv9"}}, map[string]*storagev1.CSIDriver{}),
 			nil, "VolumeTeardownPending", report.Unknown, []string{"claim shop/web-0-data -> persistentvolume pv-9 (nfs: server nas.example, path /pv9)"}},
+		{"generic ephemeral volume on an RBD PV", nil, claimed(corev1.PersistentVolumeSource{RBD: &corev1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.9:6789"}, RBDPool: "kube", RBDImage: "img-9"}}, map[string]*storagev1.CSIDriver{}),
+			nil, "VolumeTeardownPending", report.Unknown, []string{"(rbd: monitors 10.0.0.9:6789, pool kube, image img-9)"}},
 		{"CSI driver that needs no attach", nil, claimed(corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "nfs.csi.k8s.io", VolumeHandle: "nas#pv9"}},
 			map[string]*storagev1.CSIDriver{"nfs.csi.k8s.io": {Spec: storagev1.CSIDriverSpec{AttachRequired: &no}}}),
 			nil, "VolumeTeardownPending", report.Unknown, []string{"attachRequired is false"}},
