@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -58,6 +59,8 @@ func Explain(err error) string {
 	var urlErr *url.Error
 	var opErr *net.OpError
 	switch {
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
 	case apierrors.IsUnauthorized(err):
 		return fmt.Sprintf("the cluster rejected the credentials (expired or invalid; log in again): %v", err)
 	case apierrors.IsForbidden(err):

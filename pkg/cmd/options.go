@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -109,6 +110,9 @@ func (o *Options) Complete(args []string) error {
 func (o *Options) Validate() error {
 	if o.OlderThan < 0 {
 		return fmt.Errorf("--older-than must not be negative")
+	}
+	if _, err := labels.Parse(o.LabelSelector); err != nil {
+		return fmt.Errorf("invalid --selector %q: %v", o.LabelSelector, err)
 	}
 	return nil
 }

@@ -49,6 +49,9 @@ printed so).`,
 			if o.Timeout <= 0 {
 				return fmt.Errorf("--timeout must be positive")
 			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
 			return o.wait(cmd.Context())
 		},
 	}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -83,6 +84,7 @@ func TestWaitErrors(t *testing.T) {
 		{[]string{"wait"}, "requires at least 1 arg"},
 		{[]string{"wait", "pod/x", "--timeout", "0s"}, "--timeout must be positive"},
 		{[]string{"wait", "nosuch/x"}, `the server doesn't have a resource type "nosuch"`},
+		{[]string{"wait", "pods", "-l", "app in (web"}, `invalid --selector "app in (web"`},
 	} {
 		_, _, err := execute(t, fakes(t, cluster(), nil), tc.args...)
 		if ExitCode(err) != ExitError || err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -140,5 +142,11 @@ func TestWaitOnObjectsNotBeingDeleted(t *testing.T) {
 	_, _, err := executeWith(t, fakes(t, cluster(), nil), fakeClock(func(n int) { sleeps = n }), "wait", "pod/ok-0", "-n", "shop", "--timeout", "1m")
 	if ExitCode(err) != ExitError || !strings.Contains(err.Error(), "pod/ok-0 is not being deleted") || sleeps != 0 {
 		t.Errorf("exit %d after %d polls: %v", ExitCode(err), sleeps, err)
+	}
+}
+
+func TestInterruptedSaysSo(t *testing.T) {
+	if got := Explain(fmt.Errorf("list pods: %w", context.Canceled)); got != "interrupted" {
+		t.Errorf("Explain = %q", got)
 	}
 }
