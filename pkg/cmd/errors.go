@@ -61,6 +61,8 @@ func Explain(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("timed out (--timeout bounds the run): %v", err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Sprintf("the cluster rejected the credentials (expired or invalid; log in again): %v", err)
 	case apierrors.IsForbidden(err):

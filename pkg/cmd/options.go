@@ -70,6 +70,7 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "Only objects whose deletion was requested at least this long ago (e.g. 10m).")
 	cmd.Flags().StringSliceVar(&o.Kinds, "kind", nil, "Only these types (kinds, resources or short names, comma-separated: --kind pods,pvc,widgets.example.com); only they are listed.")
 	cmd.Flags().BoolVar(&o.AllowPartial, "allow-partial", false, "Exit 0 when nothing stuck is found even if some reads failed (Forbidden, timeouts); without it such a partial report exits 1. The report says what was not read either way.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "Bound the whole run: reads not made by then are reported under skipped (a partial report), so a slow or broken control plane cannot hold a runbook for long. 0: no bound.")
 	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or just past it and progressing).")
 	o.addOutputFlags(cmd)
 }
@@ -246,7 +247,13 @@ func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Repor
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	r, err := o.Diagnose(cmd.Context())
+	ctx := cmd.Context()
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	r, err := o.Diagnose(ctx)
 	if err != nil {
 		return err
 	}

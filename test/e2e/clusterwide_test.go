@@ -122,6 +122,24 @@ func TestClusterWideBlockers(t *testing.T) {
 		if !found || took > 20*time.Second {
 			t.Errorf("took %s (request timeout 3s); skipped %+v", took, it.Skipped)
 		}
+
+		// The run's own deadline bounds it whatever the request timeout:
+		// the hanging list is given up at --timeout, and a partial report
+		// never exits 0.
+		start = time.Now()
+		res = runWith(t, "--kubeconfig", own.Kubeconfig, "why", "ns/slowpoke", "--timeout", "4s", "-o", "json")
+		took = time.Since(start)
+		if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+			t.Fatalf("exit %d: %v\nstdout %s\nstderr %s", res.code, err, res.stdout, res.stderr)
+		}
+		it = only(t, r)
+		found = false
+		for _, sk := range it.Skipped {
+			found = found || (sk.Check == "list stalls.hang.e2e.example.com in namespace slowpoke" && sk.Reason == "Timeout")
+		}
+		if !found || took > 15*time.Second || res.code == 0 {
+			t.Errorf("--timeout 4s: took %s, exit %d; skipped %+v", took, res.code, it.Skipped)
+		}
 	})
 
 	if err := checkReadOnly(own.AuditLog, false); err != nil {
