@@ -8,6 +8,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -78,7 +79,7 @@ func (c *Collector) readServiceEndpoints(ctx context.Context, a *snapshot.Admiss
 		c.Skip(skipOf("endpointslices of service "+ns+"/"+name, err))
 		return
 	}
-	a.ServiceEndpoints[ns+"/"+name] = ready
+	a.ServiceEndpoints[types.NamespacedName{Namespace: ns, Name: name}] = ready
 }
 
 // readyEndpoints counts a service's ready endpoints in its EndpointSlices.

@@ -37,7 +37,7 @@ func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
 		if a.Available != string(metav1.ConditionTrue) {
 			ns, name, _ := strings.Cut(a.Service, "/")
 			if ready, err := c.readyEndpoints(ctx, ns, name); err == nil {
-				a.ReadyEndpoints = ready
+				a.ReadyEndpoints = &ready
 			} else {
 				c.Skip(skipOf("endpointslices of service "+a.Service, err))
 			}
@@ -48,7 +48,7 @@ func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
 
 func apiServiceOf(u *unstructured.Unstructured) snapshot.APIService {
 	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
-	a := snapshot.APIService{Name: u.GetName(), Group: str("spec", "group"), Version: str("spec", "version"), ReadyEndpoints: -1}
+	a := snapshot.APIService{Name: u.GetName(), Group: str("spec", "group"), Version: str("spec", "version")}
 	if ns, name := str("spec", "service", "namespace"), str("spec", "service", "name"); name != "" {
 		a.Service = ns + "/" + name
 	}

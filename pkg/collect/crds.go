@@ -42,7 +42,7 @@ func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
 			c.Skip(skipOf("endpointslices of service "+crd.ConversionService, err))
 			continue
 		}
-		crd.ConversionServiceEndpoints = ready
+		crd.ConversionServiceEndpoints = &ready
 	}
 }
 
@@ -81,14 +81,13 @@ func mentioned(texts []string, crd *snapshot.CRD) bool {
 func crdOf(u *unstructured.Unstructured) *snapshot.CRD {
 	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
 	crd := &snapshot.CRD{
-		Name:                       u.GetName(),
-		Group:                      str("spec", "group"),
-		Kind:                       str("spec", "names", "kind"),
-		Plural:                     str("spec", "names", "plural"),
-		Namespaced:                 str("spec", "scope") == "Namespaced",
-		ConversionStrategy:         str("spec", "conversion", "strategy"),
-		ConversionURL:              str("spec", "conversion", "webhook", "clientConfig", "url"),
-		ConversionServiceEndpoints: -1,
+		Name:               u.GetName(),
+		Group:              str("spec", "group"),
+		Kind:               str("spec", "names", "kind"),
+		Plural:             str("spec", "names", "plural"),
+		Namespaced:         str("spec", "scope") == "Namespaced",
+		ConversionStrategy: str("spec", "conversion", "strategy"),
+		ConversionURL:      str("spec", "conversion", "webhook", "clientConfig", "url"),
 	}
 	if name := str("spec", "conversion", "webhook", "clientConfig", "service", "name"); name != "" {
 		crd.ConversionService = str("spec", "conversion", "webhook", "clientConfig", "service", "namespace") + "/" + name

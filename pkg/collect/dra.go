@@ -6,6 +6,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -19,7 +20,7 @@ func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
 	for _, t := range needing(s, diagnose.ResourceClaimEvidence) {
 		p := t.Pod
 		for _, name := range snapshot.PodClaimNames(p) {
-			key := p.Namespace + "/" + name
+			key := types.NamespacedName{Namespace: p.Namespace, Name: name}
 			if _, done := s.DRA.Claims[key]; done {
 				continue
 			}

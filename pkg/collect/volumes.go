@@ -7,6 +7,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -29,13 +30,13 @@ func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
 	for _, p := range pods {
 		nodes[p.Spec.NodeName] = true
 		for _, claim := range claimNames(p) {
-			key := p.Namespace + "/" + claim
+			key := types.NamespacedName{Namespace: p.Namespace, Name: claim}
 			if _, done := v.Claims[key]; done {
 				continue
 			}
 			pvc, err := core.PersistentVolumeClaims(p.Namespace).Get(ctx, claim, metav1.GetOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
-				c.Skip(skipOf("persistentvolumeclaims/"+key, err))
+				c.Skip(skipOf("persistentvolumeclaims/"+key.String(), err))
 				continue
 			}
 			if err != nil {

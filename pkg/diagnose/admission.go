@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
@@ -185,7 +186,7 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 	target, ready, known := "url "+h.url, 0, false
 	if h.service != nil {
 		target = fmt.Sprintf("service %s/%s", h.service.Namespace, h.service.Name)
-		ready, known = a.ServiceEndpoints[h.service.Namespace+"/"+h.service.Name]
+		ready, known = a.ServiceEndpoints[types.NamespacedName{Namespace: h.service.Namespace, Name: h.service.Name}]
 		if known {
 			evidence = append(evidence, fmt.Sprintf("%s: %d ready endpoints (EndpointSlices labelled kubernetes.io/service-name=%s)", target, ready, h.service.Name))
 		}

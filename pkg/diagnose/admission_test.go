@@ -43,7 +43,7 @@ func TestFinalDeleteAdmission(t *testing.T) {
 	withHook := func(policy admissionregistrationv1.FailurePolicyType, ready int, ops ...admissionregistrationv1.OperationType) func(*snapshot.Admission) {
 		return func(a *snapshot.Admission) {
 			a.Validating = append(a.Validating, deletePodsWebhook(policy, ops...))
-			a.ServiceEndpoints["guard/guard-svc"] = ready
+			a.ServiceEndpoints[key("guard/guard-svc")] = ready
 		}
 	}
 	cases := []struct {
@@ -65,7 +65,7 @@ func TestFinalDeleteAdmission(t *testing.T) {
 			w := deletePodsWebhook(admissionregistrationv1.Fail)
 			w.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}}
 			a.Validating = append(a.Validating, w)
-			a.ServiceEndpoints["guard/guard-svc"] = 0
+			a.ServiceEndpoints[key("guard/guard-svc")] = 0
 		}), []string{"CgroupCleanupPending"}, report.Warning, ""},
 		{"a Deny policy whose validation is false for the kubelet's DELETE refuses it", stateC(withPolicy("request.operation != 'DELETE'", nil)),
 			[]string{"AdmissionPolicyDenied"}, report.Critical, "validation request.operation != 'DELETE' is false for this request"},
@@ -113,7 +113,7 @@ func withConditions(ready int, exprs ...string) func(*snapshot.Admission) {
 			w.Webhooks[0].MatchConditions = append(w.Webhooks[0].MatchConditions, admissionregistrationv1.MatchCondition{Name: fmt.Sprint("c", i), Expression: e})
 		}
 		a.Validating = append(a.Validating, w)
-		a.ServiceEndpoints["guard/guard-svc"] = ready
+		a.ServiceEndpoints[key("guard/guard-svc")] = ready
 	}
 }
 
@@ -137,7 +137,7 @@ func TestFinalizerRemovalAdmissionConditions(t *testing.T) {
 		hook.Webhooks[0].Rules[0].Resources = []string{"configmaps"}
 		hook.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "c", Expression: tc.expr}}
 		s.Admission.Validating = []admissionregistrationv1.ValidatingWebhookConfiguration{hook}
-		s.Admission.ServiceEndpoints["guard/guard-svc"] = 0
+		s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 0
 		it := Diagnose(s).Items[0]
 		i := slices.Index(codes(it), "AdmissionWebhookDenied")
 		if (i >= 0) != tc.blamed || (tc.blamed && it.Causes[i].Confidence != tc.confidence) {
@@ -149,7 +149,7 @@ func TestFinalizerRemovalAdmissionConditions(t *testing.T) {
 func TestWebhookRemediationEndsWithTheRiskiest(t *testing.T) {
 	s := stateC(func(a *snapshot.Admission) {
 		a.Validating = append(a.Validating, deletePodsWebhook(admissionregistrationv1.Fail))
-		a.ServiceEndpoints["guard/guard-svc"] = 0
+		a.ServiceEndpoints[key("guard/guard-svc")] = 0
 	})
 	c := Diagnose(s).Items[0].Causes[0]
 	if c.Remediation[0].Risk != "none: read-only" || !strings.Contains(c.Remediation[0].Command, "kubernetes.io/service-name=guard-svc") {

@@ -42,8 +42,8 @@ func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
 		fmt.Sprintf("apiservice %s: condition Available=%s reason %s: %s", a.Name, a.Available, a.Reason, a.Message),
 		fmt.Sprintf("apiservice %s: served by service %s", a.Name, a.Service),
 	}
-	if a.ReadyEndpoints >= 0 {
-		evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", a.Service, a.ReadyEndpoints))
+	if a.ReadyEndpoints != nil {
+		evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", a.Service, *a.ReadyEndpoints))
 	}
 	evidence = append(evidence, "discovery of "+gv+" fails for every client: namespace deletion and garbage collection stall cluster-wide")
 	return cause(catalog.APIServiceUnavailable, report.Critical, 0.9,

@@ -17,8 +17,8 @@ func TestUnavailableAPIServiceIsTheRootCause(t *testing.T) {
 	s := snap(ns)
 	s.APIServices = []snapshot.APIService{
 		{Name: "v1beta1.metrics.k8s.io", Group: "metrics.k8s.io", Version: "v1beta1", Service: "kube-system/metrics-server",
-			Available: "False", Reason: "MissingEndpoints", Message: "endpoints for service/metrics-server in \"kube-system\" have no addresses with port name \"https\"", ReadyEndpoints: 0},
-		{Name: "v1.example.io", Group: "example.io", Version: "v1", Service: "x/y", Available: "True", ReadyEndpoints: -1},
+			Available: "False", Reason: "MissingEndpoints", Message: "endpoints for service/metrics-server in \"kube-system\" have no addresses with port name \"https\"", ReadyEndpoints: new(int)},
+		{Name: "v1.example.io", Group: "example.io", Version: "v1", Service: "x/y", Available: "True"},
 	}
 	it := Diagnose(s).Items[0]
 	expectCauses(t, it, []string{"APIServiceUnavailable", "NamespaceDiscoveryFailure"}, report.Critical, "apiservice v1beta1.metrics.k8s.io: condition Available=False reason MissingEndpoints")
@@ -36,6 +36,6 @@ func TestUnavailableAPIServiceIsTheRootCause(t *testing.T) {
 func TestUnavailableAPIServiceBeforeTheCondition(t *testing.T) {
 	s := snap(terminatingNamespace(10*time.Minute, allConditions()...))
 	s.APIServices = []snapshot.APIService{{Name: "v1.hung.example.com", Group: "hung.example.com", Version: "v1", Service: "bench/hung",
-		Available: "False", Reason: "FailedDiscoveryCheck", Message: "failing or missing response from https://192.0.2.2:8443/apis/hung.example.com/v1: context deadline exceeded", ReadyEndpoints: 1}}
+		Available: "False", Reason: "FailedDiscoveryCheck", Message: "failing or missing response from https://192.0.2.2:8443/apis/hung.example.com/v1: context deadline exceeded", ReadyEndpoints: intp(1)}}
 	expectCauses(t, Diagnose(s).Items[0], []string{"APIServiceUnavailable"}, report.Critical, "reason FailedDiscoveryCheck")
 }

@@ -94,7 +94,7 @@ func TestSuggestedCommandsQuoteClusterNames(t *testing.T) {
 	held.DependentsRead = true
 	s.Admission.Read = true
 	s.Admission.Validating = []admissionregistrationv1.ValidatingWebhookConfiguration{hook}
-	s.Admission.ServiceEndpoints["guard/guard-svc"] = 0
+	s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 0
 	s.Controllers = snapshot.Controllers{Read: true}
 
 	dir, log := stubs(t)

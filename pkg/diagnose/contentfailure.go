@@ -153,7 +153,8 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 		if svc := crd.ConversionService; svc != "" {
 			nsName, svcName, _ := strings.Cut(svc, "/")
 			check = step("Check the conversion webhook's backend", endpointsCommand(nsName, svcName), "none: read-only")
-			if n := crd.ConversionServiceEndpoints; n >= 0 {
+			if p := crd.ConversionServiceEndpoints; p != nil {
+				n := *p
 				evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", svc, n))
 				if n == 0 {
 					why = fmt.Sprintf("its service %s has no ready endpoints", svc)

@@ -60,7 +60,7 @@ func TestNamespaceWebhookRefusals(t *testing.T) {
 			if tc.read {
 				s.Admission.Read = true
 				s.Admission.Validating = []admissionregistrationv1.ValidatingWebhookConfiguration{deleteConfigMapsWebhook("cm.guard.example.com")}
-				s.Admission.ServiceEndpoints["guard/guard-svc"] = tc.ready
+				s.Admission.ServiceEndpoints[key("guard/guard-svc")] = tc.ready
 			}
 			it := Diagnose(s).Items[0]
 			expectCauses(t, it, tc.want, "critical", tc.evidence)
@@ -77,7 +77,7 @@ func TestWebhookWithAnObjectSelectorIsBlamedOnlyWhenNamed(t *testing.T) {
 	w := deleteConfigMapsWebhook("cm.guard.example.com")
 	w.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded-by": "other-test"}}
 	s.Admission.Validating = append(s.Admission.Validating, w)
-	s.Admission.ServiceEndpoints["guard/guard-svc"] = 0
+	s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 0
 	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure", "NamespaceContentRemaining"}) {
 		t.Errorf("codes = %v: the leftovers' labels are unknown, the webhook may guard other objects", got)
 	}
@@ -98,7 +98,7 @@ func gadgetsWithDownConversion() *snapshot.Snapshot {
 	s := configMapsLeft(conversionFailureMessage)
 	s.CRDs["gadgets.conv.example.com"] = &snapshot.CRD{Name: "gadgets.conv.example.com", Group: "conv.example.com", Kind: "Gadget", Plural: "gadgets",
 		Namespaced: true, StorageVersion: "v1", Served: []string{"v1", "v2"}, StoredVersions: []string{"v1"},
-		ConversionStrategy: "Webhook", ConversionService: "default/conv-down", ConversionServiceEndpoints: 0}
+		ConversionStrategy: "Webhook", ConversionService: "default/conv-down", ConversionServiceEndpoints: new(int)}
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -28,7 +29,7 @@ func podClaimsOf(s *snapshot.Snapshot, pod *corev1.Pod) ([]podClaim, bool) {
 	nodeSlices, slicesRead := s.DRA.Slices[pod.Spec.NodeName]
 	var out []podClaim
 	for _, name := range names {
-		claim, ok := s.DRA.Claims[pod.Namespace+"/"+name]
+		claim, ok := s.DRA.Claims[types.NamespacedName{Namespace: pod.Namespace, Name: name}]
 		if !ok {
 			return nil, false
 		}

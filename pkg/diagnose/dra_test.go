@@ -21,7 +21,7 @@ func draStateBPrime(driverOnNode bool) *snapshot.Snapshot {
 	claimName := "gpu-claim"
 	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claimName}}
 	s := healthySnap(p)
-	s.DRA.Claims["shop/gpu-claim"] = &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: claimName, Namespace: "shop"},
+	s.DRA.Claims[key("shop/gpu-claim")] = &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: claimName, Namespace: "shop"},
 		Status: resourcev1.ResourceClaimStatus{
 			Allocation:  &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0"}}}},
 			ReservedFor: []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "web-0", UID: "pod-uid"}},

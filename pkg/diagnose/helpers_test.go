@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -122,3 +123,11 @@ func expectCheck(t *testing.T, it report.Item, name string, status report.CheckS
 		t.Errorf("check %q should be %s: %+v", name, status, it.Checks)
 	}
 }
+
+// key is "namespace/name" as a typed key.
+func key(s string) types.NamespacedName {
+	ns, name, _ := strings.Cut(s, "/")
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+func intp(v int) *int { return &v }

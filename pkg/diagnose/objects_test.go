@@ -129,11 +129,11 @@ func TestWebhookRefusingFinalizerRemoval(t *testing.T) {
 	hook := deletePodsWebhook(admissionregistrationv1.Fail, admissionregistrationv1.Update)
 	hook.Webhooks[0].Rules[0].Resources = []string{"configmaps"}
 	s.Admission.Validating = append(s.Admission.Validating, hook)
-	s.Admission.ServiceEndpoints["guard/guard-svc"] = 0
+	s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 0
 	it := Diagnose(s).Items[0]
 	expectCauses(t, it, []string{"AdmissionWebhookDenied", "FinalizerPending"}, report.Critical, "matches UPDATE configmaps (the patch that removes a finalizer)")
 
-	s.Admission.ServiceEndpoints["guard/guard-svc"] = 2 // up: it may well allow the patch
+	s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 2 // up: it may well allow the patch
 	expectCauses(t, Diagnose(s).Items[0], []string{"FinalizerPending"}, report.Warning, "")
 }
 

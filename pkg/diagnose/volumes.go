@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -60,7 +61,7 @@ func podVolumesOf(s *snapshot.Snapshot, pod *corev1.Pod) ([]podVolume, bool) {
 			}
 			continue
 		}
-		key := pod.Namespace + "/" + claim
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: claim}
 		pvc, read := s.Volumes.Claims[key]
 		if !read {
 			return nil, false
@@ -72,7 +73,7 @@ func podVolumesOf(s *snapshot.Snapshot, pod *corev1.Pod) ([]podVolume, bool) {
 		if pv == nil {
 			continue // not bound: nothing was mounted
 		}
-		v, ok := persistentVolume(vol.Name, key, pv, s.Volumes.CSIDrivers)
+		v, ok := persistentVolume(vol.Name, key.String(), pv, s.Volumes.CSIDrivers)
 		if !ok {
 			continue
 		}

@@ -26,7 +26,7 @@ func stateCWithVolume(inUse, registered bool) *snapshot.Snapshot {
 		n.Status.VolumesInUse = []corev1.UniqueVolumeName{uniqueVol}
 	}
 	s := snap(p, n, lease("node-1", 5*time.Second))
-	s.Volumes.Claims["shop/data-web-0"] = &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
+	s.Volumes.Claims[key("shop/data-web-0")] = &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
 	s.Volumes.PersistentVolumes["pv-1"] = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
 		Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-0abc"}}}}
 	csi := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
@@ -86,7 +86,7 @@ func TestVolumesInvisibleThroughTheAPI(t *testing.T) {
 	claimed := func(pvSource corev1.PersistentVolumeSource, drivers map[string]*storagev1.CSIDriver) func(*snapshot.Snapshot, *corev1.Pod) {
 		return func(s *snapshot.Snapshot, p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
-			s.Volumes.Claims["shop/web-0-data"] = &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-9"}}
+			s.Volumes.Claims[key("shop/web-0-data")] = &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-9"}}
 			s.Volumes.PersistentVolumes["pv-9"] = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-9"}, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: pvSource}}
 			s.Volumes.CSIDrivers = drivers
 		}

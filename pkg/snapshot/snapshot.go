@@ -59,8 +59,9 @@ type Snapshot struct {
 // Volumes is the storage chain of the targets' volumes: claim, volume, CSI
 // driver registration on the node, attachments.
 type Volumes struct {
-	// Claims by "namespace/name"; PersistentVolumes, CSINodes by name.
-	Claims            map[string]*corev1.PersistentVolumeClaim
+	// Claims; PersistentVolumes, CSINodes by name. A nil value: not found;
+	// a missing key: not read.
+	Claims            map[types.NamespacedName]*corev1.PersistentVolumeClaim
 	PersistentVolumes map[string]*corev1.PersistentVolume
 	CSINodes          map[string]*storagev1.CSINode
 	// CSIDrivers by name (attachRequired); nil: not read.
@@ -71,8 +72,8 @@ type Volumes struct {
 
 // DRA is what dynamic resource allocation says about the targets' claims.
 type DRA struct {
-	// Claims by "namespace/name"; nil: not found.
-	Claims map[string]*resourcev1.ResourceClaim
+	// Claims; a nil value: not found; a missing key: not read.
+	Claims map[types.NamespacedName]*resourcev1.ResourceClaim
 	// Slices are the ResourceSlices published for each node, by node name;
 	// a missing key means they were not read.
 	Slices map[string][]resourcev1.ResourceSlice
@@ -105,11 +106,11 @@ type CRD struct {
 	StorageVersion string
 	Served         []string
 	// ConversionStrategy is "None" or "Webhook"; for a webhook, its Service
-	// ("namespace/name") or URL, and the Service's ready endpoints (-1: not read).
+	// ("namespace/name") or URL, and the Service's ready endpoints (nil: not read).
 	ConversionStrategy         string
 	ConversionService          string
 	ConversionURL              string
-	ConversionServiceEndpoints int
+	ConversionServiceEndpoints *int
 	// Terminating is the Terminating condition; nil when absent.
 	Terminating *metav1.Condition
 	// StoredVersions lists every version objects may be stored in (status.storedVersions).
@@ -124,8 +125,8 @@ type APIService struct {
 	Service string
 	// Available is the status of the Available condition, with its reason and message.
 	Available, Reason, Message string
-	// ReadyEndpoints counts the service's ready endpoints; -1 when not read.
-	ReadyEndpoints int
+	// ReadyEndpoints counts the service's ready endpoints; nil: not read.
+	ReadyEndpoints *int
 }
 
 // Admission is the cluster's admission configuration, read once.
@@ -137,9 +138,9 @@ type Admission struct {
 	Mutating       []admissionregistrationv1.MutatingWebhookConfiguration
 	Policies       []admissionregistrationv1.ValidatingAdmissionPolicy
 	PolicyBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	// ServiceEndpoints counts the ready endpoints of each webhook service,
-	// by "namespace/name"; a missing key means it was not read.
-	ServiceEndpoints map[string]int
+	// ServiceEndpoints counts the ready endpoints of each webhook service;
+	// a missing key means it was not read.
+	ServiceEndpoints map[types.NamespacedName]int
 }
 
 // Target is one object to diagnose, with its typed form where a rule needs it.
@@ -233,9 +234,9 @@ func New(now time.Time) *Snapshot {
 		Events:       map[types.UID][]corev1.Event{},
 		Namespaces:   map[string]*corev1.Namespace{},
 		CRDs:         map[string]*CRD{},
-		Admission:    Admission{ServiceEndpoints: map[string]int{}},
-		DRA:          DRA{Claims: map[string]*resourcev1.ResourceClaim{}, Slices: map[string][]resourcev1.ResourceSlice{}},
-		Volumes: Volumes{Claims: map[string]*corev1.PersistentVolumeClaim{},
+		Admission:    Admission{ServiceEndpoints: map[types.NamespacedName]int{}},
+		DRA:          DRA{Claims: map[types.NamespacedName]*resourcev1.ResourceClaim{}, Slices: map[string][]resourcev1.ResourceSlice{}},
+		Volumes: Volumes{Claims: map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
 			PersistentVolumes: map[string]*corev1.PersistentVolume{}, CSINodes: map[string]*storagev1.CSINode{}},
 	}
 }
