@@ -146,8 +146,7 @@ func (c *Collector) readCRDInstances(ctx context.Context, s *snapshot.Snapshot) 
 			GroupVersionKind: schema.GroupVersionKind{Group: crd.Group, Version: version, Kind: crd.Kind},
 			Scope:            scope,
 		}
-		t.Contents = c.scanContents(ctx, Scope{AllNamespaces: true}, "of CRD "+crd.Name, []*meta.RESTMapping{m},
-			func(_ string, item *metav1.PartialObjectMetadata) string { return item.Namespace })
+		t.Contents = c.scanContents(ctx, Scope{AllNamespaces: true}, "of CRD "+crd.Name, []*meta.RESTMapping{m})
 		c.skipTarget(t, t.Contents.Skipped...)
 	}
 }

@@ -40,33 +40,30 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 		}
 		t.Contents = c.scanNamespace(ctx, t.Ref.Name, mappings)
 		c.skipTarget(t, t.Contents.Skipped...) // what the scan could not list is a read this report lacks
-		c.readPods(ctx, t.Contents.Pods, map[string]int{t.Ref.Name: t.Contents.Counts["pods"]})
+		c.readPods(ctx, t.Contents.Pods, map[string]int{t.Ref.Name: t.Contents.Counts[snapshot.Pods]})
 	}
 }
 
 func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*meta.RESTMapping) *snapshot.Contents {
-	return c.scanContents(ctx, Scope{Namespace: ns}, "in namespace "+ns, mappings,
-		func(resource string, _ *metav1.PartialObjectMetadata) string { return resource })
+	return c.scanContents(ctx, Scope{Namespace: ns}, "in namespace "+ns, mappings)
 }
 
 // scanContents lists the mappings in scope and records what is left: counts
-// (keyed by countKey, given the qualified resource and the object), those
-// not being deleted yet, and, among those being deleted, the finalizers that
-// hold them, the terminating pods and a few examples per finalizer.
-func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping,
-	countKey func(resource string, item *metav1.PartialObjectMetadata) string) *snapshot.Contents {
-	contents := &snapshot.Contents{Counts: map[string]int{}, NotDeleted: map[string]int{}, Resources: map[string]schema.GroupVersionResource{},
-		Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
-	resources := make(map[*meta.RESTMapping]string, len(mappings))
+// by type and by namespace, those not being deleted yet, and, among those
+// being deleted, the finalizers that hold them, the terminating pods and a
+// few examples per finalizer.
+func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping) *snapshot.Contents {
+	contents := &snapshot.Contents{Counts: map[schema.GroupResource]int{}, ByNamespace: map[string]int{}, NotDeleted: map[schema.GroupResource]int{},
+		Resources: map[schema.GroupResource]schema.GroupVersionResource{}, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
 	for _, m := range mappings {
-		resources[m] = QualifiedResource(m.Resource)
-		contents.Resources[resources[m]] = m.Resource
+		contents.Resources[m.Resource.GroupResource()] = m.Resource
 	}
 	contents.Skipped = c.eachObject(ctx, scope, where, mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
-		key := countKey(resources[m], item)
-		contents.Counts[key]++
+		gr := m.Resource.GroupResource()
+		contents.Counts[gr]++
+		contents.ByNamespace[item.Namespace]++
 		if item.DeletionTimestamp == nil {
-			contents.NotDeleted[key]++
+			contents.NotDeleted[gr]++
 			return nil // not deleted yet: no finalizer holds it
 		}
 		isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"

@@ -9,6 +9,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -60,7 +62,7 @@ func listedFine(s *snapshot.Snapshot, c *snapshot.Contents, f conversionFailure)
 	if c == nil || crd == nil {
 		return false
 	}
-	gvr, scanned := c.Resources[crd.Plural+"."+crd.Group]
+	gvr, scanned := c.Resources[schema.GroupResource{Group: crd.Group, Resource: crd.Plural}]
 	return scanned && !slices.ContainsFunc(c.Skipped, func(sk report.Skip) bool { return sk.Resource.GroupResource() == gvr.GroupResource() })
 }
 
@@ -119,11 +121,11 @@ func leftoverTypesMatching(t *snapshot.Target, h hook) []string {
 		return nil
 	}
 	var out []string
-	for res, gvr := range c.Resources {
+	for gr, gvr := range c.Resources {
 		r := request{operation: admissionregistrationv1.Delete, group: gvr.Group, version: gvr.Version, resource: gvr.Resource,
 			namespaced: true, nsLabels: t.Namespace.Labels}
-		if c.Counts[res] > 0 && h.matches(r) {
-			out = append(out, res)
+		if c.Counts[gr] > 0 && h.matches(r) {
+			out = append(out, gr.String())
 		}
 	}
 	sort.Strings(out)

@@ -23,8 +23,8 @@ func configMapsLeft(msg string) *snapshot.Snapshot {
 	ns.Labels = map[string]string{"kubernetes.io/metadata.name": "shop"}
 	s := snap(ns)
 	s.Targets[0].Contents = &snapshot.Contents{
-		Counts:    map[string]int{"configmaps": 1},
-		Resources: map[string]schema.GroupVersionResource{"configmaps": {Version: "v1", Resource: "configmaps"}, "secrets": {Version: "v1", Resource: "secrets"}},
+		Counts:    byType(map[string]int{"configmaps": 1}),
+		Resources: map[schema.GroupResource]schema.GroupVersionResource{{Resource: "configmaps"}: {Version: "v1", Resource: "configmaps"}, {Resource: "secrets"}: {Version: "v1", Resource: "secrets"}},
 	}
 	return s
 }
@@ -119,7 +119,7 @@ func TestStaleConversionFailureIsNotBlamed(t *testing.T) {
 	s := gadgetsWithDownConversion()
 	// The live scan listed gadgets in the namespace without error: the
 	// condition's message is older than the repair.
-	s.Targets[0].Contents.Resources["gadgets.conv.example.com"] = schema.GroupVersionResource{Group: "conv.example.com", Version: "v2", Resource: "gadgets"}
+	s.Targets[0].Contents.Resources[schema.ParseGroupResource("gadgets.conv.example.com")] = schema.GroupVersionResource{Group: "conv.example.com", Version: "v2", Resource: "gadgets"}
 	if got := codes(Diagnose(s).Items[0]); !slices.Equal(got, []string{"NamespaceContentFailure", "NamespaceContentRemaining"}) {
 		t.Errorf("codes = %v", got)
 	}
@@ -132,7 +132,7 @@ func TestStaleConversionFailureIsNotBlamed(t *testing.T) {
 
 func TestConversionFailureSeenOnlyByTheScan(t *testing.T) {
 	s := snap(terminatingNamespace(10*time.Minute, allConditions()...))
-	s.Targets[0].Contents = &snapshot.Contents{Counts: map[string]int{}, Skipped: []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: "Error",
+	s.Targets[0].Contents = &snapshot.Contents{Counts: byType(nil), Skipped: []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: "Error",
 		Detail: `conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://conv-down.default.svc:443/convert?timeout=30s": service "conv-down" not found`}}}
 	it := Diagnose(s).Items[0]
 	if got := codes(it); len(got) == 0 || got[0] != "ConversionWebhookFailing" {

@@ -24,7 +24,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	}
 	finalizers := t.Object.GetFinalizers()
 	var causes []report.Cause
-	total := sum(c.Counts)
+	total := sum(c.ByNamespace)
 	if total == 0 && len(c.Skipped) == 0 {
 		return nil // nothing left: apiextensions removes its finalizer on its next pass
 	}
@@ -32,7 +32,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	sort.SliceStable(held, func(i, j int) bool { return causeLess(held[i], held[j]) })
 
 	sev := settling(report.Warning, tm)
-	summary := fmt.Sprintf("%d %s instance(s) remain (%s); apiextensions deletes them before it lets the CRD go", total, crd.Kind, countsByNamespace(c.Counts))
+	summary := fmt.Sprintf("%d %s instance(s) remain (%s); apiextensions deletes them before it lets the CRD go", total, crd.Kind, countsByNamespace(c.ByNamespace))
 	var blockedBy []report.Item
 	if len(held) > 0 {
 		sev = held[0].Severity
@@ -51,7 +51,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 			sev = settling(report.Critical, tm)
 		}
 	}
-	evidence = append(evidence, fmt.Sprintf("live scan: %d instance(s) left: %s", total, countsByNamespace(c.Counts)))
+	evidence = append(evidence, fmt.Sprintf("live scan: %d instance(s) left: %s", total, countsByNamespace(c.ByNamespace)))
 	for _, f := range sortedKeys(c.Finalizers) {
 		evidence = append(evidence, fmt.Sprintf("finalizer %s on %d instance(s): removed by %s", f, c.Finalizers[f], catalog.FinalizerOwner(f).Owner))
 	}

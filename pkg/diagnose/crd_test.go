@@ -27,7 +27,7 @@ func terminatingCRD(requested time.Duration, reason string, counts map[string]in
 	s.Targets = []*snapshot.Target{t}
 	s.CRDs[u.GetName()] = &snapshot.CRD{Name: u.GetName(), Group: "example.com", Kind: "Widget", Plural: "widgets", Namespaced: true,
 		Terminating: &metav1.Condition{Type: "Terminating", Status: "True", Reason: reason, Message: "CustomResource deletion is in progress", LastTransitionTime: *ago(requested)}}
-	t.Contents = &snapshot.Contents{Counts: counts, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
+	t.Contents = &snapshot.Contents{ByNamespace: counts, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
 	for ns, n := range counts {
 		t.Contents.Finalizers[f] += n
 		w := widget(requested, f)

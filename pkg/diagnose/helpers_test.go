@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -131,3 +132,12 @@ func key(s string) types.NamespacedName {
 }
 
 func intp(v int) *int { return &v }
+
+// byType keys counts by type: "pods", "widgets.example.com".
+func byType(counts map[string]int) map[schema.GroupResource]int {
+	out := map[schema.GroupResource]int{}
+	for r, n := range counts {
+		out[schema.ParseGroupResource(r)] = n
+	}
+	return out
+}

@@ -62,7 +62,7 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 		return nil // not read: the generic FinalizerPending speaks
 	}
 	causes := append(contentCauses(s, t, tm), contentFailureCauses(s, t, tm)...)
-	podsFirst := t.Contents != nil && t.Contents.Counts["pods"] > 0
+	podsFirst := t.Contents != nil && t.Contents.Counts[snapshot.Pods] > 0
 	if podsFirst && !slices.ContainsFunc(causes, func(c report.Cause) bool { return c.Code == string(catalog.PodStuckTerminating) }) {
 		causes = append(causes, podsFirstCause(s, t, tm))
 	}
@@ -119,7 +119,7 @@ func leftovers(c *snapshot.Contents) int {
 	return sum(c.Counts)
 }
 
-func sum(counts map[string]int) int {
+func sum[K comparable](counts map[K]int) int {
 	n := 0
 	for _, v := range counts {
 		n += v

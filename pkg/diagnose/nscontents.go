@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -95,15 +97,15 @@ func podsFirstCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) report.
 		}
 		evidence = append(evidence, fmt.Sprintf("pod %s: deletion deadline %s, %s", p.Ref.Name, it.DeletionTimestamp.UTC().Format(time.RFC3339), it.Causes[0].Summary))
 	}
-	others := sum(c.Counts) - c.Counts["pods"]
+	others := sum(c.Counts) - c.Counts[snapshot.Pods]
 	evidence = append(evidence,
-		fmt.Sprintf("live scan of namespace %s: %d pod(s) left, %d being deleted; %d other object(s), %d of them not deleted yet", t.Ref.Name, c.Counts["pods"], len(c.Pods), others, sum(c.NotDeleted)-c.NotDeleted["pods"]),
+		fmt.Sprintf("live scan of namespace %s: %d pod(s) left, %d being deleted; %d other object(s), %d of them not deleted yet", t.Ref.Name, c.Counts[snapshot.Pods], len(c.Pods), others, sum(c.NotDeleted)-c.NotDeleted[snapshot.Pods]),
 		"ordered namespace deletion (Kubernetes 1.33+): the namespace controller deletes the other content only once no pod is left")
 	deadline := "its pods are past their deadline and settling"
 	if latest.After(s.Now) {
 		deadline = fmt.Sprintf("the last pod's grace period ends in %s (%s)", report.HumanDuration(latest.Sub(s.Now)), latest.UTC().Format(time.RFC3339))
 	}
-	if waiting := c.Counts["pods"] - len(c.Pods); waiting > 0 {
+	if waiting := c.Counts[snapshot.Pods] - len(c.Pods); waiting > 0 {
 		deadline += fmt.Sprintf("; %d pod(s) not deleted yet by the namespace controller", waiting)
 	}
 	return cause(catalog.WithinGracePeriod, report.Info, 0.9,
@@ -141,11 +143,11 @@ func scanEvidence(c *snapshot.Contents) []string {
 	if c == nil {
 		return nil
 	}
-	resources := make([]string, 0, len(c.Counts))
+	resources := make([]schema.GroupResource, 0, len(c.Counts))
 	for r := range c.Counts {
 		resources = append(resources, r)
 	}
-	sort.Strings(resources)
+	sort.Slice(resources, func(i, j int) bool { return resources[i].String() < resources[j].String() })
 	out := []string{}
 	for _, r := range resources {
 		out = append(out, fmt.Sprintf("live scan: %s: %d object(s) left", r, c.Counts[r]))

@@ -27,7 +27,7 @@ func TestNamespaceNestsItsBlockers(t *testing.T) {
 		held = append(held, snap(w).Targets[0])
 	}
 	s.Targets[0].Contents = &snapshot.Contents{
-		Counts:     map[string]int{"pods": 1, "widgets.example.com": 3},
+		Counts:     byType(map[string]int{"pods": 1, "widgets.example.com": 3}),
 		Finalizers: map[string]int{"widgets.acme.io/cleanup": 3},
 		Held:       map[string][]*snapshot.Target{"widgets.acme.io/cleanup": held},
 		Pods:       []*snapshot.Target{pod},
@@ -69,8 +69,8 @@ func TestNamespaceWaitingForItsPodsByDesign(t *testing.T) {
 			pods = append(pods, snap(p).Targets[0])
 		}
 		s.Targets[0].Contents = &snapshot.Contents{
-			Counts:     map[string]int{"pods": 2, "configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1},
-			NotDeleted: map[string]int{"configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1},
+			Counts:     byType(map[string]int{"pods": 2, "configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1}),
+			NotDeleted: byType(map[string]int{"configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1}),
 			Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{},
 			Pods: pods,
 		}

@@ -175,17 +175,21 @@ type Target struct {
 	ClaimUsersRead bool
 }
 
+// Pods is the core group's pods, as scans count them.
+var Pods = schema.GroupResource{Resource: "pods"}
+
 // Contents is what a live scan found left in a terminating namespace (its
 // objects) or CRD (its instances).
 type Contents struct {
-	// Counts holds the objects left: for a namespace by qualified resource
-	// ("pods", "widgets.example.com"), for a CRD by namespace.
-	Counts map[string]int
-	// Resources maps each qualified resource scanned to its group, version and resource.
-	Resources map[string]schema.GroupVersionResource
-	// NotDeleted counts, by the same keys, the objects left that have no
+	// Counts holds the objects left by type; ByNamespace by namespace ("" for
+	// cluster-scoped objects).
+	Counts      map[schema.GroupResource]int
+	ByNamespace map[string]int
+	// Resources is every type scanned, with the version it was listed in.
+	Resources map[schema.GroupResource]schema.GroupVersionResource
+	// NotDeleted counts by type the objects left that have no
 	// deletionTimestamp: their deletion has not been requested (yet).
-	NotDeleted map[string]int
+	NotDeleted map[schema.GroupResource]int
 	// Finalizers counts the objects being deleted that each finalizer holds.
 	Finalizers map[string]int
 	// Held keeps a few examples of the objects (pods aside) each finalizer holds, as targets.
