@@ -60,7 +60,7 @@ func crdConcerns(s *snapshot.Snapshot) []string {
 		}
 		if t.Contents != nil {
 			for _, sk := range t.Contents.Skipped {
-				out = append(out, sk.Detail)
+				out = append(out, sk.APIMessage)
 			}
 		}
 	}

@@ -19,7 +19,12 @@ func skipOf(check string, err error) report.Skip {
 	case apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded) || isNetTimeout(err):
 		reason = report.SkipTimeout
 	}
-	return report.Skip{Check: check, Reason: reason, Detail: err.Error()}
+	sk := report.Skip{Check: check, Reason: reason, Detail: err.Error()}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		sk.APIMessage = status.Status().Message
+	}
+	return sk
 }
 
 // isNetTimeout: the client's own request timeout (--request-timeout) expired.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,5 +35,18 @@ func TestSkipReasons(t *testing.T) {
 		if got := skipOf("list x", tc.err).Reason; got != tc.want {
 			t.Errorf("%v: %s, want %s", tc.err, got, tc.want)
 		}
+	}
+}
+
+// The apiserver's own message is kept apart from the error text the client
+// builds around it, for the parsers of Kubernetes' text.
+func TestSkipKeepsTheAPIServerMessage(t *testing.T) {
+	msg := `conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://conv.default.svc:443/convert": service "conv" not found`
+	sk := skipOf("list gadgets.conv.example.com", fmt.Errorf("listing: %w", apierrors.NewInternalError(errors.New(msg))))
+	if !strings.Contains(sk.APIMessage, msg) || sk.APIMessage == sk.Detail {
+		t.Errorf("APIMessage %q, Detail %q", sk.APIMessage, sk.Detail)
+	}
+	if sk := skipOf("list x", errors.New("dial tcp: connection refused")); sk.APIMessage != "" {
+		t.Errorf("no apiserver answer, no message: %q", sk.APIMessage)
 	}
 }

@@ -26,7 +26,7 @@ func contentFailureCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) [
 	var conversions []conversionFailure
 	if c := t.Contents; c != nil {
 		for _, sk := range c.Skipped {
-			conversions = addConversions(conversions, sk.Detail)
+			conversions = addConversions(conversions, sk.APIMessage)
 		}
 	}
 	if c := namespaceCondition(t.Namespace, corev1.NamespaceDeletionContentFailure); c != nil && c.Status == corev1.ConditionTrue {

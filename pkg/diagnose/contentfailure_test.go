@@ -133,7 +133,7 @@ func TestStaleConversionFailureIsNotBlamed(t *testing.T) {
 func TestConversionFailureSeenOnlyByTheScan(t *testing.T) {
 	s := snap(terminatingNamespace(10*time.Minute, allConditions()...))
 	s.Targets[0].Contents = &snapshot.Contents{Counts: byType(nil), Skipped: []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: "Error",
-		Detail: `conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://conv-down.default.svc:443/convert?timeout=30s": service "conv-down" not found`}}}
+		APIMessage: `conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://conv-down.default.svc:443/convert?timeout=30s": service "conv-down" not found`}}}
 	it := Diagnose(s).Items[0]
 	if got := codes(it); len(got) == 0 || got[0] != "ConversionWebhookFailing" {
 		t.Fatalf("codes = %v", got)

@@ -31,4 +31,8 @@ type Skip struct {
 	Detail string     `json:"detail,omitempty"`
 	// Resource is the type a failed list was of, for the rules (not printed).
 	Resource schema.GroupVersionResource `json:"-"`
+	// APIMessage is the apiserver's own message when it answered with an
+	// error status (a conversion webhook's failure, say): Kubernetes' text,
+	// which only its isolated parsers read (not printed).
+	APIMessage string `json:"-"`
 }
