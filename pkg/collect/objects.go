@@ -149,7 +149,7 @@ func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 			}
 			pods[ns] = list.Items
 		}
-		t.ClaimUsersRead = true
+		t.ClaimUsers = []*snapshot.Target{}
 		for i := range pods[ns] {
 			if p := &pods[ns][i]; usesClaim(p, t.Claim.Name) {
 				t.ClaimUsers = append(t.ClaimUsers, podTarget(p))
@@ -231,13 +231,16 @@ func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 // attachDependents gives t its dependents from the scan, and recurses into
 // those that wait on their own dependents.
 func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, children map[types.UID][]owned, complete bool, depth int, visited map[types.UID]bool) {
-	t.DependentsRead = complete
+	if !complete {
+		return // not read: a partial list of dependents could blame the wrong ones
+	}
+	t.Dependents = []*snapshot.Target{}
 	for _, o := range children[t.Object.GetUID()] {
 		d, err := metadataTarget(o.item, o.mapping)
 		if err != nil {
 			c.skipTarget(t, skipOf("dependent "+o.item.Name, err))
-			t.DependentsRead = false
-			continue
+			t.Dependents = nil
+			return
 		}
 		t.Dependents = append(t.Dependents, d)
 		if d.Ref.Resource == "pods" && d.Object.GetDeletionTimestamp() != nil {

@@ -34,8 +34,8 @@ func deletePodsWebhook(policy admissionregistrationv1.FailurePolicyType, ops ...
 // stateC is a pod whose kubelet stopped everything but has not deleted it.
 func stateC(adm func(*snapshot.Admission)) *snapshot.Snapshot {
 	s := healthySnap(stopped(terminatingPod(10*time.Minute, 30), corev1.PodFailed))
-	s.Admission.Read = true
-	adm(&s.Admission)
+	s.Admission = snapshot.NewAdmission()
+	adm(s.Admission)
 	return s
 }
 
@@ -132,7 +132,7 @@ func TestFinalizerRemovalAdmissionConditions(t *testing.T) {
 	} {
 		w := heldObject("ConfigMap", "configmaps", "w", 10*time.Minute, "acme.io/keep")
 		s := snapOf(w)
-		s.Admission.Read = true
+		s.Admission = snapshot.NewAdmission()
 		hook := deletePodsWebhook(admissionregistrationv1.Fail, admissionregistrationv1.Update)
 		hook.Webhooks[0].Rules[0].Resources = []string{"configmaps"}
 		hook.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "c", Expression: tc.expr}}

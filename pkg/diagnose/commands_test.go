@@ -91,11 +91,11 @@ func TestSuggestedCommandsQuoteClusterNames(t *testing.T) {
 	s := snap(dead, stuck, ns, node(hostileNode, corev1.ConditionUnknown, taintUnreachable), lease(hostileNode, time.Hour),
 		node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
 	s.Targets = append(s.Targets, held)
-	held.DependentsRead = true
-	s.Admission.Read = true
+	held.Dependents = []*snapshot.Target{}
+	s.Admission = snapshot.NewAdmission()
 	s.Admission.Validating = []admissionregistrationv1.ValidatingWebhookConfiguration{hook}
 	s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 0
-	s.Controllers = snapshot.Controllers{Read: true}
+	s.Controllers = &snapshot.Controllers{}
 
 	dir, log := stubs(t)
 	var commands []string

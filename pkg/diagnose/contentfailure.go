@@ -74,7 +74,7 @@ const namedInCondition = "status.conditions[type=NamespaceDeletionContentFailure
 func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []string, tm timing) []report.Cause {
 	ns := t.Ref.Name
 	var causes []report.Cause
-	if !s.Admission.Read {
+	if s.Admission == nil {
 		for _, name := range named {
 			causes = append(causes, cause(catalog.AdmissionWebhookDenied, settling(report.Critical, tm), 0.8,
 				fmt.Sprintf("webhook %s refuses the namespace controller's deletes in namespace %s", name, ns),
@@ -86,7 +86,7 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 		}
 		return causes
 	}
-	for _, h := range hooksOf(s.Admission) {
+	for _, h := range hooksOf(*s.Admission) {
 		resources := leftoverTypesMatching(t, h)
 		isNamed := slices.Contains(named, h.name)
 		if !isNamed && len(resources) == 0 {
@@ -95,7 +95,7 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 		what := fmt.Sprintf("the namespace controller's DELETE of %s in namespace %s", orContent(resources), ns)
 		// Its matchConditions are not evaluated: the controller deletes whole
 		// collections, and its error names the webhooks that refused.
-		f, ok := webhookRefusal(s.Admission, h, what, conditionsOutcome{result: celeval.True})
+		f, ok := webhookRefusal(*s.Admission, h, what, conditionsOutcome{result: celeval.True})
 		switch {
 		case !ok:
 			continue

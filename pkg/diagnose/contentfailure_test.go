@@ -58,7 +58,7 @@ func TestNamespaceWebhookRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := configMapsLeft(tc.msg)
 			if tc.read {
-				s.Admission.Read = true
+				s.Admission = snapshot.NewAdmission()
 				s.Admission.Validating = []admissionregistrationv1.ValidatingWebhookConfiguration{deleteConfigMapsWebhook("cm.guard.example.com")}
 				s.Admission.ServiceEndpoints[key("guard/guard-svc")] = tc.ready
 			}
@@ -73,7 +73,7 @@ func TestNamespaceWebhookRefusals(t *testing.T) {
 
 func TestWebhookWithAnObjectSelectorIsBlamedOnlyWhenNamed(t *testing.T) {
 	s := configMapsLeft("Failed to delete all resource types, 1 remaining: something else")
-	s.Admission.Read = true
+	s.Admission = snapshot.NewAdmission()
 	w := deleteConfigMapsWebhook("cm.guard.example.com")
 	w.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded-by": "other-test"}}
 	s.Admission.Validating = append(s.Admission.Validating, w)
@@ -85,7 +85,7 @@ func TestWebhookWithAnObjectSelectorIsBlamedOnlyWhenNamed(t *testing.T) {
 
 func TestWebhookOnAnotherTypeIsNotBlamed(t *testing.T) {
 	s := configMapsLeft("Failed to delete all resource types, 1 remaining: something else")
-	s.Admission.Read = true
+	s.Admission = snapshot.NewAdmission()
 	w := deleteConfigMapsWebhook("secrets.guard.example.com")
 	w.Webhooks[0].Rules[0].Resources = []string{"secrets"} // no secret is left
 	s.Admission.Validating = append(s.Admission.Validating, w)

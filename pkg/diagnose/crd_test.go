@@ -34,7 +34,7 @@ func terminatingCRD(requested time.Duration, reason string, counts map[string]in
 		w.SetNamespace(ns)
 		t.Contents.Held[f] = append(t.Contents.Held[f], snap(w).Targets[0])
 	}
-	s.Controllers = snapshot.Controllers{Read: true}
+	s.Controllers = &snapshot.Controllers{}
 	return s
 }
 

@@ -32,7 +32,7 @@ func TestNamespaceNestsItsBlockers(t *testing.T) {
 		Held:       map[string][]*snapshot.Target{"widgets.acme.io/cleanup": held},
 		Pods:       []*snapshot.Target{pod},
 	}
-	s.Controllers = snapshot.Controllers{Read: true}
+	s.Controllers = &snapshot.Controllers{}
 
 	it := Diagnose(s).Items[0]
 	got := codes(it)
@@ -74,7 +74,7 @@ func TestNamespaceWaitingForItsPodsByDesign(t *testing.T) {
 			Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{},
 			Pods: pods,
 		}
-		s.Controllers = snapshot.Controllers{Read: true}
+		s.Controllers = &snapshot.Controllers{}
 		return s
 	}
 

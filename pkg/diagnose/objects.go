@@ -18,7 +18,7 @@ import (
 // foregroundCause: the garbage collector deletes the dependents that block
 // their owner's deletion first, and removes foregroundDeletion once they are gone.
 func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
-	if !t.DependentsRead {
+	if t.Dependents == nil {
 		return nil
 	}
 	uid := t.Object.GetUID()
@@ -68,7 +68,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 // rule's one specific case; every other finalizer of that code is explained
 // by the generic FinalizerPending.
 func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
-	if f.name != metav1.FinalizerOrphanDependents || !t.DependentsRead {
+	if f.name != metav1.FinalizerOrphanDependents || t.Dependents == nil {
 		return nil
 	}
 	var names []string
@@ -90,7 +90,7 @@ func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 // claimInUseCause: the PVC protection controller keeps a claim while a pod,
 // in any phase, references it.
 func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
-	if !t.ClaimUsersRead || len(t.ClaimUsers) == 0 {
+	if len(t.ClaimUsers) == 0 {
 		return nil
 	}
 	var evidence []string
@@ -215,7 +215,7 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 // finalizerUpdateRefusals finds webhooks whose service is down that match
 // the UPDATE a controller sends to remove a finalizer: nothing can remove it.
 func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
-	if !s.Admission.Read || len(t.Object.GetFinalizers()) == 0 {
+	if s.Admission == nil || len(t.Object.GetFinalizers()) == 0 {
 		return nil
 	}
 	group, version := splitAPIVersion(t.Ref.APIVersion)
@@ -234,7 +234,7 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 	r := request{operation: "UPDATE", group: group, version: version, resource: resource, namespaced: t.Ref.Namespace != "",
 		objLabels: t.Object.GetLabels(), nsLabels: nsLabels, cel: sent}
 	var causes []report.Cause
-	for _, f := range refusals(s.Admission, r, fmt.Sprintf("UPDATE %s (the patch that removes a finalizer)", t.Ref.Resource)) {
+	for _, f := range refusals(*s.Admission, r, fmt.Sprintf("UPDATE %s (the patch that removes a finalizer)", t.Ref.Resource)) {
 		if f.severity == report.Critical {
 			causes = append(causes, f.asCause(tm, "the finalizer's controller retries and logs the refusal; the object keeps its finalizers"))
 		}

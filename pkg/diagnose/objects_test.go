@@ -35,7 +35,7 @@ func heldObject(kind, resource, name string, requested time.Duration, finalizers
 func snapOf(targets ...*snapshot.Target) *snapshot.Snapshot {
 	s := snapshot.New(now)
 	s.Targets = targets
-	s.Controllers = snapshot.Controllers{Read: true}
+	s.Controllers = &snapshot.Controllers{}
 	return s
 }
 
@@ -44,7 +44,7 @@ func TestForegroundDeletion(t *testing.T) {
 	dep := heldObject("ConfigMap", "configmaps", "dep", 9*time.Minute, "acme.io/keep")
 	yes := true
 	dep.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner", BlockOwnerDeletion: &yes}})
-	owner.Dependents, owner.DependentsRead = []*snapshot.Target{dep}, true
+	owner.Dependents = []*snapshot.Target{dep}
 	it := Diagnose(snapOf(owner)).Items[0]
 	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Critical, "blockOwnerDeletion true, being deleted since")
 	top := it.Causes[0]
@@ -61,7 +61,7 @@ func TestForegroundDeletion(t *testing.T) {
 	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Warning, "none with blockOwnerDeletion")
 
 	// Dependents not read: the generic answer.
-	owner.DependentsRead = false
+	owner.Dependents = nil
 	expectCauses(t, Diagnose(snapOf(owner)).Items[0], []string{"FinalizerPending"}, report.Warning, "")
 }
 
@@ -69,7 +69,7 @@ func TestClaimInUse(t *testing.T) {
 	claim := heldObject("PersistentVolumeClaim", "persistentvolumeclaims", "data", 10*time.Minute, "kubernetes.io/pvc-protection")
 	running := snap(&corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "shop"},
 		Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}).Targets[0]
-	claim.ClaimUsers, claim.ClaimUsersRead = []*snapshot.Target{running}, true
+	claim.ClaimUsers = []*snapshot.Target{running}
 	it := Diagnose(snapOf(claim)).Items[0]
 	expectCauses(t, it, []string{"PVCInUse"}, report.Warning, "pod shop/db-0: phase Running on node \"node-1\", not being deleted")
 
@@ -125,7 +125,7 @@ func TestLoadBalancerCleanup(t *testing.T) {
 func TestWebhookRefusingFinalizerRemoval(t *testing.T) {
 	w := heldObject("ConfigMap", "configmaps", "w1", 10*time.Minute, "example.com/cleanup")
 	s := snapOf(w)
-	s.Admission.Read = true
+	s.Admission = snapshot.NewAdmission()
 	hook := deletePodsWebhook(admissionregistrationv1.Fail, admissionregistrationv1.Update)
 	hook.Webhooks[0].Rules[0].Resources = []string{"configmaps"}
 	s.Admission.Validating = append(s.Admission.Validating, hook)
@@ -140,7 +140,7 @@ func TestWebhookRefusingFinalizerRemoval(t *testing.T) {
 func TestOrphan(t *testing.T) {
 	owner := heldObject("ConfigMap", "configmaps", "owner", 10*time.Minute, "orphan")
 	dep := heldObject("ConfigMap", "configmaps", "dep", 0)
-	owner.Dependents, owner.DependentsRead = []*snapshot.Target{dep}, true
+	owner.Dependents = []*snapshot.Target{dep}
 	it := Diagnose(snapOf(owner)).Items[0]
 	expectCauses(t, it, []string{"FinalizerPending"}, report.Warning, "live scan: 1 dependent(s) still name ConfigMap/owner")
 	if !strings.Contains(it.Causes[0].Summary, "still has to orphan 1 dependent(s): configmaps/dep -n shop") {
@@ -163,8 +163,8 @@ func TestForegroundDeletionChain(t *testing.T) {
 	pod.Name, pod.UID, pod.Spec.NodeName = "web-abc-1", "uid-web-abc-1", "node-dead"
 	pt := target(pod, "pods", func(t *snapshot.Target) { t.Pod = pod })
 	owns(pt, "ReplicaSet", "web-abc")
-	deploy.Dependents, deploy.DependentsRead = []*snapshot.Target{rs}, true
-	rs.Dependents, rs.DependentsRead = []*snapshot.Target{pt}, true
+	deploy.Dependents = []*snapshot.Target{rs}
+	rs.Dependents = []*snapshot.Target{pt}
 
 	s := snapOf(deploy)
 	s.Nodes["node-dead"] = node("node-dead", corev1.ConditionUnknown, "node.kubernetes.io/unreachable")
@@ -182,7 +182,7 @@ func TestForegroundDeletionChain(t *testing.T) {
 
 	// The dependents of the ReplicaSet could not be read: the chain stops
 	// there, honestly, with the generic answer for its finalizer.
-	rs.DependentsRead = false
+	rs.Dependents = nil
 	it = Diagnose(s).Items[0]
 	if got := it.Causes[0].BlockedBy[0].Causes[0].Code; got != "FinalizerPending" {
 		t.Errorf("unread dependents: nested %s, want FinalizerPending", got)

@@ -38,8 +38,8 @@ func ownerTokens(finalizer string) []string {
 // ownerLiveness judges whether the controller behind a third-party finalizer
 // looks alive: a Deployment, StatefulSet or DaemonSet whose name, namespace
 // or app labels carry the finalizer's distinctive words, and its readiness.
-func ownerLiveness(ctl snapshot.Controllers, finalizer string) (ownerState, []string) {
-	if !ctl.Read {
+func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []string) {
+	if ctl == nil {
 		return ownerUnknown, nil
 	}
 	tokens := ownerTokens(finalizer)

@@ -30,18 +30,18 @@ func TestFinalizerOwnerLiveness(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
-		ctl      snapshot.Controllers
+		ctl      *snapshot.Controllers
 		severity report.Severity
 		summary  string
 		evidence string
 	}{
-		{"controller healthy: never claim it is gone", snapshot.Controllers{Read: true, Workloads: []snapshot.Workload{acme(1)}},
+		{"controller healthy: never claim it is gone", &snapshot.Controllers{Workloads: []snapshot.Workload{acme(1)}},
 			report.Warning, "looks healthy", "deployment acme-system/acme-controller-manager: 1/1 ready"},
-		{"controller with no ready replica", snapshot.Controllers{Read: true, Workloads: []snapshot.Workload{acme(0)}},
+		{"controller with no ready replica", &snapshot.Controllers{Workloads: []snapshot.Workload{acme(0)}},
 			report.Critical, "has no ready replica", "0/1 ready"},
-		{"no controller at all", snapshot.Controllers{Read: true, APIGroups: []string{"acme.io"}, Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "kube-system", Name: "coredns", Desired: 2, Ready: 2}}},
+		{"no controller at all", &snapshot.Controllers{APIGroups: []string{"acme.io"}, Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "kube-system", Name: "coredns", Desired: 2, Ready: 2}}},
 			report.Critical, "no controller", "CRDs of API group acme.io are installed"},
-		{"workloads not read: no claim", snapshot.Controllers{},
+		{"workloads not read: no claim", nil,
 			report.Warning, "waits for 1 finalizer", "removed by a third-party controller"},
 	}
 	for _, tc := range cases {
@@ -61,7 +61,7 @@ func TestFinalizerOwnerLiveness(t *testing.T) {
 
 func TestKubernetesFinalizersAreNotJudgedByWorkloads(t *testing.T) {
 	s := snap(widget(10*time.Minute, "kubernetes.io/pvc-protection"))
-	s.Controllers = snapshot.Controllers{Read: true}
+	s.Controllers = &snapshot.Controllers{}
 	if c := Diagnose(s).Items[0].Causes[0]; c.Severity != report.Warning || strings.Contains(strings.Join(c.Evidence, " "), "looks gone") {
 		t.Errorf("kube-controller-manager's finalizers are not third-party: %+v", c)
 	}

@@ -124,7 +124,7 @@ func stateCCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 // finalDeleteRefusals finds the admission webhooks and policies that refuse,
 // or may refuse, the kubelet's final DELETE of a pod in state C.
 func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []refusal {
-	if !s.Admission.Read || !awaitsFinalDelete(pod) {
+	if s.Admission == nil || !awaitsFinalDelete(pod) {
 		return nil
 	}
 	ns := s.Namespaces[pod.Namespace]
@@ -136,7 +136,7 @@ func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []ref
 	sent := &celeval.Request{Operation: string(admissionregistrationv1.Delete), Version: "v1", Resource: "pods", Kind: "Pod",
 		Namespace: pod.Namespace, Name: pod.Name, OldObject: objectMap(pod), NamespaceObject: objectMap(ns),
 		User: &celeval.User{Username: "system:node:" + pod.Spec.NodeName, Groups: []string{"system:nodes", "system:authenticated"}}}
-	return refusals(s.Admission, request{operation: admissionregistrationv1.Delete, version: "v1", resource: "pods",
+	return refusals(*s.Admission, request{operation: admissionregistrationv1.Delete, version: "v1", resource: "pods",
 		namespaced: true, objLabels: pod.Labels, nsLabels: nsLabels, cel: sent}, "DELETE pods (the kubelet's final grace-0 delete, sent as system:node:"+pod.Spec.NodeName+")")
 }
 

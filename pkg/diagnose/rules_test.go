@@ -81,7 +81,7 @@ func TestNamespaceSpecFinalizerOfAnotherController(t *testing.T) {
 	ns := terminatingNamespace(10*time.Minute, allConditions()...)
 	ns.Spec.Finalizers = []corev1.FinalizerName{"openshift.io/origin"}
 	s := snap(ns)
-	s.Controllers = snapshot.Controllers{Read: true}
+	s.Controllers = &snapshot.Controllers{}
 	it := Diagnose(s).Items[0]
 	top := it.Causes[0]
 	if top.Code != "FinalizerPending" || !strings.Contains(top.Summary, "openshift.io/origin") {

@@ -17,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Snapshot is the evidence for one run.
+// Snapshot is the evidence for one run. Its one convention for a read that
+// was not made: absent — a nil pointer, slice or map, or a missing key; a
+// read that found nothing leaves an empty value.
 type Snapshot struct {
 	// Now is the clock every duration is computed against.
 	Now time.Time
@@ -34,7 +36,7 @@ type Snapshot struct {
 	Events map[types.UID][]corev1.Event
 	// Admission holds what can refuse a DELETE or UPDATE: webhooks, policies,
 	// and the endpoints of the webhooks' services.
-	Admission Admission
+	Admission *Admission
 	// Volumes holds what the pods' volumes lead to, for pods whose kubelet
 	// must unmount them (state C).
 	Volumes Volumes
@@ -42,8 +44,8 @@ type Snapshot struct {
 	// (containers stopped, no terminal phase yet) and their drivers' slices.
 	DRA DRA
 	// Controllers lists the workloads that could own third-party finalizers,
-	// read when a target waits on one.
-	Controllers Controllers
+	// read when a target waits on one. Nil: not read.
+	Controllers *Controllers
 	// APIServices holds the aggregated APIServices, read when discovery failed.
 	APIServices []APIService
 	// Namespaces holds the namespaces of the targets, by name (their labels
@@ -82,8 +84,6 @@ type DRA struct {
 // Controllers is the inventory used to judge whether the controller behind a
 // third-party finalizer is alive.
 type Controllers struct {
-	// Read is false when the workloads were not read.
-	Read      bool
 	Workloads []Workload
 	// APIGroups are the groups served by CRDs, e.g. "cert-manager.io".
 	APIGroups []string
@@ -129,11 +129,10 @@ type APIService struct {
 	ReadyEndpoints *int
 }
 
-// Admission is the cluster's admission configuration, read once.
+// Admission is the cluster's admission configuration, read once; nil in a
+// snapshot when it was not read (forbidden, or no target needed it): rules
+// then claim nothing about admission.
 type Admission struct {
-	// Read is false when the configuration was not read (forbidden, or no
-	// target needed it): rules must then not claim anything about admission.
-	Read           bool
 	Validating     []admissionregistrationv1.ValidatingWebhookConfiguration
 	Mutating       []admissionregistrationv1.MutatingWebhookConfiguration
 	Policies       []admissionregistrationv1.ValidatingAdmissionPolicy
@@ -166,13 +165,11 @@ type Target struct {
 	Attachments []storagev1.VolumeAttachment
 
 	// Dependents are the objects whose ownerReferences name the target
-	// (foregroundDeletion, orphan), read when DependentsRead.
-	Dependents     []*Target
-	DependentsRead bool
-	// ClaimUsers are the pods that reference a claim (pvc-protection), read
-	// when ClaimUsersRead.
-	ClaimUsers     []*Target
-	ClaimUsersRead bool
+	// (foregroundDeletion, orphan); ClaimUsers the pods that reference a
+	// claim (pvc-protection). Nil: not read; a read that found none leaves
+	// an empty slice.
+	Dependents []*Target
+	ClaimUsers []*Target
 }
 
 // Pods is the core group's pods, as scans count them.
@@ -238,7 +235,6 @@ func New(now time.Time) *Snapshot {
 		Events:       map[types.UID][]corev1.Event{},
 		Namespaces:   map[string]*corev1.Namespace{},
 		CRDs:         map[string]*CRD{},
-		Admission:    Admission{ServiceEndpoints: map[types.NamespacedName]int{}},
 		DRA:          DRA{Claims: map[types.NamespacedName]*resourcev1.ResourceClaim{}, Slices: map[string][]resourcev1.ResourceSlice{}},
 		Volumes: Volumes{Claims: map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
 			PersistentVolumes: map[string]*corev1.PersistentVolume{}, CSINodes: map[string]*storagev1.CSINode{}},
@@ -274,4 +270,9 @@ func VolumeClaim(pod *corev1.Pod, vol corev1.Volume) string {
 		return pod.Name + "-" + vol.Name
 	}
 	return ""
+}
+
+// NewAdmission returns an empty admission configuration, read.
+func NewAdmission() *Admission {
+	return &Admission{ServiceEndpoints: map[types.NamespacedName]int{}}
 }
