@@ -41,6 +41,7 @@ object (wait: timed out), 1 the tool failed.`,
 		},
 	}
 	flags.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().Lookup("request-timeout").Usage = kube.RequestTimeoutUsage
 	root.AddCommand(
 		newWhyCommand(opts()),
 		newListCommand(opts()),

@@ -23,10 +23,14 @@ const (
 	Burst = 200
 )
 
-// DefaultRequestTimeout bounds each request when --request-timeout is not
-// given: one hung aggregated API must not hang the whole scan; its list
-// fails, is reported under skipped, and the scan carries on.
+// DefaultRequestTimeout bounds each request (connection and TLS handshake
+// included) when --request-timeout is not given: one hung aggregated API
+// must not hang the whole scan; its list fails, is reported under skipped,
+// and the scan carries on. --request-timeout=0 removes the bound.
 const DefaultRequestTimeout = 30 * time.Second
+
+// RequestTimeoutUsage says what --request-timeout does here.
+const RequestTimeoutUsage = "How long one request may take, connection and TLS handshake included (e.g. 10s, 1m); 0 removes the bound. A request that times out is reported under skipped and the run carries on."
 
 // Clients are the read-only API clients of one run.
 type Clients struct {
@@ -38,15 +42,13 @@ type Clients struct {
 }
 
 // Tune sets the user agent (so audit logs name the plugin), the rate limits
-// and the default request timeout on every REST config that cli-runtime
-// derives from the flags.
+// on every REST config that cli-runtime derives from the flags, and the
+// default of --request-timeout.
 func Tune(flags *genericclioptions.ConfigFlags, userAgent string) {
+	*flags.Timeout = DefaultRequestTimeout.String()
 	flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
 		c.UserAgent = userAgent
 		c.QPS, c.Burst = QPS, Burst
-		if c.Timeout == 0 {
-			c.Timeout = DefaultRequestTimeout
-		}
 		return c
 	}
 }
