@@ -23,7 +23,7 @@ import (
 func TestClusterWideBlockers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	own, err := lab.Start(ctx, lab.Options{BinDir: labBins, Dir: t.TempDir(), AggregatorRouting: true})
+	own, err := lab.Start(ctx, lab.Options{BinDir: labBins, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,12 +53,9 @@ type Options struct {
 	Detach bool
 	// Bench tunes the lab for `make bench`: no audit log (it would cost the
 	// apiserver more than the reads measured), no namespace controller (so a
-	// deleted namespace keeps all its content), no kwok, and aggregator
-	// routing to endpoints (so an APIService can point at a local server).
+	// deleted namespace keeps all its content) and no kwok. Every lab routes
+	// webhooks and aggregated APIs to endpoints, never to a ClusterIP.
 	Bench bool
-	// AggregatorRouting routes aggregated APIs to their Service's endpoints
-	// (as Bench does), so that an APIService can point at a local server.
-	AggregatorRouting bool
 }
 
 // Lab is a running control plane.
@@ -119,10 +116,11 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + path("sa.key"), "--service-account-signing-key-file=" + path("sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false", "--profiling=false"}
-	if o.Bench || o.AggregatorRouting {
-		apiserver = append(apiserver, "--enable-aggregator-routing=true")
-	}
+		"--enable-priority-and-fairness=false", "--profiling=false",
+		// Webhooks and aggregated APIs resolve to their Service's endpoints,
+		// never to a ClusterIP: with no endpoints nothing is dialled, and a
+		// local backend is reached on its own address.
+		"--enable-aggregator-routing=true"}
 	if !o.Bench {
 		apiserver = append(apiserver, "--audit-policy-file="+path("audit-policy.yaml"), "--audit-log-path="+l.AuditLog)
 	}

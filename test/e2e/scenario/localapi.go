@@ -34,7 +34,7 @@ func LocalIP() (string, error) {
 
 // LocalService makes Service ns/svc (port 443) lead to ip:port, through an
 // EndpointSlice and, for an aggregator that reads them, core Endpoints. The
-// lab must route the aggregator to endpoints (lab.Options.AggregatorRouting).
+// lab routes the aggregator to endpoints (every lab does).
 func (e *Env) LocalService(ctx context.Context, ns, svc, ip string, port int32) error {
 	if err := e.Namespace(ctx, ns); err != nil {
 		return err
