@@ -145,4 +145,7 @@ func TestClusterWideBlockers(t *testing.T) {
 	if err := checkReadOnly(own.AuditLog, false); err != nil {
 		t.Errorf("read-only check on this test's own lab: %v", err)
 	}
+	if err := checkNetworkRule(own.Dir); err != nil {
+		t.Errorf("network rule on this test's own lab: %v", err)
+	}
 }

@@ -83,6 +83,10 @@ func runMain(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "e2e: FAIL: read-only check:", err)
 			code = 1
 		}
+		if err := checkNetworkRule(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: FAIL: network rule:", err)
+			code = 1
+		}
 	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "e2e: lab logs kept in %s\n", dir)

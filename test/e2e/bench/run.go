@@ -154,11 +154,13 @@ func namespaceCases(ctx context.Context, o Options, sz sizes) ([]Result, error) 
 	if !strings.Contains(o.Cases, "3") {
 		return results, nil
 	}
-	if _, err := scenario.LocalIP(); err != nil {
+	host, err := scenario.NewTestHost()
+	if err != nil {
 		progress("case 3 skipped: %v", err) // the report then has no line for it
 		return results, nil
 	}
-	stop, err := HungAPIService(ctx, env, "hung.bench.example.com")
+	defer host.Close()
+	stop, err := HungAPIService(ctx, env, host, "hung.bench.example.com")
 	if stop != nil {
 		defer stop()
 	}

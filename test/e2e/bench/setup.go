@@ -93,15 +93,12 @@ func Pods(ctx context.Context, env *scenario.Env, nodes []string, perNode, perNa
 }
 
 // HungAPIService registers an aggregated API whose backend accepts
-// connections and never answers: a listener on a local, non-loopback
-// address, reached through an EndpointSlice (the bench lab routes the
-// aggregator to endpoints). It waits until the aggregator calls it unavailable.
-func HungAPIService(ctx context.Context, env *scenario.Env, group string) (stop func(), err error) {
-	ip, err := scenario.LocalIP()
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+// connections and never answers: a listener on a test host the lab makes
+// (a network namespace: an endpoint may not be a loopback address), reached
+// through an EndpointSlice (every lab routes the aggregator to endpoints).
+// It waits until the aggregator calls it unavailable.
+func HungAPIService(ctx context.Context, env *scenario.Env, host *scenario.TestHost, group string) (stop func(), err error) {
+	ln, err := host.Listen()
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +124,7 @@ func HungAPIService(ctx context.Context, env *scenario.Env, group string) (stop 
 		}
 	}
 	const ns, svc = "bench-system", "hung"
-	if err := env.LocalService(ctx, ns, svc, ip, int32(ln.Addr().(*net.TCPAddr).Port)); err != nil {
+	if err := env.LocalService(ctx, ns, svc, host.PeerIP, int32(ln.Addr().(*net.TCPAddr).Port)); err != nil {
 		return stop, err
 	}
 	return stop, env.APIService(ctx, group, "v1", ns, svc)

@@ -3,7 +3,6 @@ package scenario
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,21 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// LocalIP is the first non-loopback IPv4 address of the machine: an endpoint
-// may not be a loopback address.
-func LocalIP() (string, error) {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", err
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
-			return n.IP.String(), nil
-		}
-	}
-	return "", fmt.Errorf("no non-loopback IPv4 address")
-}
 
 // LocalService makes Service ns/svc (port 443) lead to ip:port, through an
 // EndpointSlice and, for an aggregator that reads them, core Endpoints. The
@@ -66,7 +50,7 @@ func (e *Env) LocalService(ctx context.Context, ns, svc, ip string, port int32) 
 // list of that resource hangs until the client gives up. It waits until the
 // APIService is Available.
 func (e *Env) HangingAPI(ctx context.Context, group, version, resource, kind string) (stop func(), err error) {
-	ip, err := LocalIP()
+	host, err := NewTestHost() // an endpoint may not be a loopback address
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +76,8 @@ func (e *Env) HangingAPI(ctx context.Context, group, version, resource, kind str
 			http.NotFound(w, r)
 		}
 	}))
-	if srv.Listener, err = net.Listen("tcp", net.JoinHostPort(ip, "0")); err != nil {
+	if srv.Listener, err = host.Listen(); err != nil {
+		host.Close()
 		return nil, err
 	}
 	srv.StartTLS()
@@ -100,10 +85,11 @@ func (e *Env) HangingAPI(ctx context.Context, group, version, resource, kind str
 		close(closing) // controllers' requests may have no timeout: release them
 		srv.CloseClientConnections()
 		srv.Close()
+		host.Close()
 	}
 	port := int32(srv.Listener.Addr().(*net.TCPAddr).Port)
 	ns, svc := "hang-system", "hanging-api"
-	if err := e.LocalService(ctx, ns, svc, ip, port); err != nil {
+	if err := e.LocalService(ctx, ns, svc, host.PeerIP, port); err != nil {
 		return stop, err
 	}
 	return stop, e.registerAPIService(ctx, group, version, ns, svc, "True")
