@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
@@ -47,7 +48,7 @@ type Options struct {
 	// Test seams.
 	newClients func() (*kube.Clients, error)
 	now        func() time.Time
-	sleep      func(context.Context, time.Duration) error
+	clock      clock.WithTicker // wait's timers
 	isTerminal func(io.Writer) bool
 }
 
@@ -57,7 +58,7 @@ func newOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		ConfigFlags: flags,
 		PrintFlags:  genericclioptions.NewPrintFlags(""),
 		now:         time.Now,
-		sleep:       sleepContext,
+		clock:       clock.RealClock{},
 		isTerminal:  isTerminal,
 	}
 	o.newClients = func() (*kube.Clients, error) { return kube.New(o.ConfigFlags) }

@@ -2,13 +2,8 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +14,6 @@ import (
 )
 
 const (
-	// pollInterval is how often wait reads the objects again.
-	pollInterval = time.Second
 	// progressInterval is how often wait diagnoses what is left, for the
 	// progress line on a terminal.
 	progressInterval = 5 * time.Second
@@ -61,7 +54,7 @@ printed so).`,
 	return cmd
 }
 
-// wait polls the objects until they are gone or the timeout passes.
+// wait watches the objects until they are gone or the timeout passes.
 func (o *Options) wait(ctx context.Context) error {
 	clients, err := o.newClients()
 	if err != nil {
@@ -79,55 +72,80 @@ func (o *Options) wait(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	deadline := o.now().Add(o.Timeout)
-	var lastProgress time.Time
-	lastLine := ""
-	retry := backoff{}
-	for {
-		var gone []collect.Found
-		still, gone, err := c.Refresh(ctx, found)
-		switch {
-		case err != nil && transient(err) && o.now().Before(deadline):
-			// An apiserver restart or a blip: keep waiting, say so once.
-			if retry.failures == 0 {
-				fmt.Fprintf(o.ErrOut, "warning: %s; retrying until the timeout\n", report.Safe(Explain(err)))
+	pending := map[string]collect.Found{}
+	for _, f := range found {
+		pending[waitKey(f)] = f
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	changes := make(chan collect.Change)
+	go c.Follow(ctx, found, o.sleep, changes)
+
+	deadline := o.clock.NewTimer(o.Timeout)
+	defer deadline.Stop()
+	var tick <-chan time.Time
+	if o.isTerminal(o.ErrOut) {
+		ticker := o.clock.NewTicker(progressInterval)
+		defer ticker.Stop()
+		tick = ticker.C()
+	}
+	diagnosePending := func() report.Report {
+		still := make([]collect.Found, 0, len(pending))
+		for _, f := range found { // in the order they were asked for
+			if p, ok := pending[waitKey(f)]; ok {
+				still = append(still, p)
 			}
-			if err := o.sleep(ctx, min(retry.next(), deadline.Sub(o.now()))); err != nil {
+		}
+		return diagnose.Diagnose((&collect.Collector{Clients: clients, Now: o.now}).Snapshot(ctx, still))
+	}
+	warned, lastLine := false, ""
+	showProgress := func() {
+		if line := progressLine(diagnosePending()); line != lastLine {
+			fmt.Fprintln(o.ErrOut, report.Safe(line))
+			lastLine = line
+		}
+	}
+	if tick != nil && len(pending) > 0 {
+		showProgress()
+	}
+	for len(pending) > 0 {
+		select {
+		case ch := <-changes:
+			switch {
+			case ch.Err != nil && ch.Retrying:
+				// An apiserver restart or a blip: keep waiting, say so once.
+				if !warned {
+					fmt.Fprintf(o.ErrOut, "warning: %s; retrying until the timeout\n", report.Safe(Explain(ch.Err)))
+				}
+				warned = true
+			case ch.Err != nil:
+				return ch.Err
+			case ch.Gone:
+				delete(pending, waitKey(ch.Found))
+				fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(report.Name(ch.Found.Ref())))
+			default:
+				pending[waitKey(ch.Found)] = ch.Found
+				warned = false
+			}
+		case <-tick:
+			showProgress()
+		case <-deadline.C():
+			r := diagnosePending()
+			fmt.Fprintf(o.ErrOut, "timed out after %s: %d object(s) still there\n", o.Timeout, len(pending))
+			if err := o.Print(r, func(r report.Report, st report.Style) error { return report.WriteWhy(o.Out, r, st) }); err != nil {
 				return err
 			}
-			continue
-		case err != nil:
-			return err
-		}
-		retry = backoff{}
-		found = still
-		for _, g := range gone {
-			fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(report.Name(g.Ref())))
-		}
-		if len(found) == 0 {
-			return nil
-		}
-		now := o.now()
-		if !now.Before(deadline) {
-			break
-		}
-		if o.isTerminal(o.ErrOut) && now.Sub(lastProgress) >= progressInterval {
-			lastProgress = now
-			if line := progressLine(diagnose.Diagnose((&collect.Collector{Clients: clients, Now: o.now}).Snapshot(ctx, found))); line != lastLine {
-				fmt.Fprintln(o.ErrOut, report.Safe(line))
-				lastLine = line
-			}
-		}
-		if err := o.sleep(ctx, min(pollInterval, deadline.Sub(now))); err != nil {
-			return err
+			return &ExitCodeError{Code: ExitStuck}
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	r := diagnose.Diagnose((&collect.Collector{Clients: clients, Now: o.now}).Snapshot(ctx, found))
-	fmt.Fprintf(o.ErrOut, "timed out after %s: %d object(s) still there\n", o.Timeout, len(found))
-	if err := o.Print(r, func(r report.Report, st report.Style) error { return report.WriteWhy(o.Out, r, st) }); err != nil {
-		return err
-	}
-	return &ExitCodeError{Code: ExitStuck}
+	return nil
+}
+
+// waitKey identifies an object wait follows.
+func waitKey(f collect.Found) string {
+	return collect.QualifiedResource(f.GVR) + "/" + f.Object.GetNamespace() + "/" + f.Object.GetName()
 }
 
 // beingDeleted keeps the objects wait can see go: those with a
@@ -188,33 +206,14 @@ func progressLine(r report.Report) string {
 	return line
 }
 
-// sleepContext waits d, or less if ctx ends.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+// sleep waits d on the options' clock, or less if ctx ends.
+func (o *Options) sleep(ctx context.Context, d time.Duration) error {
+	t := o.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-t.C():
 		return nil
 	}
-}
-
-// backoff doubles the wait after each failure, from one second to ten.
-type backoff struct{ failures int }
-
-func (b *backoff) next() time.Duration {
-	d := time.Second << min(b.failures, 4)
-	b.failures++
-	return min(d, 10*time.Second)
-}
-
-// transient errors are worth retrying: the apiserver restarting or
-// overloaded, a connection refused or reset, a timeout.
-func transient(err error) bool {
-	var ne net.Error
-	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
-		(errors.As(err, &ne) && ne.Timeout()) ||
-		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err)
 }

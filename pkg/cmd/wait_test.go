@@ -14,57 +14,91 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 )
 
-// fakeClock makes wait's sleeps instant: each advances the clock, and may
-// act on the cluster (then delete an object, say).
-func fakeClock(onSleep func(slept int)) func(*Options) {
+// fakeClock gives wait a clock that only moves when the test steps it.
+func fakeClock(fc *clocktesting.FakeClock) func(*Options) {
 	return func(o *Options) {
-		clock, slept := now, 0
-		o.now = func() time.Time { return clock }
-		o.sleep = func(_ context.Context, d time.Duration) error {
-			clock = clock.Add(d)
-			slept++
-			onSleep(slept)
-			return nil
+		o.now = fc.Now
+		o.clock = fc
+	}
+}
+
+// stepWhile moves the clock by a second whenever at least n timers wait on
+// it, until stop is closed: n = 1 lets the deadline fire, n = 2 fires only
+// a retry's backoff while the deadline also waits.
+func stepWhile(fc *clocktesting.FakeClock, n int, stop <-chan struct{}) {
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				if fc.Waiters() >= n {
+					fc.Step(time.Second)
+				}
+			}
 		}
+	}()
+}
+
+// watchedBy makes every watch of pods a fake one the test drives, handed over
+// on the returned channel once the plugin watches.
+func watchedBy(watchers chan<- *watch.FakeWatcher) func(*kubefake.Clientset, *kube.Clients) {
+	return func(_ *kubefake.Clientset, c *kube.Clients) {
+		c.Dynamic.(*dynamicfake.FakeDynamicClient).PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			w := watch.NewFake()
+			watchers <- w
+			return true, w, nil
+		})
 	}
 }
 
 func TestWaitTimesOutWithTheDiagnosis(t *testing.T) {
-	var sleeps int
-	out, errOut, err := executeWith(t, fakes(t, cluster(), nil), fakeClock(func(n int) { sleeps = n }), "wait", "pod/web-0", "-n", "shop", "--timeout", "3s")
+	fc := clocktesting.NewFakeClock(now)
+	stop := make(chan struct{})
+	defer close(stop)
+	stepWhile(fc, 1, stop)
+	out, errOut, err := executeWith(t, fakes(t, cluster(), nil), fakeClock(fc), "wait", "pod/web-0", "-n", "shop", "--timeout", "3s")
 	if ExitCode(err) != ExitStuck {
 		t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, ExitStuck)
 	}
-	if sleeps != 3 || !strings.Contains(errOut, "timed out after 3s: 1 object(s) still there") || !strings.Contains(out, "NodeUnreachable") {
-		t.Errorf("%d polls; stderr %q; stdout %q", sleeps, errOut, out)
+	if !strings.Contains(errOut, "timed out after 3s: 1 object(s) still there") || !strings.Contains(out, "NodeUnreachable") {
+		t.Errorf("stderr %q; stdout %q", errOut, out)
 	}
 	if strings.Contains(errOut, "waiting for") {
 		t.Errorf("no progress lines when stderr is not a terminal: %q", errOut)
 	}
 }
 
+// The object goes while wait watches it: the watch's DELETED event ends the
+// wait, with no further read.
 func TestWaitSucceedsWhenTheObjectGoes(t *testing.T) {
-	clients := fakes(t, cluster(), nil)
-	c, _ := clients()
-	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	gone := func(n int) {
-		if n == 2 {
-			if err := c.Dynamic.Resource(pods).Namespace("shop").Delete(context.Background(), "cache-0", metav1.DeleteOptions{}); err != nil {
-				t.Error(err)
-			}
+	watchers := make(chan *watch.FakeWatcher, 1)
+	clients := fakes(t, cluster(), watchedBy(watchers))
+	go func() {
+		w := <-watchers
+		c, _ := clients()
+		obj, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("shop").Get(context.Background(), "cache-0", metav1.GetOptions{})
+		if err != nil {
+			t.Error(err)
+			return
 		}
-	}
+		w.Modify(obj) // its latest state first, as the apiserver sends it
+		w.Delete(obj)
+	}()
 	terminal := func(o *Options) {
-		fakeClock(gone)(o)
+		fakeClock(clocktesting.NewFakeClock(now))(o)
 		o.isTerminal = func(w io.Writer) bool { return w == o.ErrOut }
 	}
 	out, errOut, err := executeWith(t, clients, terminal, "wait", "pod/cache-0", "pod/never-was", "-n", "shop", "--timeout", "1m")
@@ -93,27 +127,38 @@ func TestWaitErrors(t *testing.T) {
 	}
 }
 
-// An apiserver restart during a wait (connection refused, then a 503) is
-// retried until the object goes; said once on stderr.
+// An apiserver restart during a wait: the watch ends, the lists that follow
+// are refused and then answered 503, and wait carries on until the object
+// goes; said once on stderr.
 func TestWaitSurvivesAnAPIServerRestart(t *testing.T) {
-	gets := 0
+	lists := 0
 	restarting := func(_ *kubefake.Clientset, c *kube.Clients) {
-		c.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-			gets++
-			switch gets {
+		fake := c.Dynamic.(*dynamicfake.FakeDynamicClient)
+		fake.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+			w := watch.NewFake()
+			w.Stop() // the apiserver goes away
+			return true, w, nil
+		})
+		fake.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			lists++
+			switch lists {
 			case 2, 3:
-				return true, nil, &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/namespaces/shop/pods/cache-0", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+				return true, nil, &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/namespaces/shop/pods", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 			case 4:
 				return true, nil, apierrors.NewServiceUnavailable("the apiserver is starting")
 			case 5:
-				return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "cache-0")
+				return true, &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "PodList"}}, nil
 			}
 			return false, nil, nil
 		})
 	}
-	out, errOut, err := executeWith(t, fakes(t, cluster(), restarting), fakeClock(func(int) {}), "wait", "pod/cache-0", "-n", "shop", "--timeout", "1m")
-	if err != nil || out != "pod/cache-0 deleted\n" {
-		t.Fatalf("err %v, stdout %q, stderr %q", err, out, errOut)
+	fc := clocktesting.NewFakeClock(now)
+	stop := make(chan struct{})
+	defer close(stop)
+	stepWhile(fc, 2, stop)
+	out, errOut, err := executeWith(t, fakes(t, cluster(), restarting), fakeClock(fc), "wait", "pod/cache-0", "-n", "shop", "--timeout", "1m")
+	if err != nil || out != "pod/cache-0 deleted\n" || lists != 5 {
+		t.Fatalf("err %v after %d lists, stdout %q, stderr %q", err, lists, out, errOut)
 	}
 	if strings.Count(errOut, "retrying until the timeout") != 1 || !strings.Contains(errOut, "connection refused") {
 		t.Errorf("stderr: %q", errOut)
@@ -121,16 +166,11 @@ func TestWaitSurvivesAnAPIServerRestart(t *testing.T) {
 
 	// A Forbidden is no blip: it ends the wait at once.
 	forbidden := func(_ *kubefake.Clientset, c *kube.Clients) {
-		c.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			gets++
-			if gets > 7 {
-				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "cache-0", errors.New("no rights"))
-			}
-			return false, nil, nil
+		c.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no rights"))
 		})
 	}
-	gets = 6
-	if _, _, err := executeWith(t, fakes(t, cluster(), forbidden), fakeClock(func(int) {}), "wait", "pod/cache-0", "-n", "shop", "--timeout", "1m"); ExitCode(err) != ExitError || !apierrors.IsForbidden(err) {
+	if _, _, err := executeWith(t, fakes(t, cluster(), forbidden), fakeClock(clocktesting.NewFakeClock(now)), "wait", "pod/cache-0", "-n", "shop", "--timeout", "1m"); ExitCode(err) != ExitError || !apierrors.IsForbidden(err) {
 		t.Errorf("forbidden: exit %d, %v", ExitCode(err), err)
 	}
 }
@@ -138,10 +178,9 @@ func TestWaitSurvivesAnAPIServerRestart(t *testing.T) {
 // An object that is not being deleted would be waited on for ever: named,
 // it is an error at once; found by type, it is left out.
 func TestWaitOnObjectsNotBeingDeleted(t *testing.T) {
-	sleeps := 0
-	_, _, err := executeWith(t, fakes(t, cluster(), nil), fakeClock(func(n int) { sleeps = n }), "wait", "pod/ok-0", "-n", "shop", "--timeout", "1m")
-	if ExitCode(err) != ExitError || !strings.Contains(err.Error(), "pod/ok-0 is not being deleted") || sleeps != 0 {
-		t.Errorf("exit %d after %d polls: %v", ExitCode(err), sleeps, err)
+	_, _, err := executeWith(t, fakes(t, cluster(), nil), fakeClock(clocktesting.NewFakeClock(now)), "wait", "pod/ok-0", "-n", "shop", "--timeout", "1m")
+	if ExitCode(err) != ExitError || !strings.Contains(err.Error(), "pod/ok-0 is not being deleted") {
+		t.Errorf("exit %d: %v", ExitCode(err), err)
 	}
 }
 

@@ -64,7 +64,9 @@ type Lab struct {
 	Kubeconfig string
 	Server     string
 	AuditLog   string
+	opts       Options
 	procs      []*exec.Cmd
+	names      []string // of procs, by index
 }
 
 // State is what a detached lab leaves in Dir/lab.json for `lab down`.
@@ -79,7 +81,7 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	l = &Lab{Dir: o.Dir, Kubeconfig: filepath.Join(o.Dir, "kubeconfig"), AuditLog: filepath.Join(o.Dir, "audit.log")}
+	l = &Lab{Dir: o.Dir, Kubeconfig: filepath.Join(o.Dir, "kubeconfig"), AuditLog: filepath.Join(o.Dir, "audit.log"), opts: o}
 	defer func() {
 		if err != nil {
 			l.Stop()
@@ -210,7 +212,8 @@ current-context: lab
 }
 
 func (l *Lab) spawn(o Options, name, bin string, args ...string) error {
-	logf, err := os.Create(filepath.Join(l.Dir, "logs", name+".log"))
+	// Appended to: a restarted component keeps its earlier log.
+	logf, err := os.OpenFile(filepath.Join(l.Dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -227,6 +230,51 @@ func (l *Lab) spawn(o Options, name, bin string, args ...string) error {
 	}
 	logf.Close()
 	l.procs = append(l.procs, cmd)
+	l.names = append(l.names, name)
+	return nil
+}
+
+// proc is the running process of a component ("etcd", "kube-apiserver", ...).
+func (l *Lab) proc(name string) (int, error) {
+	for i, n := range l.names {
+		if n == name {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("the lab runs no %s", name)
+}
+
+// Signal sends sig to a component's process group: SIGSTOP on etcd freezes
+// the control plane's storage in place (requests hang, nothing is refused),
+// SIGCONT lets it go on.
+func (l *Lab) Signal(name string, sig syscall.Signal) error {
+	i, err := l.proc(name)
+	if err != nil {
+		return err
+	}
+	return syscall.Kill(-l.procs[i].Process.Pid, sig)
+}
+
+// Restart stops a component, leaves it down for a while, and starts it again
+// with the same flags; the apiserver is then waited for until ready.
+func (l *Lab) Restart(ctx context.Context, name string, down time.Duration) error {
+	i, err := l.proc(name)
+	if err != nil {
+		return err
+	}
+	old := l.procs[i]
+	StopPIDs([]int{old.Process.Pid})
+	_ = old.Wait()
+	time.Sleep(down)
+	if err := l.spawn(l.opts, name, old.Path, old.Args[1:]...); err != nil {
+		return err
+	}
+	last := len(l.procs) - 1
+	l.procs[i], l.names[i] = l.procs[last], name
+	l.procs, l.names = l.procs[:last], l.names[:last]
+	if name == "kube-apiserver" {
+		return waitHTTP(ctx, l.Server+"/readyz", AdminToken, 90*time.Second)
+	}
 	return nil
 }
 

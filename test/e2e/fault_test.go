@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
+)
+
+// Faults of the control plane itself, on a lab of their own: the apiserver
+// restarting under a wait, and etcd no longer answering.
+func TestControlPlaneFaults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	own, err := lab.Start(ctx, lab.Options{BinDir: labBins, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Stop()
+	env2, err := scenario.NewEnv(own.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("apiserver restart during wait", func(t *testing.T) {
+		if err := env2.Namespace(ctx, "restart"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env2.ConfigMapWithFinalizer(ctx, "restart", "held", "e2e.example.com/hold"); err != nil {
+			t.Fatal(err)
+		}
+		waiting := start(t, "--kubeconfig", own.Kubeconfig, "--request-timeout", "5s", "wait", "configmap/held", "-n", "restart", "--timeout", "3m")
+		time.Sleep(2 * time.Second) // watching by now
+		if err := own.Restart(ctx, "kube-apiserver", 3*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		// The owner of the finalizer comes back and finishes its work.
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		if _, err := env2.Client.CoreV1().ConfigMaps("restart").Patch(ctx, "held", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		res := waiting()
+		t.Logf("wait: exit %d; stderr %s", res.code, res.stderr)
+		if res.code != 0 || res.stdout != "configmap/held deleted\n" {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 and the object deleted", res.code, res.stdout, res.stderr)
+		}
+		if n := strings.Count(res.stderr, "retrying until the timeout"); n != 1 {
+			t.Errorf("the outage said %d times, want once: %q", n, res.stderr)
+		}
+	})
+
+	t.Run("etcd stopped", func(t *testing.T) {
+		if err := own.Signal("etcd", syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := own.Signal("etcd", syscall.SIGCONT); err != nil {
+				t.Error(err)
+			}
+		}()
+		// Every read hangs: the run ends at its own deadline with exit 1 and
+		// says what it could not read, never "nothing stuck".
+		for _, args := range [][]string{{"list", "-A"}, {"why", "-A", "--stuck-only", "-o", "json"}} {
+			began := time.Now()
+			res := runWith(t, append([]string{"--kubeconfig", own.Kubeconfig, "--timeout", "10s"}, args...)...)
+			took := time.Since(began)
+			t.Logf("%v: exit %d after %s; stderr %s", args, res.code, took.Round(time.Second), res.stderr)
+			if res.code != 1 || took > 40*time.Second {
+				t.Errorf("%v: exit %d after %s, want 1 within the 10s deadline and its margin; stderr %q", args, res.code, took.Round(time.Second), res.stderr)
+			}
+			if strings.Contains(res.stdout+res.stderr, "No terminating objects found") && !strings.Contains(res.stderr, "could not") {
+				t.Errorf("%v: an outage reported as all clear: stdout %q stderr %q", args, res.stdout, res.stderr)
+			}
+			if !strings.Contains(res.stderr, "error:") {
+				t.Errorf("%v: stderr %q, want one error line naming what could not be read", args, res.stderr)
+			}
+		}
+		// A named object cannot be read at all: an error, within the bound.
+		began := time.Now()
+		res := runWith(t, "--kubeconfig", own.Kubeconfig, "--request-timeout", "5s", "--timeout", "10s", "why", "ns/restart")
+		if res.code != 1 || time.Since(began) > 40*time.Second {
+			t.Errorf("why ns/restart: exit %d after %s, stderr %q", res.code, time.Since(began).Round(time.Second), res.stderr)
+		}
+	})
+}
+
+// start runs the plugin in the background; the function it returns waits
+// for it to end.
+func start(t *testing.T, args ...string) func() result {
+	t.Helper()
+	cmd := exec.Command(plugin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Env = append(os.Environ(), "NO_COLOR=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(5*time.Minute, func() { _ = cmd.Process.Kill() })
+	return func() result {
+		t.Helper()
+		defer timer.Stop()
+		return resultOf(t, cmd.Wait(), &out, &errOut, args)
+	}
+}
