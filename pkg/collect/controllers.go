@@ -21,7 +21,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 	ctl := &snapshot.Controllers{}
 	deployments, err := apps.Deployments("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		c.Skip(skipOf("list deployments", err))
+		c.Skip(skipOf("list deployments.apps", err))
 		return
 	}
 	for _, d := range deployments.Items {
@@ -29,7 +29,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 	}
 	statefulSets, err := apps.StatefulSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		c.Skip(skipOf("list statefulsets", err))
+		c.Skip(skipOf("list statefulsets.apps", err))
 		return
 	}
 	for _, st := range statefulSets.Items {
@@ -37,7 +37,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 	}
 	daemonSets, err := apps.DaemonSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		c.Skip(skipOf("list daemonsets", err))
+		c.Skip(skipOf("list daemonsets.apps", err))
 		return
 	}
 	for _, ds := range daemonSets.Items {

@@ -144,6 +144,7 @@ type report struct {
 	Kind       string `json:"kind"`
 	Items      []item `json:"items"`
 	Skipped    []skip `json:"skipped"`
+	Complete   *bool  `json:"complete"`
 }
 
 type item struct {

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"sigs.k8s.io/yaml"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +89,132 @@ func TestForbiddenReadsAreReportedAndSkipped(t *testing.T) {
 	if forbidden < 10 {
 		t.Errorf("want the forbidden types listed under skipped, got %d: %+v", forbidden, r.Skipped)
 	}
+}
+
+// The RBAC matrix: a user with the built-in view ClusterRole bound in one
+// namespace, and a user with the ClusterRole docs/rbac.md gives, whose
+// verdicts must be the administrator's, complete.
+func TestRBACMatrix(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	viewed, calm := namespace(t, "viewed"), namespace(t, "calm")
+	if err := env.ConfigMapWithFinalizer(ctx, viewed, "held", "e2e.example.com/hold"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{viewed, calm} {
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "ns-viewer", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "ns-viewer"}},
+		}
+		if _, err := env.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docsRole := roleFromDocs(t)
+	docsRole.Name = "e2e-docs-role"
+	if _, err := env.Client.RbacV1().ClusterRoles().Create(ctx, docsRole, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-docs-role"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: docsRole.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "docs-reader"}},
+	}
+	if _, err := env.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, time.Now())
+
+	t.Run("namespace view", func(t *testing.T) {
+		// The stuck configmap is found and explained; what view may not read
+		// (secrets, cluster-scoped types, other namespaces' controllers) is
+		// named, and the report says it is partial.
+		r, res := diagnose(t, "--as", "ns-viewer", "list", "-n", viewed)
+		if res.code != 2 || len(r.Items) != 1 || codesOf(r.Items[0])[0] != "FinalizerPending" {
+			t.Fatalf("exit %d, items %+v; stderr %s", res.code, r.Items, res.stderr)
+		}
+		if r.Complete == nil || *r.Complete {
+			t.Errorf("complete = %v, want false", r.Complete)
+		}
+		forbidden := map[string]bool{}
+		for _, s := range r.Skipped {
+			if s.Reason == "Forbidden" {
+				forbidden[s.Check] = true
+			}
+		}
+		if !forbidden["list secrets"] || !forbidden["list deployments.apps"] {
+			t.Errorf("skipped %+v, want the secrets and the cluster-wide deployments lists named Forbidden", r.Skipped)
+		}
+		// Nothing stuck, but not everything read: not "all clear".
+		res = run(t, "--as", "ns-viewer", "list", "-n", calm)
+		if res.code != 1 || !strings.Contains(res.stderr, "could not read") {
+			t.Errorf("nothing stuck, partial: exit %d, stderr %q; want 1 naming what could not be read", res.code, res.stderr)
+		}
+		if res = run(t, "--as", "ns-viewer", "list", "-n", calm, "--allow-partial"); res.code != 0 {
+			t.Errorf("--allow-partial: exit %d, stderr %q", res.code, res.stderr)
+		}
+	})
+
+	t.Run("the documented role", func(t *testing.T) {
+		for _, args := range [][]string{{"why", "-n", viewed}, {"why", "configmap/held", "-n", viewed}, {"why", "ns/" + viewed}} {
+			admin, resAdmin := diagnose(t, args...)
+			docs, resDocs := diagnose(t, append([]string{"--as", "docs-reader"}, args...)...)
+			if resDocs.code != resAdmin.code || verdicts(docs) != verdicts(admin) {
+				t.Errorf("%v: the documented role sees\n%s(exit %d)\nthe administrator\n%s(exit %d)", args, verdicts(docs), resDocs.code, verdicts(admin), resAdmin.code)
+			}
+			if docs.Complete == nil || !*docs.Complete || len(docs.Skipped) > 0 {
+				t.Errorf("%v: the documented role's report is partial: %+v", args, docs.Skipped)
+			}
+		}
+	})
+}
+
+// roleFromDocs reads the ClusterRole docs/rbac.md gives, so the test and the
+// docs cannot drift apart.
+func roleFromDocs(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/rbac.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "```yaml\n")
+	block, _, closed := strings.Cut(after, "```")
+	if !ok || !closed {
+		t.Fatal("docs/rbac.md has no yaml block")
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict([]byte(block), role); err != nil {
+		t.Fatalf("docs/rbac.md's ClusterRole: %v", err)
+	}
+	if role.Kind != "ClusterRole" || len(role.Rules) == 0 {
+		t.Fatalf("docs/rbac.md's yaml block is not a ClusterRole with rules: %+v", role)
+	}
+	return role
+}
+
+// verdicts is what a report concludes, object by object: stuck or not,
+// severity, causes, checks and skipped reads (times and messages aside).
+func verdicts(r report) string {
+	var b strings.Builder
+	var walk func(depth int, it item)
+	walk = func(depth int, it item) {
+		fmt.Fprintf(&b, "%s%s/%s/%s stuck=%v %s %v", strings.Repeat("  ", depth), it.Object.Kind, it.Object.Namespace, it.Object.Name, it.Stuck, it.Severity, codesOf(it))
+		for _, c := range it.Checks {
+			fmt.Fprintf(&b, " %s=%s", c.Name, c.Status)
+		}
+		for _, s := range it.Skipped {
+			fmt.Fprintf(&b, " skipped:%s(%s)", s.Check, s.Reason)
+		}
+		b.WriteString("\n")
+		for _, c := range it.Causes {
+			for _, d := range c.BlockedBy {
+				walk(depth+1, d)
+			}
+		}
+	}
+	for _, it := range r.Items {
+		walk(0, it)
+	}
+	return b.String()
 }
