@@ -34,11 +34,15 @@ lab-down: ## Stop the lab that `make demo` left running
 test: lint unit e2e bench-smoke release-check ## Everything: lint, unit and golden tests, e2e on the lab, a tiny bench, release files
 
 .PHONY: unit
-unit: ## Unit, golden-output and command tests (no cluster)
+unit: host-tools ## Unit, golden-output and command tests (no cluster)
 	go test -race -count=1 ./...
 
+.PHONY: host-tools
+host-tools: ## jq, which the suggested commands use and the tests run for real (apt, once)
+	@command -v jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq; }
+
 .PHONY: e2e
-e2e: build lab-bin ## Black-box tests of the built plugin against the lab
+e2e: build lab-bin host-tools ## Black-box tests of the built plugin against the lab
 	cd test/e2e && PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) go test -count=1 -timeout 20m .
 
 .PHONY: bench

@@ -210,11 +210,11 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 	patch := kubectl("", "patch", h.kind, h.config, "--type=json", "-p",
 		jsonText([]map[string]any{{"op": "replace", "path": fmt.Sprintf("/webhooks/%d/failurePolicy", h.index), "value": "Ignore"}}))
 	f.steps = []report.Step{
-		step("Check the webhook's backend", serviceCheckCommand(h), "none: read-only"),
-		step("Restore the webhook's backend (its Deployment, its Service's selector); the refused request is retried and goes through", "", "none"),
-		step("Or narrow the webhook (rules, objectSelector) so it no longer intercepts this request, or set its failurePolicy to Ignore while the backend is down", patch,
+		read("Check the webhook's backend", serviceCheckCommand(h)),
+		repair("Restore the webhook's backend (its Deployment, its Service's selector); the refused request is retried and goes through", ""),
+		fix("Or narrow the webhook (rules, objectSelector) so it no longer intercepts this request, or set its failurePolicy to Ignore while the backend is down", patch, report.RiskHigh,
 			"the webhook's checks are skipped for every matching request while it is Ignore"),
-		step("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectl("", "delete", h.kind, h.config),
+		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectl("", "delete", h.kind, h.config), report.RiskHigh,
 			"removes that admission control for the whole cluster"),
 	}
 	return f, true
@@ -288,8 +288,8 @@ func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admiss
 	}
 	f := refusal{code: catalog.AdmissionPolicyDenied, evidence: evidence,
 		steps: []report.Step{
-			step("Read the policy's expressions and the binding's parameters", kubectl("", "get", "validatingadmissionpolicy", p.Name, "-o", "yaml"), "none: read-only"),
-			step("Fix the expression or narrow the binding so the request is allowed", kubectl("", "edit", "validatingadmissionpolicybinding", b.Name),
+			read("Read the policy's expressions and the binding's parameters", kubectl("", "get", "validatingadmissionpolicy", p.Name, "-o", "yaml")),
+			fix("Fix the expression or narrow the binding so the request is allowed", kubectl("", "edit", "validatingadmissionpolicybinding", b.Name), report.RiskHigh,
 				"the policy stops guarding what the change excludes"),
 		}}
 	switch {

@@ -49,8 +49,8 @@ func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
 	return cause(catalog.APIServiceUnavailable, report.Critical, 0.9,
 		fmt.Sprintf("aggregated API %s is unavailable (%s): discovery fails, so no namespace in the cluster can finish deleting", gv, a.Reason),
 		evidence,
-		step("Check the APIService and its backend", then(kubectl("", "get", "apiservice", a.Name, "-o", "yaml"), kubectl(strings.SplitN(a.Service, "/", 2)[0], "get", "endpointslices")), "none: read-only"),
-		step("Restore the backend (its Deployment and Service); discovery recovers and the namespace controller finishes", "", "none"),
-		step("If the add-on was uninstalled, delete its leftover APIService", kubectl("", "delete", "apiservice", a.Name),
+		read("Check the APIService and its backend", then(kubectl("", "get", "apiservice", a.Name, "-o", "yaml"), kubectl(strings.SplitN(a.Service, "/", 2)[0], "get", "endpointslices"))),
+		repair("Restore the backend (its Deployment and Service); discovery recovers and the namespace controller finishes", ""),
+		fix("If the add-on was uninstalled, delete its leftover APIService", kubectl("", "delete", "apiservice", a.Name), report.RiskHigh,
 			"the API disappears for the whole cluster; clients and controllers that use it fail"))
 }

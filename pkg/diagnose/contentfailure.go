@@ -79,10 +79,9 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 			causes = append(causes, cause(catalog.AdmissionWebhookDenied, settling(report.Critical, tm), 0.8,
 				fmt.Sprintf("webhook %s refuses the namespace controller's deletes in namespace %s", name, ns),
 				[]string{fmt.Sprintf(namedInCondition, name), "webhook configurations: not read"},
-				step("Find the webhook's configuration and check its backend",
+				read("Find the webhook's configuration and check its backend",
 					pipe(kubectl("", "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "-o", "json"),
-						command("jq", "-r", `.items[] | select(any(.webhooks[]; .name == `+jsonText(name)+`)) | .kind + "/" + .metadata.name`)),
-					"none: read-only")))
+						command("jq", "-r", `.items[] | select(any(.webhooks[]; .name == `+jsonText(name)+`)) | .kind + "/" + .metadata.name`)))))
 		}
 		return causes
 	}
@@ -147,14 +146,14 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 	name := strings.ToLower(f.kind) + "s." + f.group // a guess, replaced by the CRD's name once read
 	evidence := []string{fmt.Sprintf("conversion webhook for %s/%s, Kind=%s failed: %s", f.group, f.version, f.kind, f.err)}
 	why := f.err
-	check := step("Read the CRD's conversion settings", kubectl("", "get", "crd", name, "-o", "jsonpath={.spec.conversion}"), "none: read-only")
+	check := read("Read the CRD's conversion settings", kubectl("", "get", "crd", name, "-o", "jsonpath={.spec.conversion}"))
 	if crd != nil {
 		name = crd.Name
 		evidence = append(evidence, fmt.Sprintf("customresourcedefinition %s: spec.conversion.strategy %s, storage version %s, served %v, status.storedVersions %v",
 			crd.Name, crd.ConversionStrategy, crd.StorageVersion, crd.Served, crd.StoredVersions))
 		if svc := crd.ConversionService; svc != "" {
 			nsName, svcName, _ := strings.Cut(svc, "/")
-			check = step("Check the conversion webhook's backend", endpointsCommand(nsName, svcName), "none: read-only")
+			check = read("Check the conversion webhook's backend", endpointsCommand(nsName, svcName))
 			if p := crd.ConversionServiceEndpoints; p != nil {
 				n := *p
 				evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", svc, n))
@@ -171,11 +170,11 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 		fmt.Sprintf("the conversion webhook of CRD %s fails (%s): %s objects cannot be listed nor deleted", name, why, f.kind),
 		evidence,
 		check,
-		step("Restore the conversion webhook's backend (the add-on's Deployment and Service); lists and deletes then go through", "", "none"),
-		step("If the add-on is uninstalled for good and every object is stored in one version: stop converting",
-			kubectl("", "patch", "crd", name, "--type=merge", "-p", `{"spec":{"conversion":{"strategy":"None"}}}`),
+		repair("Restore the conversion webhook's backend (the add-on's Deployment and Service); lists and deletes then go through", ""),
+		fix("If the add-on is uninstalled for good and every object is stored in one version: stop converting",
+			kubectl("", "patch", "crd", name, "--type=merge", "-p", `{"spec":{"conversion":{"strategy":"None"}}}`), report.RiskHigh,
 			"objects stored in another version are then served unconverted, with the wrong schema, to every client"),
-		step("Last resort: delete the CRD of the uninstalled add-on", kubectl("", "delete", "crd", name),
+		fix("Last resort: delete the CRD of the uninstalled add-on", kubectl("", "delete", "crd", name), report.RiskDestructive,
 			"deletes every object of that kind in every namespace, with its data"))
 }
 

@@ -60,27 +60,31 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	}
 	resource := crd.Plural + "." + crd.Group
 	remaining := cause(catalog.CRDInstancesRemaining, sev, 0.9, summary, evidence,
-		step("List the instances that remain", kubectl("", "get", resource, "-A"), "none: read-only"),
-		step("Resolve each instance's own blocker (nested below): usually bring back the controller that removes their finalizers", "", "none"),
-		step("Only if that controller is gone for good: remove the finalizers from the instances", clearInstanceFinalizers(crd, resource),
-			"skips the cleanup each finalizer protects (external resources) and leaves it undone"),
-		step("Never remove "+crdCleanupFinalizer+" from the CRD by hand", "",
+		read("List the instances that remain", kubectl("", "get", resource, "-A")),
+		repair("Resolve each instance's own blocker (nested below): usually bring back the controller that removes their finalizers", ""),
+	)
+	for _, f := range sortedKeys(c.Finalizers) {
+		remaining.Remediation = append(remaining.Remediation, fix(
+			fmt.Sprintf("Only if %s is gone for good: remove %s from the %d instance(s) it holds, one finalizer each (drop the final '| sh' to see the patches first)", catalog.FinalizerOwner(f).Owner, f, c.Finalizers[f]),
+			removeFromInstances(resource, f), report.RiskHigh, "skips the cleanup the finalizer protects (external resources) and leaves it undone"))
+	}
+	remaining.Remediation = append(remaining.Remediation,
+		never("Never remove "+crdCleanupFinalizer+" from the CRD by hand",
 			"the instances then stay in etcd, unreachable, and reappear if the CRD is created again"))
 	remaining.BlockedBy = firstItems(blockedBy)
 	causes = append(causes, remaining)
 	return append(causes, held...)
 }
 
-// clearInstanceFinalizers patches every instance; the names are read by the
-// shell from kubectl's output, never pasted into the command.
-func clearInstanceFinalizers(crd *snapshot.CRD, resource string) string {
-	patch := command("--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
-	if !crd.Namespaced {
-		return pipe(kubectl("", "get", resource, "-o", `jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}`),
-			fmt.Sprintf(`while IFS= read -r name; do kubectl patch %s "$name" %s; done`, sh(resource), patch))
-	}
-	return pipe(kubectl("", "get", resource, "-A", "-o", `jsonpath={range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}`),
-		fmt.Sprintf(`while read -r ns name; do kubectl patch %s "$name" -n "$ns" %s; done`, sh(resource), patch))
+// removeFromInstances removes one finalizer from every instance that has it,
+// each with a JSON patch that tests the finalizer at its index before
+// removing it (never the whole list). jq writes the kubectl commands, quoted
+// with @sh, from what the cluster returns: no name is pasted by the plugin.
+func removeFromInstances(resource, finalizer string) string {
+	const program = `.items[] | (.metadata.finalizers // [] | index($f)) as $i | select($i != null)` +
+		` | ["kubectl", "patch", $r, .metadata.name] + (if .metadata.namespace then ["-n", .metadata.namespace] else [] end)` +
+		` + ["--type=json", "-p", ([{op: "test", path: "/metadata/finalizers/\($i)", value: $f}, {op: "remove", path: "/metadata/finalizers/\($i)"}] | tojson)] | @sh`
+	return pipe(kubectl("", "get", resource, "-A", "-o", "json"), command("jq", "-r", "--arg", "f", finalizer, "--arg", "r", resource, program), "sh")
 }
 
 // countsByNamespace reads "ns-a: 3, ns-b: 1"; cluster-scoped instances have no namespace.

@@ -1,6 +1,9 @@
 package diagnose
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -74,5 +77,42 @@ func TestCRDRules(t *testing.T) {
 				t.Errorf("codes %v severity %s, want %v %s", got, it.Severity, tc.want, tc.severity)
 			}
 		})
+	}
+}
+
+// The step that removes a finalizer from a CRD's instances removes that one
+// finalizer, from each instance that has it, tested at its index: run for
+// real with jq and sh, a kubectl stub serving the instances (one with a
+// hostile name) and recording the patches.
+func TestRemoveFromInstancesRemovesOneFinalizerEach(t *testing.T) {
+	dir, log := stubs(t)
+	list := `{"items":[
+	 {"metadata":{"name":"a","namespace":"shop","finalizers":["other.io/x","acme.io/keep"]}},
+	 {"metadata":{"name":"b","namespace":"shop","finalizers":["other.io/x"]}},
+	 {"metadata":{"name":"c$(touch PWNED)","namespace":"lab;touch PWNED","finalizers":["acme.io/keep"]}},
+	 {"metadata":{"name":"cluster-wide","finalizers":["acme.io/keep"]}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "list.json"), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectlStub := "#!/bin/sh\nif [ \"$1\" = get ]; then cat \"$LIST\"; exit; fi\n" +
+		"{ printf kubectl; for a in \"$@\"; do printf '\\037%s' \"$a\"; done; printf '\\036'; } >> \"$CALLS\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "bin", "kubectl"), []byte(kubectlStub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "bin", "jq")); err != nil { // the real one
+		t.Fatal(err)
+	}
+	t.Setenv("LIST", filepath.Join(dir, "list.json"))
+	calls := runSuggested(t, dir, log, removeFromInstances("widgets.example.com", "acme.io/keep"))
+	patch := func(i int) string {
+		return fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/%d","value":"acme.io/keep"},{"op":"remove","path":"/metadata/finalizers/%d"}]`, i, i)
+	}
+	want := [][]string{
+		{"kubectl", "patch", "widgets.example.com", "a", "-n", "shop", "--type=json", "-p", patch(1)},
+		{"kubectl", "patch", "widgets.example.com", "c$(touch PWNED)", "-n", "lab;touch PWNED", "--type=json", "-p", patch(0)},
+		{"kubectl", "patch", "widgets.example.com", "cluster-wide", "--type=json", "-p", patch(0)},
+	}
+	if !slices.EqualFunc(calls, want, slices.Equal) {
+		t.Errorf("calls:\n%q\nwant:\n%q", calls, want)
 	}
 }

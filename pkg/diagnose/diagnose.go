@@ -94,9 +94,8 @@ func incomplete(t *snapshot.Target, tm timing) report.Cause {
 	return cause(catalog.DiagnosisIncomplete, settling(report.Warning, tm), 0.3,
 		fmt.Sprintf("%s is %s past its deletion deadline and no rule explains why", t.Ref.Kind, report.HumanDuration(tm.overdue)),
 		evidence,
-		step("Look at the object's events and the controllers that act on it",
-			kubectl(t.Ref.Namespace, "get", "events", "--field-selector", "involvedObject.uid="+t.Ref.UID),
-			"none: read-only"))
+		read("Look at the object's events and the controllers that act on it",
+			kubectl(t.Ref.Namespace, "get", "events", "--field-selector", "involvedObject.uid="+t.Ref.UID)))
 }
 
 func cause(code catalog.Code, sev report.Severity, confidence float64, summary string, evidence []string, steps ...report.Step) report.Cause {
@@ -110,8 +109,32 @@ func cause(code catalog.Code, sev report.Severity, confidence float64, summary s
 	}
 }
 
-func step(action, command, risk string) report.Step {
-	return report.Step{Action: action, Command: command, Risk: risk}
+// Remediation steps, by what carrying them out risks (report.RiskLevel).
+
+// read is a step that only looks.
+func read(action, command string) report.Step {
+	return report.Step{Action: action, Command: command, Risk: "none: read-only", RiskLevel: report.RiskNone}
+}
+
+// advice is a step that changes nothing: wait, or what never to do and why.
+func advice(action string) report.Step {
+	return report.Step{Action: action, Risk: "none", RiskLevel: report.RiskNone}
+}
+
+// never is advice against a change, with what the change would do.
+func never(action, consequence string) report.Step {
+	return report.Step{Action: action, Risk: "none (doing it: " + consequence + ")", RiskLevel: report.RiskNone}
+}
+
+// repair restores what failed (a backend, a controller, a plugin): nothing is
+// skipped or forced, the blocked work then finishes by itself.
+func repair(action, command string) report.Step {
+	return report.Step{Action: action, Command: command, Risk: "low: restores what failed; nothing is skipped or forced", RiskLevel: report.RiskLow}
+}
+
+// fix is any other change, graded and with its risk said.
+func fix(action, command string, level report.RiskLevel, risk string) report.Step {
+	return report.Step{Action: action, Command: command, Risk: string(level) + ": " + risk, RiskLevel: level}
 }
 
 // settling downgrades a warning to info while the object is within settleTime

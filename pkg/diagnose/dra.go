@@ -74,9 +74,9 @@ func claimCauses(pod *corev1.Pod, claims []podClaim, tm timing) []report.Cause {
 			evidence = append(evidence, fmt.Sprintf("resourceslices with spec.nodeName=%s: none of driver %s", pod.Spec.NodeName, strings.Join(pc.missing, ", ")))
 		}
 		causes = append(causes, cause(catalog.ResourceClaimCleanupPending, sev, confidence, summary, evidence,
-			step("Check the DRA driver's kubelet plugin on the node", then(kubectl("", "get", "resourceslices", "--field-selector", "spec.nodeName="+pod.Spec.NodeName), kubectl("", "get", "pods", "-A", "-o", "wide", "--field-selector", "spec.nodeName="+pod.Spec.NodeName)), "none: read-only"),
-			step("Restore the driver's kubelet plugin (its DaemonSet pod on that node); the kubelet retries the unprepare", "", "none"),
-			forceDelete(pod, "the device stays prepared on the node and the claim reserved; it cannot be given to another pod until cleaned up")))
+			read("Check the DRA driver's kubelet plugin on the node", then(kubectl("", "get", "resourceslices", "--field-selector", "spec.nodeName="+pod.Spec.NodeName), kubectl("", "get", "pods", "-A", "-o", "wide", "--field-selector", "spec.nodeName="+pod.Spec.NodeName))),
+			repair("Restore the driver's kubelet plugin (its DaemonSet pod on that node); the kubelet retries the unprepare", ""),
+			forceDelete(pod, report.RiskHigh, "the device stays prepared on the node and the claim reserved; it cannot be given to another pod until cleaned up")))
 	}
 	return causes
 }

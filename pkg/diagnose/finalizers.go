@@ -55,10 +55,10 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		confidence = 0.5
 		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it: read its logs for the cleanup it is failing", strings.Join(healthy, ", "))
 	}
-	steps := []report.Step{step("Find the controller that owns each finalizer and bring it back; it removes the finalizer itself", "", "none")}
+	steps := []report.Step{repair("Find the controller that owns each finalizer and bring it back; it removes the finalizer itself", "")}
 	for _, f := range finalizers {
-		steps = append(steps, step(fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name),
-			removeCommand(t, f),
+		steps = append(steps, fix(fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name),
+			removeCommand(t, f), report.RiskHigh,
 			"skips the cleanup the finalizer protects (external resources, dependent objects) and leaves it undone"))
 	}
 	return []report.Cause{cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)}

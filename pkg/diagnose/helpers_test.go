@@ -115,6 +115,34 @@ func expectCauses(t *testing.T, it report.Item, want []string, severity report.S
 	if evidence != "" && !slices.ContainsFunc(it.Causes[0].Evidence, func(e string) bool { return strings.Contains(e, evidence) }) {
 		t.Errorf("evidence %q lacks %q", it.Causes[0].Evidence, evidence)
 	}
+	expectGradedSteps(t, it)
+}
+
+// expectGradedSteps checks every step of every cause, nested ones included:
+// graded, its risk text led by its grade, and ordered from safe to risky
+// (advice against a change stands where it is read best).
+func expectGradedSteps(t *testing.T, it report.Item) {
+	t.Helper()
+	rank := map[report.RiskLevel]int{report.RiskNone: 0, report.RiskLow: 1, report.RiskHigh: 2, report.RiskDestructive: 3}
+	for _, c := range it.Causes {
+		last := 0
+		for _, s := range c.Remediation {
+			r, ok := rank[s.RiskLevel]
+			if !ok || !strings.HasPrefix(s.Risk, string(s.RiskLevel)) {
+				t.Errorf("%s: step %q: riskLevel %q, risk %q", c.Code, s.Action, s.RiskLevel, s.Risk)
+			}
+			if strings.HasPrefix(s.Risk, "none (doing it:") {
+				continue
+			}
+			if r < last {
+				t.Errorf("%s: step %q (%s) after a riskier one: %+v", c.Code, s.Action, s.RiskLevel, c.Remediation)
+			}
+			last = max(last, r)
+		}
+		for _, b := range c.BlockedBy {
+			expectGradedSteps(t, b)
+		}
+	}
 }
 
 // expectCheck checks one line of the reclaim checklist.

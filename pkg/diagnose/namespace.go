@@ -30,27 +30,27 @@ var namespaceConditions = []struct {
 	{corev1.NamespaceDeletionDiscoveryFailure, catalog.NamespaceDiscoveryFailure, report.Critical,
 		"discovery of some API groups fails, so the namespace controller cannot tell the namespace is empty",
 		func(string) report.Step {
-			return step("Find the unavailable APIService and fix its backend, or delete the APIService of an add-on that was uninstalled", "kubectl get apiservices | grep False", "deleting an APIService removes that API for the whole cluster")
+			return read("Find the unavailable APIService, then restore its backend (APIServiceUnavailable, when reported, names it and says how)", "kubectl get apiservices | grep False")
 		}},
 	{corev1.NamespaceDeletionGVParsingFailure, catalog.NamespaceDiscoveryFailure, report.Critical,
 		"an API group version cannot be parsed, so the namespace controller cannot list the content",
 		func(string) report.Step {
-			return step("Find the malformed group version in the message and fix the APIService or CRD that serves it", "kubectl get apiservices", "none: read-only")
+			return read("Find the malformed group version in the message and fix the APIService or CRD that serves it", "kubectl get apiservices")
 		}},
 	{corev1.NamespaceDeletionContentFailure, catalog.NamespaceContentFailure, report.Critical,
 		"the namespace controller failed to delete some content",
 		func(string) report.Step {
-			return step("Read the errors in the message: webhooks refusing deletes, conversion webhooks, objects that do not go away", "", "none: read-only")
+			return read("Read the errors in the message: webhooks refusing deletes, conversion webhooks, objects that do not go away", "")
 		}},
 	{corev1.NamespaceFinalizersRemaining, catalog.NamespaceFinalizersRemaining, report.Warning,
 		"objects left in the namespace wait for their finalizers",
 		func(string) report.Step {
-			return step("Bring back the controllers that own these finalizers", "", "none")
+			return repair("Bring back the controllers that own these finalizers", "")
 		}},
 	{corev1.NamespaceContentRemaining, catalog.NamespaceContentRemaining, report.Warning,
 		"objects remain in the namespace",
 		func(ns string) report.Step {
-			return step("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns), "none: read-only")
+			return read("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns))
 		}},
 }
 
@@ -75,7 +75,7 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 		causes = append(causes, cause(catalog.NamespaceContentRemaining, settling(report.Warning, tm), 0.6,
 			fmt.Sprintf("the live scan finds %d object(s) left in the namespace; the namespace controller has not reported them (yet)", leftovers(t.Contents)),
 			scanEvidence(t.Contents),
-			step("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns.Name), "none: read-only"),
+			read("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns.Name)),
 			clearNamespaceFinalizers(ns.Name)))
 	}
 	for _, nc := range namespaceConditions {
@@ -105,7 +105,7 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 			fmt.Sprintf("Terminating for %s without any deletion condition: the namespace controller is not acting on it", report.HumanDuration(tm.terminating)),
 			append([]string{"status.conditions: no NamespaceDeletion* or Namespace*Remaining condition", fmt.Sprintf("status.phase: %s", ns.Status.Phase), specFinalizers(ns)},
 				scanEvidence(t.Contents)...),
-			step("Check that kube-controller-manager runs and its namespace controller is enabled", "kubectl get pods -n kube-system -l component=kube-controller-manager", "none: read-only"),
+			read("Check that kube-controller-manager runs and its namespace controller is enabled", "kubectl get pods -n kube-system -l component=kube-controller-manager"),
 			clearNamespaceFinalizers(ns.Name)))
 	}
 	return causes
@@ -182,7 +182,7 @@ func specFinalizers(ns *corev1.Namespace) string {
 
 // clearNamespaceFinalizers is the last resort, with its real cost stated.
 func clearNamespaceFinalizers(name string) report.Step {
-	return step("Last resort, only once the cause above is understood: clear spec.finalizers through the finalize subresource",
-		finalizeNamespace(name, ".spec.finalizers = []"),
+	return fix("Last resort, only once the cause above is understood: clear spec.finalizers through the finalize subresource",
+		finalizeNamespace(name, ".spec.finalizers = []"), report.RiskDestructive,
 		"the leftover objects stay in etcd, unmanaged, and reappear if a namespace of the same name is created again")
 }

@@ -179,9 +179,9 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 		return []report.Cause{cause(catalog.NodeNotFound, sev, 0.9,
 			fmt.Sprintf("spec.nodeName %s names no Node: no kubelet will finish this pod", n.name),
 			append([]string{fmt.Sprintf("spec.nodeName: %s", n.name)}, n.evidence()...),
-			step("Wait: the pod GC controller force-deletes pods of deleted nodes within about a minute", "", "none"),
-			step("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", kubectl(pod.Namespace, "get", "pod", pod.Name, "-o", "jsonpath={.metadata.finalizers}"), "none: read-only"),
-			forceDelete(pod, "none for the node, which is gone; a finalizer still holds the pod if one is set"))}
+			advice("Wait: the pod GC controller force-deletes pods of deleted nodes within about a minute"),
+			read("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", kubectl(pod.Namespace, "get", "pod", pod.Name, "-o", "jsonpath={.metadata.finalizers}")),
+			forceDelete(pod, report.RiskLow, "the node is gone, so nothing of the pod runs any more; a finalizer still holds the pod if one is set"))}
 	case n.unreachable():
 		return []report.Cause{cause(catalog.NodeUnreachable, report.Critical, 0.9,
 			fmt.Sprintf("node %s stopped reporting%s: no kubelet is running the pod's shutdown", n.name, n.since()),
@@ -190,8 +190,8 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 		return []report.Cause{cause(catalog.NodeNotReady, report.Critical, 0.7,
 			fmt.Sprintf("node %s is NotReady (%s) while its kubelet still reports: the kubelet cannot finish the pod", n.name, n.ready.Reason),
 			n.evidence(),
-			step("Repair the node's runtime or network as the Ready message says (for example restart containerd, then the kubelet)", "systemctl restart containerd kubelet", "restarts every container on the node only if the runtime restarts them"),
-			forceDelete(pod, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))}
+			fix("Repair the node's runtime or network as the Ready message says (for example restart containerd, then the kubelet)", "systemctl restart containerd kubelet", report.RiskHigh, "restarts every container on the node only if the runtime restarts them"),
+			forceDelete(pod, report.RiskDestructive, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))}
 	}
 	return nil
 }
@@ -208,11 +208,11 @@ func (n nodeHealth) since() string {
 // out-of-service taint, and only then force delete.
 func deadNodeSteps(pod *corev1.Pod, node string) []report.Step {
 	return []report.Step{
-		step("Check whether the node is down or only cut off from the control plane", kubectl("", "get", "node", node, "-o", "wide"), "none: read-only"),
-		step("If the node can be brought back, restore its kubelet or network: the pod then finishes deleting normally", "", "none"),
-		step("Otherwise make sure the node is powered off or fenced, then mark it out of service: pods and volumes are released (non-graceful node shutdown)",
-			kubectl("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"),
+		read("Check whether the node is down or only cut off from the control plane", kubectl("", "get", "node", node, "-o", "wide")),
+		repair("If the node can be brought back, restore its kubelet or network: the pod then finishes deleting normally", ""),
+		fix("Otherwise make sure the node is powered off or fenced, then mark it out of service: pods and volumes are released (non-graceful node shutdown)",
+			kubectl("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"), report.RiskDestructive,
 			"if the node is in fact still running, its workloads run twice and force-detached volumes may be corrupted"),
-		forceDelete(pod, "without fencing, a StatefulSet or ReadWriteOnce replacement can run beside the old pod (split brain, data corruption)"),
+		forceDelete(pod, report.RiskDestructive, "without fencing, a StatefulSet or ReadWriteOnce replacement can run beside the old pod (split brain, data corruption)"),
 	}
 }

@@ -74,7 +74,7 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 	return report.Cause{
 		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
-			step("Resolve each pod's own root cause (nested below); the namespace controller then finishes", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name), "none: read-only"),
+			read("Resolve each pod's own root cause (nested below); the namespace controller then finishes", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name)),
 			clearNamespaceFinalizers(t.Ref.Name),
 		},
 		BlockedBy: firstItems(stuck),
@@ -111,7 +111,7 @@ func podsFirstCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) report.
 	return cause(catalog.WithinGracePeriod, report.Info, 0.9,
 		fmt.Sprintf("progressing: the namespace controller deletes the pods first and waits for them; %d pod(s) are terminating normally and %s; the %d other object(s) are deleted after them", len(c.Pods), deadline, others),
 		evidence,
-		step("Wait for the pods to finish; watch them", command("kubectl", "terminating", "wait", "ns/"+t.Ref.Name, "--timeout", "5m"), "none: read-only"))
+		read("Wait for the pods to finish; watch them", command("kubectl", "terminating", "wait", "ns/"+t.Ref.Name, "--timeout", "5m")))
 }
 
 // heldCause groups every object one finalizer holds.

@@ -35,7 +35,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		return []report.Cause{cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
 			"no dependent blocks the deletion any more, yet the garbage collector has not removed foregroundDeletion: it may be blocked (a discovery failure stops it; see the namespace conditions and APIServices)",
 			append(evidence, fmt.Sprintf("live scan: %d dependent(s), none with blockOwnerDeletion", len(t.Dependents))),
-			step("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False", "none: read-only"))}
+			read("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False"))}
 	}
 	var items []report.Item
 	sev := settling(report.Warning, tm)
@@ -55,9 +55,9 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	}
 	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
-			step("Diagnose the dependents (nested below) and resolve their own blockers; the garbage collector then finishes", "", "none: read-only"),
-			step("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
-				removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "foregroundDeletion"),
+			read("Diagnose the dependents (nested below) and resolve their own blockers; the garbage collector then finishes", ""),
+			fix("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
+				removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "foregroundDeletion"), report.RiskLow,
 				"the owner disappears while its dependents are still being deleted"),
 		},
 		BlockedBy: firstItems(items)}}
@@ -82,8 +82,8 @@ func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 	return []report.Cause{cause(catalog.FinalizerPending, settling(report.Warning, tm), 0.6, summary,
 		[]string{"finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner",
 			fmt.Sprintf("live scan: %d dependent(s) still name %s/%s in ownerReferences", len(names), t.Ref.Kind, t.Ref.Name)},
-		step("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False", "none: read-only"),
-		step("Only if the garbage collector cannot recover: remove the orphan finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "orphan"),
+		read("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False"),
+		fix("Only if the garbage collector cannot recover: remove the orphan finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "orphan"), report.RiskHigh,
 			"the dependents keep an ownerReference to a deleted owner and may be garbage-collected later instead of orphaned"))}
 }
 
@@ -114,9 +114,9 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	}
 	return []report.Cause{report.Cause{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
-			step("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", kubectl(t.Ref.Namespace, "get", "pods", "-o", "wide"),
+			fix("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", kubectl(t.Ref.Namespace, "get", "pods", "-o", "wide"), report.RiskHigh,
 				"the workload loses its storage and stops"),
-			step("Never remove kubernetes.io/pvc-protection while a pod uses the claim", "",
+			never("Never remove kubernetes.io/pvc-protection while a pod uses the claim",
 				"the volume can be deleted under a running pod: data loss"),
 		},
 		BlockedBy: firstItems(items)}}
@@ -130,17 +130,17 @@ func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 	}
 	evidence := []string{fmt.Sprintf("status.phase: %s", pv.Status.Phase), fmt.Sprintf("spec.persistentVolumeReclaimPolicy: %s", pv.Spec.PersistentVolumeReclaimPolicy)}
 	claim := "an unknown claim"
-	step1 := step("Find the claim bound to the volume", kubectl("", "get", "pv", pv.Name, "-o", "jsonpath={.spec.claimRef}"), "none: read-only")
+	step1 := read("Find the claim bound to the volume", kubectl("", "get", "pv", pv.Name, "-o", "jsonpath={.spec.claimRef}"))
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		claim = fmt.Sprintf("claim %s/%s", ref.Namespace, ref.Name)
 		evidence = append(evidence, fmt.Sprintf("spec.claimRef: %s/%s (uid %s)", ref.Namespace, ref.Name, ref.UID))
-		step1 = step("Delete the claim first (and the pods using it); the volume is released, then deleted", kubectl(ref.Namespace, "delete", "pvc", ref.Name),
+		step1 = fix("Delete the claim first (and the pods using it); the volume is released, then deleted", kubectl(ref.Namespace, "delete", "pvc", ref.Name), report.RiskDestructive,
 			"with reclaimPolicy Delete, the volume's data is deleted with it")
 	}
 	return []report.Cause{cause(catalog.PVBound, settling(report.Warning, tm), 0.9,
 		fmt.Sprintf("the volume is still Bound to %s: the PV protection controller keeps it until the claim releases it", claim), evidence,
 		step1,
-		step("Never remove kubernetes.io/pv-protection from a Bound volume", "", "the claim is left pointing at a deleted volume; its pods fail to mount"))}
+		never("Never remove kubernetes.io/pv-protection from a Bound volume", "the claim is left pointing at a deleted volume; its pods fail to mount"))}
 }
 
 // detachCause: the CSI external-attacher keeps a volume (or its
@@ -164,13 +164,13 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 		evidence = append(evidence, line)
 	}
 	va := t.Attachments[0]
-	check := step("Read the attachment and the attacher's logs", kubectl("", "get", "volumeattachment", va.Name, "-o", "yaml"), "none: read-only")
-	force := step("Only once the disk is detached at the backend: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name),
+	check := read("Read the attachment and the attacher's logs", kubectl("", "get", "volumeattachment", va.Name, "-o", "yaml"))
+	force := fix("Only once the disk is detached at the backend: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name), report.RiskDestructive,
 		"if the disk is still attached, a new attachment elsewhere fails, or two nodes write to it (corruption)")
 	if len(failed) > 0 {
 		return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Critical, tm), 0.9,
 			"detach failed: "+strings.Join(failed, "; "), evidence, check,
-			step("Fix what the error names: the "+owner+" (the CSI controller), its credentials, or the disk at the storage backend", "", "none"),
+			repair("Fix what the error names: the "+owner+" (the CSI controller), its credentials, or the disk at the storage backend", ""),
 			force)}
 	}
 	if attached == 0 {
@@ -178,7 +178,7 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 	}
 	return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("the volume is still attached (%d attachment(s)) and no detach error is reported: the %s may not be running", attached, owner), evidence, check,
-		step("Check that the CSI controller (external-attacher sidecar) runs", "", "none: read-only"), force)}
+		read("Check that the CSI controller (external-attacher sidecar) runs", ""), force)}
 }
 
 // loadBalancerCause: the cloud service controller deletes the cloud load
@@ -198,9 +198,9 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		}
 	}
 	steps := []report.Step{
-		step("Read the service's events and the cloud-controller-manager's logs", kubectl(t.Ref.Namespace, "describe", "service", t.Ref.Name), "none: read-only"),
-		step("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", "", "none"),
-		step("Only once the load balancer is gone from the cloud: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "service.kubernetes.io/load-balancer-cleanup"),
+		read("Read the service's events and the cloud-controller-manager's logs", kubectl(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
+		repair("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", ""),
+		fix("Only once the load balancer is gone from the cloud: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "service.kubernetes.io/load-balancer-cleanup"), report.RiskHigh,
 			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"),
 	}
 	if failure != nil {

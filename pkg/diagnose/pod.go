@@ -62,9 +62,9 @@ func mirrorPodCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 		sev, summary = report.Critical, fmt.Sprintf("static pod mirror: only the kubelet on %s removes it, and it is not syncing (%s)", pod.Spec.NodeName, c.Summary)
 	}
 	return []report.Cause{cause(catalog.MirrorPodKubeletNotSyncing, sev, 0.8, summary, evidence,
-		step("Check the kubelet on the node", "systemctl status kubelet; journalctl -u kubelet --since -1h", "none: read-only"),
-		step("Fix the kubelet; to remove the static pod for good, delete its manifest from the kubelet's staticPodPath (usually /etc/kubernetes/manifests)", "", "the static pod (often a control-plane component) stops on that node"),
-		step("Force-delete the mirror pod from the API", forceDeleteCommand(pod),
+		read("Check the kubelet on the node", "systemctl status kubelet; journalctl -u kubelet --since -1h"),
+		fix("Fix the kubelet; to remove the static pod for good, delete its manifest from the kubelet's staticPodPath (usually /etc/kubernetes/manifests)", "", report.RiskHigh, "the static pod (often a control-plane component) stops on that node"),
+		fix("Force-delete the mirror pod from the API", forceDeleteCommand(pod), report.RiskLow,
 			"only the API object goes: the static pod keeps running, and the kubelet recreates the mirror once it syncs while the manifest remains"))}
 }
 
@@ -150,7 +150,7 @@ func forecast(found []report.Cause, tm timing) []report.Cause {
 			fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace),
 			fmt.Sprintf("deletion requested at %s", tm.requestedAt.UTC().Format(time.RFC3339)),
 		},
-		step("Wait for the grace period to end", "", "none"))}
+		advice("Wait for the grace period to end"))}
 	for _, c := range found {
 		c.Severity = report.Info
 		c.Summary = "once the grace period ends: " + c.Summary
@@ -163,7 +163,7 @@ func negativeGrace(pod *corev1.Pod, tm timing) report.Cause {
 	return cause(catalog.NegativeGracePeriod, report.Critical, 0.9,
 		fmt.Sprintf("deletionGracePeriodSeconds is %d: the runtime waits without killing the containers", tm.grace),
 		[]string{fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (set by a pre-1.22 client)", tm.grace)},
-		forceDelete(pod, "the pod's processes may still run on the node until the kubelet catches up"))
+		forceDelete(pod, report.RiskHigh, "the pod's processes may still run on the node until the kubelet catches up"))
 }
 
 func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvents, now time.Time) report.Cause {
@@ -182,17 +182,17 @@ func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvent
 	}
 	evidence = append(evidence, noEventSeen(reasonFailedKillPod))
 	return cause(code, sev, 0.6, summary, evidence,
-		step("Look at the pod's events and the kubelet on its node", kubectl(pod.Namespace, "describe", "pod", pod.Name), "none: read-only"),
-		forceDelete(pod, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))
+		read("Look at the pod's events and the kubelet on its node", kubectl(pod.Namespace, "describe", "pod", pod.Name)),
+		forceDelete(pod, report.RiskDestructive, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))
 }
 
 func killFailed(pod *corev1.Pod, tm timing, c containerState, ev podEvents, now time.Time) report.Cause {
 	return cause(catalog.ContainerKillFailed, report.Critical, 0.85,
 		fmt.Sprintf("the container runtime on %s fails to kill %s (%s past the deadline)", pod.Spec.NodeName, strings.Join(c.running, ", "), report.HumanDuration(tm.overdue)),
 		append([]string{describeEvent(ev.killFailed, now)}, c.evidence...),
-		step("Check the runtime on the node", then(command("crictl", "pods", "--name", pod.Name), command("journalctl", "-u", "containerd", "--since", "-1h")), "none: read-only"),
-		step("Restart the container runtime on the node", "systemctl restart containerd", "running containers on the node may restart if the runtime does not keep them (shim) alive"),
-		forceDelete(pod, "the processes may keep running on the node, holding ports, files and volumes; a StatefulSet replacement can run twice (split brain)"))
+		read("Check the runtime on the node", then(command("crictl", "pods", "--name", pod.Name), command("journalctl", "-u", "containerd", "--since", "-1h"))),
+		fix("Restart the container runtime on the node", "systemctl restart containerd", report.RiskHigh, "running containers on the node may restart if the runtime does not keep them (shim) alive"),
+		forceDelete(pod, report.RiskDestructive, "the processes may keep running on the node, holding ports, files and volumes; a StatefulSet replacement can run twice (split brain)"))
 }
 
 func sandboxFailed(pod *corev1.Pod, tm timing, ev podEvents, now time.Time, confidence float64) report.Cause {
@@ -206,9 +206,9 @@ func sandboxFailed(pod *corev1.Pod, tm timing, ev podEvents, now time.Time, conf
 		evidence = append(evidence, noEventSeen(reasonFailedKillPod))
 	}
 	return cause(catalog.SandboxTeardownFailed, sev, confidence, summary, evidence,
-		step("Check the CNI plugin's pods and logs on the node", onNode(pod.Spec.NodeName, "calico|cilium|flannel|weave|cni"), "none: read-only"),
-		step("Restore the CNI plugin on the node (restart its pod, fix its credentials); the kubelet retries the teardown", "", "restarting the CNI pod briefly disrupts networking setup for new pods on that node"),
-		forceDelete(pod, "the sandbox's network resources (IP address, routes) may leak on the node"))
+		read("Check the CNI plugin's pods and logs on the node", onNode(pod.Spec.NodeName, "calico|cilium|flannel|weave|cni")),
+		fix("Restore the CNI plugin on the node (restart its pod, fix its credentials); the kubelet retries the teardown", "", report.RiskLow, "restarting the CNI pod briefly disrupts networking setup for new pods on that node"),
+		forceDelete(pod, report.RiskHigh, "the sandbox's network resources (IP address, routes) may leak on the node"))
 }
 
 // noEventSeen says honestly what a missing event means.
@@ -224,14 +224,12 @@ func kubeletCleanupPending(pod *corev1.Pod, tm timing) report.Cause {
 			fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (the kubelet's final delete sets 0)", tm.grace),
 			"no container reports state.running",
 		},
-		step("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))), "none: read-only"),
-		forceDelete(pod, "unmounts and cgroup cleanup may be left undone on the node"))
+		read("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID)))),
+		forceDelete(pod, report.RiskHigh, "unmounts and cgroup cleanup may be left undone on the node"))
 }
 
-func forceDelete(pod *corev1.Pod, risk string) report.Step {
-	return step("Force-delete the pod from the API",
-		forceDeleteCommand(pod),
-		risk)
+func forceDelete(pod *corev1.Pod, level report.RiskLevel, risk string) report.Step {
+	return fix("Force-delete the pod from the API", forceDeleteCommand(pod), level, risk)
 }
 
 // containerState sorts the pod's containers (init, main, ephemeral) by state.

@@ -319,14 +319,14 @@ func mountedCause(pod *corev1.Pod, v podVolume, tm timing) report.Cause {
 	evidence = append(evidence, "status.volumesInUse is per node: another pod on the node using the same volume keeps it listed")
 	if v.driver == "" {
 		return cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
-			step("Look for the volume's mount and the kubelet's unmount errors on the node", mountsOnNode(pod), "none: read-only"),
-			step("Restore the node's path to the storage backend; the kubelet retries the unmount", "", "none"),
-			forceDelete(pod, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
+			read("Look for the volume's mount and the kubelet's unmount errors on the node", mountsOnNode(pod)),
+			repair("Restore the node's path to the storage backend; the kubelet retries the unmount", ""),
+			forceDelete(pod, report.RiskDestructive, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
 	}
 	return cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
-		step("Check the CSI driver's node plugin on the node", then(kubectl("", "get", "csinode", pod.Spec.NodeName, "-o", "yaml"), onNode(pod.Spec.NodeName, "csi")), "none: read-only"),
-		step("Restore the CSI node plugin (its DaemonSet pod on that node); the kubelet then unmounts and removes the pod", "", "none"),
-		forceDelete(pod, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
+		read("Check the CSI driver's node plugin on the node", then(kubectl("", "get", "csinode", pod.Spec.NodeName, "-o", "yaml"), onNode(pod.Spec.NodeName, "csi"))),
+		repair("Restore the CSI node plugin (its DaemonSet pod on that node); the kubelet then unmounts and removes the pod", ""),
+		forceDelete(pod, report.RiskDestructive, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
 }
 
 // invisibleVolumesCause: everything the API shows is done, and the pod has
@@ -347,9 +347,9 @@ func invisibleVolumesCause(pod *corev1.Pod, vols []podVolume, tm timing) report.
 	return cause(catalog.VolumeTeardownPending, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("the kubelet has not finished tearing down the pod, and its unmount of %s cannot be seen through the API: a network volume whose server is unreachable hangs the unmount with no event", strings.Join(names, ", ")),
 		evidence,
-		step("Look for the pod's mounts and hung unmounts on the node", mountsOnNode(pod), "none: read-only"),
-		step("Restore the storage backend or the node's path to it (server, portal, monitors, the CSI node plugin); the kubelet retries the unmount", "", "none"),
-		forceDelete(pod, "the mount stays on the node (a hung NFS mount keeps processes in D state); a ReadWriteOnce volume may then be used from two nodes"))
+		read("Look for the pod's mounts and hung unmounts on the node", mountsOnNode(pod)),
+		repair("Restore the storage backend or the node's path to it (server, portal, monitors, the CSI node plugin); the kubelet retries the unmount", ""),
+		forceDelete(pod, report.RiskDestructive, "the mount stays on the node (a hung NFS mount keeps processes in D state); a ReadWriteOnce volume may then be used from two nodes"))
 }
 
 // volumesCheck is the "volumes unmounted" line of the checklist.

@@ -127,8 +127,27 @@ type Cause struct {
 type Step struct {
 	Action  string `json:"action"`
 	Command string `json:"command,omitempty"`
-	Risk    string `json:"risk"`
+	// Risk says, for a person, what carrying the step out risks.
+	Risk string `json:"risk"`
+	// RiskLevel grades it for a script (since v0.2).
+	RiskLevel RiskLevel `json:"riskLevel"`
 }
+
+// RiskLevel grades a remediation step, so a runbook can keep the safe ones.
+type RiskLevel string
+
+const (
+	// RiskNone: reads, waiting, advice; nothing in the cluster changes.
+	RiskNone RiskLevel = "none"
+	// RiskLow: repairs what failed, or a change whose only cost is small and
+	// recoverable (the owner of a foreground deletion going first).
+	RiskLow RiskLevel = "low"
+	// RiskHigh: skips a safety check or a cleanup, or changes something
+	// cluster-wide (admission, an API); recoverable with work.
+	RiskHigh RiskLevel = "high"
+	// RiskDestructive: can lose data or run a workload twice (split brain).
+	RiskDestructive RiskLevel = "destructive"
+)
 
 // CheckStatus is the outcome of one reclaim check.
 type CheckStatus string

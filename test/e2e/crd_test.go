@@ -9,7 +9,10 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
@@ -83,5 +86,27 @@ func TestCRDHeldByItsInstances(t *testing.T) {
 		"finalizer held.e2e.example.com/teardown on 5 instance(s)")
 	if len(top.BlockedBy) != 3 || top.BlockedBy[0].Object.Kind != "Sprocket" || codesOf(top.BlockedBy[0])[0] != "FinalizerPending" {
 		t.Errorf("nested instances: %+v", top.BlockedBy)
+	}
+
+	// The report's own last resort, pasted as an operator would: it removes
+	// that finalizer from every instance, and the CRD then goes.
+	var removal string
+	for _, st := range top.Remediation {
+		if st.RiskLevel == "high" && strings.Contains(st.Action, "held.e2e.example.com/teardown") {
+			removal = st.Command
+		}
+	}
+	if removal == "" {
+		t.Fatalf("no high-risk step removes the instances' finalizer: %+v", top.Remediation)
+	}
+	if res := runSuggested(t, removal); res.code != 0 || res.stderr != "" {
+		t.Fatalf("%s: exit %d, stderr %s", removal, res.code, res.stderr)
+	}
+	crds := env.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := crds.Get(ctx, crd, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Errorf("the CRD is still there after the instances' finalizer was removed: %v", err)
 	}
 }

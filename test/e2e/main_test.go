@@ -169,7 +169,7 @@ type cause struct {
 	Summary     string   `json:"summary"`
 	Evidence    []string `json:"evidence"`
 	Remediation []struct {
-		Action, Command, Risk string
+		Action, Command, Risk, RiskLevel string
 	} `json:"remediation"`
 	BlockedBy []item `json:"blockedBy"`
 }

@@ -60,7 +60,7 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 		t.Errorf("live scan evidence: %q", rem.Evidence)
 	}
 	last := fin.Remediation[len(fin.Remediation)-1]
-	if !strings.Contains(last.Command, "/finalize") || !strings.Contains(last.Risk, "reappear") {
+	if !strings.Contains(last.Command, "/finalize") || !strings.Contains(last.Risk, "reappear") || last.RiskLevel != "destructive" {
 		t.Errorf("clearing spec.finalizers must come last and say the leftovers reappear: %+v", last)
 	}
 

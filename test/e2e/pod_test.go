@@ -94,7 +94,7 @@ func TestPodHeldByFinalizerAfterFinalDelete(t *testing.T) {
 	}
 	expectChecks(t, it, map[string]string{"node alive": "pass", "containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "pass", "finalizers cleared": "fail"})
 	last := it.Causes[0].Remediation[len(it.Causes[0].Remediation)-1]
-	if !strings.Contains(last.Command, "/metadata/finalizers") || last.Risk == "" || last.Risk == "none" {
+	if !strings.Contains(last.Command, "/metadata/finalizers") || last.RiskLevel != "high" || !strings.HasPrefix(last.Risk, "high: ") {
 		t.Errorf("removing a finalizer must come last, with its risk: %+v", last)
 	}
 }

@@ -40,6 +40,19 @@ func runbook(t *testing.T, env []string, script string, args ...string) result {
 	return resultOf(t, cmd.Run(), &out, &errOut, script)
 }
 
+// runSuggested runs a command the plugin suggested, as an operator pasting it
+// would: in sh, with the lab's kubectl and the plugin on PATH.
+func runSuggested(t *testing.T, command string) result {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+theLab.Kubeconfig, "NO_COLOR=",
+		"PATH="+filepath.Dir(plugin)+string(os.PathListSeparator)+filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Dir = t.TempDir()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	return resultOf(t, cmd.Run(), &out, &errOut, command)
+}
+
 func TestRunbooksAreInTheDocs(t *testing.T) {
 	doc, err := os.ReadFile(runbooks + ".md")
 	if err != nil {
