@@ -198,6 +198,12 @@ func TestListAllNamespaces(t *testing.T) {
 	golden(t, "list-all.golden", out)
 	wide, _, _ := execute(t, fakes(t, cluster(), nil), "list", "-A", "-o", "wide")
 	golden(t, "list-all-wide.golden", wide)
+
+	// In one namespace, as kubectl does: no NAMESPACE column.
+	one, _, _ := execute(t, fakes(t, cluster(), nil), "list", "-n", "shop")
+	if header, _, _ := strings.Cut(one, "\n"); !strings.HasPrefix(header, "NAME ") || !strings.Contains(one, "pod/web-0") {
+		t.Errorf("list -n shop:\n%s", one)
+	}
 }
 
 func TestWhyAllAsJSONAndYAML(t *testing.T) {

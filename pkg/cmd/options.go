@@ -180,7 +180,7 @@ func olderThan(items []report.Item, min time.Duration) []report.Item {
 func (o *Options) Print(r report.Report, write func(report.Report, report.Style) error) error {
 	switch *o.PrintFlags.OutputFormat {
 	case "", "wide":
-		return write(r, report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour()})
+		return write(r, report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces})
 	case "name":
 		for _, it := range r.Items {
 			if _, err := fmt.Fprintln(o.Out, report.Safe(report.Name(it.Object))); err != nil {

@@ -71,7 +71,7 @@ func TestPodEventRules(t *testing.T) {
 		{
 			name:  "running containers with an ExceededGracePeriod event",
 			s:     withEvents(healthySnap(terminatingPod(10*time.Minute, 30)), event(reasonExceededGracePeriod, "Container runtime did not kill the pod within specified grace period.", time.Minute)),
-			codes: []string{"ContainersStillRunning"}, severity: report.Warning, evidence: "ExceededGracePeriod (x3) 1m ago",
+			codes: []string{"ContainersStillRunning"}, severity: report.Warning, evidence: "ExceededGracePeriod (x3) 60s ago",
 			check: "sandbox torn down", checkWant: report.Unknown,
 		},
 		{

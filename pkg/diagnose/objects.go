@@ -51,7 +51,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	summary := fmt.Sprintf("%d dependent(s) with blockOwnerDeletion still exist: %s", len(blocking), nestedSummary(items[0]))
 	if len(chain) > 1 {
 		summary = fmt.Sprintf("%d dependent(s) with blockOwnerDeletion still exist: %s waits on %s; %s", len(blocking), chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
-		evidence = append(evidence, fmt.Sprintf("chain of objects waiting in foreground deletion: %s/%s -> %s", strings.ToLower(t.Ref.Kind), t.Ref.Name, strings.Join(chain, " -> ")))
+		evidence = append(evidence, fmt.Sprintf("chain of objects waiting in foreground deletion: %s -> %s", report.Name(t.Ref), strings.Join(chain, " -> ")))
 	}
 	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
@@ -270,7 +270,7 @@ func nestedItem(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 func chainOf(it report.Item) ([]string, report.Item) {
 	var chain []string
 	for range maxChain {
-		chain = append(chain, strings.ToLower(it.Object.Kind)+"/"+it.Object.Name)
+		chain = append(chain, report.Name(it.Object))
 		if len(it.Causes) == 0 || len(it.Causes[0].BlockedBy) == 0 {
 			break
 		}
@@ -285,9 +285,9 @@ const maxChain = 10
 // nestedSummary names a nested object and its top cause.
 func nestedSummary(it report.Item) string {
 	if len(it.Causes) == 0 {
-		return fmt.Sprintf("%s %s is not being deleted yet", strings.ToLower(it.Object.Kind), it.Object.Name)
+		return fmt.Sprintf("%s is not being deleted yet", report.Name(it.Object))
 	}
-	return fmt.Sprintf("%s %s is stuck: %s", strings.ToLower(it.Object.Kind), it.Object.Name, it.Causes[0].Summary)
+	return fmt.Sprintf("%s is stuck: %s", report.Name(it.Object), it.Causes[0].Summary)
 }
 
 func deletionState(t *snapshot.Target) string {

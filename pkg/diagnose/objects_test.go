@@ -48,7 +48,7 @@ func TestForegroundDeletion(t *testing.T) {
 	it := Diagnose(snapOf(owner)).Items[0]
 	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Critical, "blockOwnerDeletion true, being deleted since")
 	top := it.Causes[0]
-	if !strings.Contains(top.Summary, "1 dependent(s) with blockOwnerDeletion still exist: configmap dep is stuck: no controller that could remove acme.io/keep") {
+	if !strings.Contains(top.Summary, "1 dependent(s) with blockOwnerDeletion still exist: configmap/dep is stuck: no controller that could remove acme.io/keep") {
 		t.Errorf("summary: %q", top.Summary)
 	}
 	if len(top.BlockedBy) != 1 || top.BlockedBy[0].Causes[0].Code != "FinalizerPending" {
@@ -80,7 +80,7 @@ func TestClaimInUse(t *testing.T) {
 	s.Nodes["node-1"], s.Leases["node-1"] = node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute)
 	it = Diagnose(s).Items[0]
 	expectCauses(t, it, []string{"PVCInUse"}, report.Critical, "")
-	if top := it.Causes[0]; len(top.BlockedBy) != 1 || top.BlockedBy[0].Causes[0].Code != "NodeUnreachable" || !strings.Contains(top.Summary, "pod web-0 is stuck") {
+	if top := it.Causes[0]; len(top.BlockedBy) != 1 || top.BlockedBy[0].Causes[0].Code != "NodeUnreachable" || !strings.Contains(top.Summary, "pod/web-0 is stuck") {
 		t.Errorf("nested pod: %q %+v", top.Summary, top.BlockedBy)
 	}
 	last := it.Causes[0].Remediation[len(it.Causes[0].Remediation)-1]
@@ -172,7 +172,7 @@ func TestForegroundDeletionChain(t *testing.T) {
 	it := Diagnose(s).Items[0]
 	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Critical, "chain of objects waiting in foreground deletion: deployment/web -> replicaset/web-abc -> pod/web-abc-1")
 	top := it.Causes[0]
-	if !strings.Contains(top.Summary, "replicaset/web-abc waits on pod/web-abc-1; pod web-abc-1 is stuck: node node-dead stopped reporting") {
+	if !strings.Contains(top.Summary, "replicaset/web-abc waits on pod/web-abc-1; pod/web-abc-1 is stuck: node node-dead stopped reporting") {
 		t.Errorf("summary: %q", top.Summary)
 	}
 	rsItem := top.BlockedBy[0]

@@ -15,6 +15,8 @@ type Style struct {
 	Wide bool
 	// Color enables ANSI colours; only on a terminal.
 	Color bool
+	// Namespaces adds the NAMESPACE column (list -A), as kubectl does.
+	Namespaces bool
 }
 
 func (s Style) paint(sev Severity, text string) painted {
@@ -39,17 +41,24 @@ func WriteList(w io.Writer, r Report, st Style) error {
 		_, err := fmt.Fprintln(w, "No terminating objects found.")
 		return writeSkipped(w, r.Skipped, err)
 	}
-	header := []string{"NAMESPACE", "KIND", "NAME", "TERMINATING", "OVERDUE", "SEVERITY", "TOP CAUSE"}
+	// As kubectl prints several types: NAME is kind.group/name, so kinds
+	// of different groups never look alike and a row can be pasted.
+	header := []string{"NAME", "TERMINATING", "SEVERITY", "TOP CAUSE"}
+	if st.Namespaces {
+		header = append([]string{"NAMESPACE"}, header...)
+	}
 	if st.Wide {
-		header = append(header, "STUCK", "GRACE", "CONFIDENCE", "SUMMARY")
+		header = append(header, "OVERDUE", "GRACE", "STUCK", "CONFIDENCE", "SUMMARY")
 	}
 	rows := make([][]string, 0, len(r.Items))
 	for _, it := range r.Items {
 		top := topCause(it)
-		row := []string{Safe(orNone(it.Object.Namespace)), Safe(it.Object.Kind), Safe(it.Object.Name),
-			durationSeconds(it.TerminatingSeconds), durationSeconds(it.OverdueSeconds), string(st.paint(it.Severity, string(it.Severity))), top.Code}
+		row := []string{Safe(Name(it.Object)), durationSeconds(it.TerminatingSeconds), string(st.paint(it.Severity, string(it.Severity))), top.Code}
+		if st.Namespaces {
+			row = append([]string{Safe(orNone(it.Object.Namespace))}, row...)
+		}
 		if st.Wide {
-			row = append(row, strconv.FormatBool(it.Stuck), fmt.Sprintf("%ds", it.GracePeriodSeconds), confidence(top), Safe(top.Summary))
+			row = append(row, durationSeconds(it.OverdueSeconds), fmt.Sprintf("%ds", it.GracePeriodSeconds), strconv.FormatBool(it.Stuck), confidence(top), Safe(top.Summary))
 		}
 		rows = append(rows, row)
 	}
@@ -177,8 +186,9 @@ func topCause(it Item) Cause {
 	return it.Causes[0]
 }
 
+// objectName heads an item as kubectl takes it: kind.group/name -n namespace.
 func objectName(o ObjectRef) string {
-	s := strings.ToLower(o.Kind) + "/" + o.Name
+	s := Name(o)
 	if o.Namespace != "" {
 		s += " -n " + o.Namespace
 	}

@@ -110,10 +110,10 @@ func collectPaths(prefix string, v any, out map[string]bool) {
 func TestRendering(t *testing.T) {
 	r := sample()
 	var list, wide, why bytes.Buffer
-	if err := WriteList(&list, r, Style{}); err != nil {
+	if err := WriteList(&list, r, Style{Namespaces: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteList(&wide, r, Style{Wide: true}); err != nil {
+	if err := WriteList(&wide, r, Style{Wide: true, Namespaces: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteWhy(&why, r, Style{}); err != nil {
@@ -169,8 +169,10 @@ func TestName(t *testing.T) {
 
 func TestHumanDuration(t *testing.T) {
 	cases := map[time.Duration]string{
-		0: "0s", 59 * time.Second: "59s", 90 * time.Second: "1m30s", 15 * time.Minute: "15m",
-		2*time.Hour + 10*time.Minute: "2h10m", 3 * time.Hour: "3h", 5 * 24 * time.Hour: "5d",
+		// kubectl's AGE column, to the letter.
+		0: "0s", 59 * time.Second: "59s", 90 * time.Second: "90s", 5*time.Minute + 30*time.Second: "5m30s", 15 * time.Minute: "15m",
+		2*time.Hour + 10*time.Minute: "130m", 3*time.Hour + 10*time.Minute: "3h10m", 5 * 24 * time.Hour: "5d",
+		1999 * time.Millisecond: "2s", // rounded, not truncated
 	}
 	for d, want := range cases {
 		if got := HumanDuration(d); got != want {

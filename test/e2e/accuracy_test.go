@@ -73,10 +73,10 @@ func TestForegroundChainToADeadNode(t *testing.T) {
 	if res.code != 2 || top.Code != "ForegroundDeletionBlocked" || top.Severity != "critical" {
 		t.Fatalf("exit %d, causes %v (%s); want 2 and ForegroundDeletionBlocked (critical)", res.code, codesOf(it), top.Severity)
 	}
-	if !strings.Contains(top.Summary, "replicaset/web-rs waits on pod/web-rs-0; pod web-rs-0 is stuck: node "+node+" stopped reporting") {
+	if !strings.Contains(top.Summary, "replicaset.apps/web-rs waits on pod/web-rs-0; pod/web-rs-0 is stuck: node "+node+" stopped reporting") {
 		t.Errorf("summary: %q", top.Summary)
 	}
-	expectEvidence(t, top, "chain of objects waiting in foreground deletion: deployment/web -> replicaset/web-rs -> pod/web-rs-0")
+	expectEvidence(t, top, "chain of objects waiting in foreground deletion: deployment.apps/web -> replicaset.apps/web-rs -> pod/web-rs-0")
 	rs := top.BlockedBy[0]
 	if rs.Object.Kind != "ReplicaSet" || codesOf(rs)[0] != "ForegroundDeletionBlocked" || len(rs.Causes[0].BlockedBy) != 1 ||
 		codesOf(rs.Causes[0].BlockedBy[0])[0] != "NodeUnreachable" {

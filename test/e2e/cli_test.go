@@ -83,12 +83,15 @@ func TestOutputFormats(t *testing.T) {
 	}
 	wide := run(t, "list", "-n", ns, "-o", "wide")
 	table := run(t, "list", "-n", ns)
-	for _, col := range []string{"NAMESPACE", "KIND", "NAME", "TERMINATING", "OVERDUE", "SEVERITY", "TOP CAUSE"} {
+	for _, col := range []string{"NAME", "TERMINATING", "SEVERITY", "TOP CAUSE"} {
 		if !strings.Contains(table.stdout, col) {
 			t.Errorf("table lacks column %s:\n%s", col, table.stdout)
 		}
 	}
-	for _, col := range []string{"STUCK", "GRACE", "CONFIDENCE", "SUMMARY"} {
+	if strings.Contains(table.stdout, "NAMESPACE") || !strings.Contains(run(t, "list", "-A").stdout, "NAMESPACE") {
+		t.Errorf("NAMESPACE belongs to -A only:\n%s", table.stdout)
+	}
+	for _, col := range []string{"OVERDUE", "GRACE", "STUCK", "CONFIDENCE", "SUMMARY"} {
 		if !strings.Contains(wide.stdout, col) || strings.Contains(table.stdout, col) {
 			t.Errorf("column %s should be in -o wide only", col)
 		}
