@@ -29,6 +29,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -391,5 +392,67 @@ func TestPartialReportDoesNotExitZero(t *testing.T) {
 	out, _, err = execute(t, fakes(t, cluster(), nil), "why", "pod/batch-0", "-n", "shop", "-o", "json")
 	if err != nil || !strings.Contains(out, `"complete": true`) {
 		t.Errorf("everything read: %v\n%s", err, out)
+	}
+}
+
+// A run lists every type once, however many namespaces are terminating: their
+// contents come from the run's own scan, and read the same as a scan of the
+// namespace alone would.
+func TestOneScanPerRun(t *testing.T) {
+	objs := cluster()
+	for _, ns := range []string{"old2", "old3"} {
+		objs = append(objs, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: ns, UID: k8stypes.UID("uid-" + ns), DeletionTimestamp: ago(10 * time.Minute), DeletionGracePeriodSeconds: new(int64)},
+			Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
+			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
+		for i, name := range []string{"held-0", "held-1", "calm-0"} {
+			p := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: k8stypes.UID(ns + name)},
+				Spec:       corev1.PodSpec{NodeName: "live", Containers: []corev1.Container{{Name: "app"}}}}
+			if i < 2 {
+				p.DeletionTimestamp, p.Finalizers = ago(9*time.Minute), []string{"example.com/hold"}
+			}
+			objs = append(objs, p)
+		}
+	}
+	var lists map[string]int
+	counting := func(_ *kubefake.Clientset, c *kube.Clients) {
+		c.Metadata.(*metadatafake.FakeMetadataClient).PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			lists[a.GetResource().Resource]++
+			return false, nil, nil
+		})
+	}
+	namespaceItem := func(args ...string) report.Item {
+		lists = map[string]int{}
+		out, _, err := execute(t, fakes(t, objs, counting), append(args, "-o", "json")...)
+		if ExitCode(err) != ExitStuck {
+			t.Fatalf("%v: exit %d (%v)", args, ExitCode(err), err)
+		}
+		var r report.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range r.Items {
+			if it.Object.Kind == "Namespace" && it.Object.Name == "old2" {
+				return it
+			}
+		}
+		t.Fatalf("%v: no namespace/old2 in %s", args, out)
+		return report.Item{}
+	}
+	alone := namespaceItem("why", "ns/old2")
+	all := namespaceItem("why", "-A")
+	for resource, n := range lists {
+		if n != 1 {
+			t.Errorf("why -A listed %s %d times, want once", resource, n)
+		}
+	}
+	a, _ := json.Marshal(alone)
+	b, _ := json.Marshal(all)
+	if string(a) != string(b) {
+		t.Errorf("the namespace read from the run's scan differs from its own scan:\n%s\n%s", b, a)
+	}
+	if !strings.Contains(string(a), "example.com/hold") {
+		t.Errorf("the leftovers' finalizer is not in the namespace's diagnosis: %s", a)
 	}
 }

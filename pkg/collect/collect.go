@@ -30,9 +30,8 @@ type Collector struct {
 
 	mu    sync.Mutex
 	skips []report.Skip
-	// podCounts counts the pods of each namespace a scan listed: it decides
-	// whether reading a namespace's terminating pods is one list or a GET each.
-	podCounts map[string]int
+	// record is what the run's scans saw (see scanRecord).
+	record *scanRecord
 
 	// The run's discovery, read once (see discover).
 	discoverMu sync.Mutex
@@ -45,16 +44,6 @@ func (c *Collector) Skip(s report.Skip) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.skips = append(c.skips, s)
-}
-
-// countPod counts one pod of a namespace, as a scan lists it.
-func (c *Collector) countPod(ns string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.podCounts == nil {
-		c.podCounts = map[string]int{}
-	}
-	c.podCounts[ns]++
 }
 
 // skipTarget records reads about one target that could not be made; the
@@ -92,7 +81,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 			others, otherGVRs = append(others, t), append(otherGVRs, gvrs[i])
 		}
 	}
-	c.readPods(ctx, pods, c.podCounts)
+	c.readPods(ctx, pods, c.podCounts())
 	c.parallel(len(others), func(i int) { c.readObject(ctx, others[i], otherGVRs[i]) })
 	// First what nests more targets (a namespace's pods, an owner's
 	// dependents, a claim's pods, a CRD's instances), then what the rules read

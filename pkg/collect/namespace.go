@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -19,12 +20,17 @@ import (
 // full: 3,000 objects held by one finalizer make one cause, with examples.
 const heldExamples = 3
 
-// readNamespaceContents scans every namespaced type in each terminating
-// namespace, as the namespace controller does (metadata only, paginated,
-// concurrent), counts what is left by resource and by finalizer, and keeps
-// the leftover pods and a few held objects as nested targets.
+// readNamespaceContents finds what is left in each terminating namespace, as
+// the namespace controller sees it (every namespaced type, metadata only):
+// counts by resource and by finalizer, the leftover pods and a few held
+// objects as nested targets. When the run's scan already listed every type
+// there (list -A, why -A, -n NS), its record is used: no type is listed twice.
 func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snapshot) {
 	var mappings []*meta.RESTMapping
+	byUID := map[types.UID]*snapshot.Target{}
+	for _, t := range s.Targets {
+		byUID[t.Object.GetUID()] = t
+	}
 	for _, t := range topNeeding(s, diagnose.ContentEvidence) {
 		if mappings == nil {
 			all, err := c.ListableMappings(Scope{Namespace: t.Ref.Name})
@@ -38,9 +44,19 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 				}
 			}
 		}
-		t.Contents = c.scanNamespace(ctx, t.Ref.Name, mappings)
+		if rec := c.recorded(t.Ref.Name, mappings); rec != nil {
+			t.Contents = rec.contents(t.Ref.Name, mappings, byUID)
+		} else {
+			t.Contents = c.scanNamespace(ctx, t.Ref.Name, mappings)
+		}
 		c.skipTarget(t, t.Contents.Skipped...) // what the scan could not list is a read this report lacks
-		c.readPods(ctx, t.Contents.Pods, map[string]int{t.Ref.Name: t.Contents.Counts[snapshot.Pods]})
+		var unread []*snapshot.Target          // pods already read as targets of the run are not read again
+		for _, p := range t.Contents.Pods {
+			if p.Pod == nil {
+				unread = append(unread, p)
+			}
+		}
+		c.readPods(ctx, unread, map[string]int{t.Ref.Name: t.Contents.Counts[snapshot.Pods]})
 	}
 }
 
@@ -48,16 +64,92 @@ func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*me
 	return c.scanContents(ctx, Scope{Namespace: ns}, "in namespace "+ns, mappings)
 }
 
-// scanContents lists the mappings in scope and records what is left: counts
-// by type and by namespace, those not being deleted yet, and, among those
-// being deleted, the finalizers that hold them, the terminating pods and a
-// few examples per finalizer.
-func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping) *snapshot.Contents {
+// contents is namespace ns's contents as the run's scans saw them; the
+// objects being deleted that are already targets of the run are nested as
+// those same targets.
+func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets map[types.UID]*snapshot.Target) *snapshot.Contents {
+	contents := newContents(mappings)
+	for gr, n := range rec.counts[ns] {
+		if _, ok := contents.Resources[gr]; ok {
+			contents.Counts[gr] += n
+			contents.ByNamespace[ns] += n
+		}
+	}
+	for gr, n := range rec.notDeleted[ns] {
+		if _, ok := contents.Resources[gr]; ok {
+			contents.NotDeleted[gr] += n
+		}
+	}
+	for _, sk := range rec.failed {
+		if _, ok := contents.Resources[sk.Resource.GroupResource()]; ok {
+			contents.Skipped = append(contents.Skipped, sk)
+		}
+	}
+	for _, f := range rec.terminating[ns] {
+		addTerminating(contents, f.GVR, f.Object.GetFinalizers(), func() (*snapshot.Target, error) {
+			if t := targets[f.Object.GetUID()]; t != nil {
+				return t, nil
+			}
+			return &snapshot.Target{Ref: f.Ref(), Object: f.Object}, nil
+		})
+	}
+	sortContents(contents)
+	return contents
+}
+
+// newContents is an empty record of what is left, over the types scanned.
+func newContents(mappings []*meta.RESTMapping) *snapshot.Contents {
 	contents := &snapshot.Contents{Counts: map[schema.GroupResource]int{}, ByNamespace: map[string]int{}, NotDeleted: map[schema.GroupResource]int{},
 		Resources: map[schema.GroupResource]schema.GroupVersionResource{}, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
 	for _, m := range mappings {
 		contents.Resources[m.Resource.GroupResource()] = m.Resource
 	}
+	return contents
+}
+
+// addTerminating records one object being deleted: the finalizers that hold
+// it are counted, and it is kept as a target (made only then: conversions
+// cost) when it is a pod or among the first few a finalizer holds.
+func addTerminating(contents *snapshot.Contents, gvr schema.GroupVersionResource, finalizers []string, target func() (*snapshot.Target, error)) error {
+	isPods := gvr.Group == "" && gvr.Resource == "pods"
+	keep := isPods
+	for _, f := range finalizers {
+		contents.Finalizers[f]++
+		keep = keep || (!isPods && len(contents.Held[f]) < heldExamples)
+	}
+	if !keep {
+		return nil
+	}
+	t, err := target()
+	if err != nil {
+		return err
+	}
+	if isPods {
+		contents.Pods = append(contents.Pods, t)
+		return nil
+	}
+	for _, f := range finalizers {
+		if len(contents.Held[f]) < heldExamples {
+			contents.Held[f] = append(contents.Held[f], t)
+		}
+	}
+	return nil
+}
+
+// sortContents orders the kept targets by name, whatever order the lists came in.
+func sortContents(contents *snapshot.Contents) {
+	sort.Slice(contents.Pods, func(i, j int) bool { return contents.Pods[i].Ref.Name < contents.Pods[j].Ref.Name })
+	for _, held := range contents.Held {
+		sort.Slice(held, func(i, j int) bool { return refKey(held[i].Ref) < refKey(held[j].Ref) })
+	}
+}
+
+// scanContents lists the mappings in scope and records what is left: counts
+// by type and by namespace, those not being deleted yet, and, among those
+// being deleted, the finalizers that hold them, the terminating pods and a
+// few examples per finalizer.
+func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping) *snapshot.Contents {
+	contents := newContents(mappings)
 	contents.Skipped = c.eachObject(ctx, scope, where, mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
 		gr := m.Resource.GroupResource()
 		contents.Counts[gr]++
@@ -66,36 +158,9 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 			contents.NotDeleted[gr]++
 			return nil // not deleted yet: no finalizer holds it
 		}
-		isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"
-		// A target is made only when it is kept: every terminating pod, and
-		// the first few objects each finalizer holds (conversions cost).
-		keep := isPods
-		for _, f := range item.Finalizers {
-			contents.Finalizers[f]++
-			keep = keep || (!isPods && len(contents.Held[f]) < heldExamples)
-		}
-		if !keep {
-			return nil
-		}
-		target, err := metadataTarget(item, m)
-		if err != nil {
-			return err
-		}
-		if isPods {
-			contents.Pods = append(contents.Pods, target)
-			return nil
-		}
-		for _, f := range item.Finalizers {
-			if len(contents.Held[f]) < heldExamples {
-				contents.Held[f] = append(contents.Held[f], target)
-			}
-		}
-		return nil
+		return addTerminating(contents, m.Resource, item.Finalizers, func() (*snapshot.Target, error) { return metadataTarget(item, m) })
 	})
-	sort.Slice(contents.Pods, func(i, j int) bool { return contents.Pods[i].Ref.Name < contents.Pods[j].Ref.Name })
-	for _, held := range contents.Held {
-		sort.Slice(held, func(i, j int) bool { return refKey(held[i].Ref) < refKey(held[j].Ref) })
-	}
+	sortContents(contents)
 	return contents
 }
 

@@ -114,6 +114,7 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 	var (
 		mu       sync.Mutex
 		found    []Found
+		failed   []report.Skip
 		listed   int
 		firstErr error
 	)
@@ -127,7 +128,10 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				c.Skip(skipOf("list "+QualifiedResource(m.Resource), err))
+				sk := skipOf("list "+QualifiedResource(m.Resource), err)
+				sk.Resource = m.Resource
+				c.Skip(sk)
+				failed = append(failed, sk)
 				if firstErr == nil {
 					firstErr = err
 				}
@@ -152,17 +156,16 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 		}
 		return a.GetName() < b.GetName()
 	})
+	c.recordScan(scope, mappings, failed, found)
 	return found, nil
 }
 
 func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker) ([]Found, error) {
 	var out []Found
-	isPods := m.Resource.Group == "" && m.Resource.Resource == "pods"
+	gr := m.Resource.GroupResource()
 	err := c.listEach(ctx, m, scope, tr, func(items []metav1.PartialObjectMetadata) error {
+		c.recordPage(scope, gr, countPage(items))
 		for i := range items {
-			if isPods {
-				c.countPod(items[i].Namespace)
-			}
 			if items[i].DeletionTimestamp == nil {
 				continue
 			}
