@@ -27,9 +27,6 @@ func pipe(cmds ...string) string { return strings.Join(cmds, " | ") }
 // then joins commands run one after the other.
 func then(cmds ...string) string { return strings.Join(cmds, "; ") }
 
-// sh quotes one word.
-func sh(s string) string { return shellescape.Quote(s) }
-
 // jsonText is v as JSON, for a patch or a jq program.
 func jsonText(v any) string {
 	b, err := json.Marshal(v)
