@@ -200,6 +200,18 @@ func TestListAllNamespaces(t *testing.T) {
 	wide, _, _ := execute(t, fakes(t, cluster(), nil), "list", "-A", "-o", "wide")
 	golden(t, "list-all-wide.golden", wide)
 
+	// Folded: one row per cause, per finalizer, per namespace.
+	for _, by := range []string{"cause", "finalizer", "namespace"} {
+		grouped, _, err := execute(t, fakes(t, cluster(), nil), "list", "-A", "--group-by", by)
+		if ExitCode(err) != ExitStuck {
+			t.Fatalf("--group-by %s: exit %d (%v)", by, ExitCode(err), err)
+		}
+		golden(t, "list-group-by-"+by+".golden", grouped)
+	}
+	if _, _, err := execute(t, fakes(t, cluster(), nil), "list", "-A", "--group-by", "colour"); ExitCode(err) != ExitError || !strings.Contains(err.Error(), "--group-by must be one of cause, finalizer, namespace") {
+		t.Errorf("--group-by colour: exit %d, %v", ExitCode(err), err)
+	}
+
 	// In one namespace, as kubectl does: no NAMESPACE column.
 	one, _, _ := execute(t, fakes(t, cluster(), nil), "list", "-n", "shop")
 	if header, _, _ := strings.Cut(one, "\n"); !strings.HasPrefix(header, "NAME ") || !strings.Contains(one, "pod/web-0") {

@@ -1,12 +1,16 @@
 package cmd
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 func newListCommand(o *Options) *cobra.Command {
+	var groupBy string
 	cmd := &cobra.Command{
 		Use:     "list [TYPE]",
 		Aliases: []string{"ls"},
@@ -15,12 +19,22 @@ func newListCommand(o *Options) *cobra.Command {
   kubectl terminating list -A
 
   # Only what has been terminating for more than an hour
-  kubectl terminating list -A --older-than 1h`,
+  kubectl terminating list -A --older-than 1h
+
+  # Thousands of leftovers: one row per finalizer that holds them
+  kubectl terminating list -n preview-42 --group-by finalizer`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, args, func(r report.Report, st report.Style) error { return report.WriteList(o.Out, r, st) })
+			if !report.ValidGroupBy(groupBy) {
+				return fmt.Errorf("--group-by must be one of %s, got %q", strings.Join(report.GroupKinds, ", "), groupBy)
+			}
+			return o.run(cmd, args, func(r report.Report, st report.Style) error {
+				st.GroupBy = groupBy
+				return report.WriteList(o.Out, r, st)
+			})
 		},
 	}
 	o.addFlags(cmd)
+	cmd.Flags().StringVar(&groupBy, "group-by", "", "Fold the rows into one per "+strings.Join(report.GroupKinds, ", ")+" (with counts and examples); tables only.")
 	return cmd
 }

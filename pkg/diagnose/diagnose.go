@@ -59,6 +59,7 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 		GracePeriodSeconds: tm.grace,
 		TerminatingSeconds: seconds(tm.terminating),
 		OverdueSeconds:     seconds(tm.overdue),
+		Finalizers:         t.Object.GetFinalizers(),
 		Skipped:            t.Skipped,
 		Timeline:           timelineOf(s, t, tm),
 	}

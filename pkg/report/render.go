@@ -17,6 +17,8 @@ type Style struct {
 	Color bool
 	// Namespaces adds the NAMESPACE column (list -A), as kubectl does.
 	Namespaces bool
+	// GroupBy folds list's rows into one per cause, finalizer or namespace.
+	GroupBy string
 }
 
 func (s Style) paint(sev Severity, text string) painted {
@@ -41,6 +43,9 @@ func WriteList(w io.Writer, r Report, st Style) error {
 		_, err := fmt.Fprintln(w, "No terminating objects found.")
 		return writeSkipped(w, r.Skipped, err)
 	}
+	if st.GroupBy != "" {
+		return writeGroups(w, r, st)
+	}
 	// As kubectl prints several types: NAME is kind.group/name, so kinds
 	// of different groups never look alike and a row can be pasted.
 	header := []string{"NAME", "TERMINATING", "SEVERITY", "TOP CAUSE"}
@@ -63,6 +68,9 @@ func WriteList(w io.Writer, r Report, st Style) error {
 		rows = append(rows, row)
 	}
 	err := writeTable(w, "", header, rows)
+	if err == nil {
+		err = writeFooter(w, r.Items)
+	}
 	return writeSkipped(w, r.Skipped, err)
 }
 

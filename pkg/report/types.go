@@ -84,6 +84,8 @@ type Item struct {
 	TerminatingSeconds int64 `json:"terminatingSeconds"`
 	// OverdueSeconds counts past the deletion deadline (deletionTimestamp); 0 while inside it.
 	OverdueSeconds int64 `json:"overdueSeconds"`
+	// Finalizers is the object's metadata.finalizers as read (since v0.2).
+	Finalizers []string `json:"finalizers,omitempty"`
 	// Stuck is true when the top cause blocks deletion (severity warning or critical).
 	Stuck bool `json:"stuck"`
 	// Severity is the severity of the top cause.

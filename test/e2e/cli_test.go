@@ -73,6 +73,9 @@ func TestOutputFormats(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(y.stdout), &r); err != nil || r.Kind != "TerminationReport" || len(r.Items) != 1 {
 		t.Fatalf("-o yaml: %v %+v\n%s", err, r, y.stdout)
 	}
+	if f := r.Items[0].Finalizers; len(f) != 1 || f[0] != "example.com/hold" {
+		t.Errorf("finalizers = %v", f)
+	}
 	jp := run(t, "list", "-n", ns, "-o", "jsonpath={.items[0].causes[0].code}")
 	if jp.stdout != "FinalizerPending" {
 		t.Errorf("-o jsonpath = %q", jp.stdout)
@@ -101,6 +104,11 @@ func TestOutputFormats(t *testing.T) {
 	}
 	if !strings.Contains(table.stdout, "held-0") || !strings.Contains(table.stdout, "FinalizerPending") {
 		t.Errorf("table:\n%s", table.stdout)
+	}
+	grouped := run(t, "list", "-n", ns, "--group-by", "finalizer")
+	if rows := strings.Split(strings.TrimSpace(grouped.stdout), "\n"); grouped.code != 2 || len(rows) != 2 ||
+		!strings.HasPrefix(rows[0], "FINALIZER ") || strings.Join(strings.Fields(rows[1]), " ") != "example.com/hold 1 1 warning pod/held-0 -n "+ns {
+		t.Errorf("--group-by finalizer: exit %d\n%s", grouped.code, grouped.stdout)
 	}
 }
 

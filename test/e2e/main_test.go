@@ -151,15 +151,16 @@ type item struct {
 	Object struct {
 		APIVersion, Kind, Resource, Namespace, Name, UID string
 	} `json:"object"`
-	DeletionTimestamp  string  `json:"deletionTimestamp"`
-	GracePeriodSeconds int64   `json:"gracePeriodSeconds"`
-	TerminatingSeconds int64   `json:"terminatingSeconds"`
-	OverdueSeconds     int64   `json:"overdueSeconds"`
-	Stuck              bool    `json:"stuck"`
-	Severity           string  `json:"severity"`
-	Causes             []cause `json:"causes"`
-	Checks             []check `json:"checks"`
-	Skipped            []skip  `json:"skipped"`
+	DeletionTimestamp  string   `json:"deletionTimestamp"`
+	GracePeriodSeconds int64    `json:"gracePeriodSeconds"`
+	TerminatingSeconds int64    `json:"terminatingSeconds"`
+	OverdueSeconds     int64    `json:"overdueSeconds"`
+	Finalizers         []string `json:"finalizers"`
+	Stuck              bool     `json:"stuck"`
+	Severity           string   `json:"severity"`
+	Causes             []cause  `json:"causes"`
+	Checks             []check  `json:"checks"`
+	Skipped            []skip   `json:"skipped"`
 }
 
 type cause struct {

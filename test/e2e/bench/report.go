@@ -138,6 +138,15 @@ func judge(sz sizes, results []Result, floor, liner map[string]Result) []string 
 		out = append(out, fmt.Sprintf("hung aggregated API: the plugin took %s (request timeout 30 s: %s) and its top cause is %s (target APIServiceUnavailable: %s); the one-liner took %s.",
 			p.Wall.Round(time.Millisecond), mark(p.Wall < 35*time.Second), p.Top, mark(p.Top == "APIServiceUnavailable"), l.Wall.Round(time.Millisecond)))
 	}
+	c4 := fmt.Sprintf("4: %d terminating namespaces", sz.manyNamespaces)
+	for _, prog := range []string{pluginName + " list -A", pluginName + " why -A"} {
+		if p, ok := find(c4, prog); ok {
+			f := floor[c4]
+			rq, y := float64(p.Requests)/float64(max(f.Requests, 1)), ratio(p.Wall, f.Wall)
+			out = append(out, fmt.Sprintf("`%s` over %d terminating namespaces of %d leftovers: %d requests, %.2fx the floor's %d (target at most 1.3x): %s; %.2fx the floor's time (target at most 1.3x): %s; every type listed once, whatever the number of terminating namespaces.",
+				strings.TrimPrefix(prog, pluginName+" "), sz.manyNamespaces, sz.perNamespace, p.Requests, rq, f.Requests, mark(rq <= 1.3), y, mark(y <= 1.3)))
+		}
+	}
 	c2 := fmt.Sprintf("2: %d nodes, %d pods", sz.nodes, sz.nodes*sz.podsPerNode)
 	if p, ok := find(c2, pluginName+" list -A"); ok {
 		f := floor[c2]

@@ -29,6 +29,8 @@ type sizes struct {
 	objects              []int // leftover objects per namespace, one namespace each
 	oneLinerMax          int   // the one-liner runs up to this many objects
 	nodes, podsPerNode   int
+	// manyNamespaces terminating namespaces of perNamespace leftovers each.
+	manyNamespaces, perNamespace int
 	stuckPods, stuckMisc int
 	// settle waits past the stuck objects' deadlines and the plugin's settle
 	// time, so that they count as stuck (the smoke run checks no figure).
@@ -36,8 +38,8 @@ type sizes struct {
 }
 
 var scales = map[string]sizes{
-	"full":  {crds: 150, groups: 30, kinds: 40, objects: []int{1000, 10000, 100000}, oneLinerMax: 10000, nodes: 200, podsPerNode: 100, stuckPods: 100, stuckMisc: 300, settle: 65 * time.Second},
-	"smoke": {crds: 6, groups: 3, kinds: 4, objects: []int{100}, oneLinerMax: 100, nodes: 4, podsPerNode: 10, stuckPods: 4, stuckMisc: 4},
+	"full":  {crds: 150, groups: 30, kinds: 40, objects: []int{1000, 10000, 100000}, oneLinerMax: 10000, manyNamespaces: 50, perNamespace: 100, nodes: 200, podsPerNode: 100, stuckPods: 100, stuckMisc: 300, settle: 65 * time.Second},
+	"smoke": {crds: 6, groups: 3, kinds: 4, objects: []int{100}, oneLinerMax: 100, manyNamespaces: 3, perNamespace: 10, nodes: 4, podsPerNode: 10, stuckPods: 4, stuckMisc: 4},
 }
 
 // Run builds the workloads, measures, checks that every program saw the
@@ -151,6 +153,13 @@ func namespaceCases(ctx context.Context, o Options, sz sizes) ([]Result, error) 
 			return results, err
 		}
 	}
+	if strings.Contains(o.Cases, "4") {
+		rs, err := manyNamespacesCase(ctx, o, sz, px, kc, env, kinds)
+		results = append(results, rs...)
+		if err != nil {
+			return results, err
+		}
+	}
 	if !strings.Contains(o.Cases, "3") {
 		return results, nil
 	}
@@ -171,6 +180,35 @@ func namespaceCases(ctx context.Context, o Options, sz sizes) ([]Result, error) 
 	n := sz.oneLinerMax
 	rs, err := measureNamespace(o, px, kc, fmt.Sprintf("3: %d objects, hung API", n), fmt.Sprintf("bench-%d", n), true)
 	return append(results, rs...), err
+}
+
+// manyNamespacesCase is issue 12's case 4: many terminating namespaces, each
+// with leftovers (a tenth of them deleted and held by a finalizer), in the lab
+// of case 1; list -A and why -A against the floor over every namespace.
+func manyNamespacesCase(ctx context.Context, o Options, sz sizes, px *Proxy, kc string, env *scenario.Env, kinds []scenario.BulkKind) ([]Result, error) {
+	t := time.Now()
+	for i := range sz.manyNamespaces {
+		ns := fmt.Sprintf("preview-%03d", i)
+		if err := env.Namespace(ctx, ns); err != nil {
+			return nil, err
+		}
+		if err := Objects(ctx, env, ns, kinds[:sz.kinds], sz.perNamespace); err != nil {
+			return nil, err
+		}
+		if err := DeleteHeld(ctx, env, ns, kinds[:sz.kinds], sz.perNamespace); err != nil {
+			return nil, err
+		}
+		if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	progress("%d terminating namespaces of %d objects each in %s", sz.manyNamespaces, sz.perNamespace, time.Since(t).Round(time.Second))
+	c := fmt.Sprintf("4: %d terminating namespaces", sz.manyNamespaces)
+	return measureAll(px, c, []program{
+		{pluginName + " list -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "list", "-A", "-o", "json") }, itemsCount},
+		{pluginName + " why -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "-A", "-o", "json") }, itemsCount},
+		{floorName, func() *exec.Cmd { return exec.Command(o.Self, "floor", "-kubeconfig", kc) }, numberCount},
+	}, o.Runs)
 }
 
 func measureNamespace(o Options, px *Proxy, kc, c, ns string, oneLiner bool) ([]Result, error) {
@@ -278,8 +316,8 @@ func checkAgreement(results []Result) error {
 	}
 	var problems []string
 	for c, rs := range byCase {
-		if strings.HasPrefix(c, "2:") {
-			continue // list -A counts stuck objects, the floor every object
+		if strings.HasPrefix(c, "2:") || strings.HasPrefix(c, "4:") {
+			continue // list -A counts terminating objects, the floor every object
 		}
 		for _, r := range rs[1:] {
 			if r.Objects != rs[0].Objects {

@@ -58,6 +58,21 @@ func Objects(ctx context.Context, env *scenario.Env, ns string, kinds []scenario
 	return g.Wait()
 }
 
+// DeleteHeld deletes the objects Objects gave a finalizer: they stay,
+// terminating, held by it.
+func DeleteHeld(ctx context.Context, env *scenario.Env, ns string, kinds []scenario.BulkKind, n int) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for i := 0; i < n; i += 10 {
+		k := kinds[i%len(kinds)]
+		g.Go(func() error {
+			gvr := schema.GroupVersionResource{Group: k.Group, Version: "v1", Resource: k.Plural}
+			return env.Dynamic.Resource(gvr).Namespace(ns).Delete(gctx, fmt.Sprintf("o%06d", i), metav1.DeleteOptions{})
+		})
+	}
+	return g.Wait()
+}
+
 // Pods creates perNode pods on each node, spread over namespaces of
 // perNamespace pods, bound to their node (there are no kubelets: they stay
 // as created). It returns the pods by namespace.

@@ -1,0 +1,137 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// GroupBy values: what list can fold its rows by.
+const (
+	ByCause     = "cause"
+	ByFinalizer = "finalizer"
+	ByNamespace = "namespace"
+)
+
+// GroupKinds are the accepted --group-by values.
+var GroupKinds = []string{ByCause, ByFinalizer, ByNamespace}
+
+// groupExamples is how many object names a group row shows.
+const groupExamples = 3
+
+// groupKeys is what an item is grouped under: its top cause, each of its
+// finalizers, or its namespace.
+func groupKeys(it Item, by string) []string {
+	switch by {
+	case ByFinalizer:
+		if len(it.Finalizers) == 0 {
+			return []string{"<none>"}
+		}
+		return it.Finalizers
+	case ByNamespace:
+		return []string{orNone(it.Object.Namespace)}
+	}
+	return []string{topCause(it).Code}
+}
+
+// group is the objects under one key.
+type group struct {
+	key      string
+	items    []Item
+	stuck    int
+	severity Severity
+}
+
+// groupItems folds the items by key, the largest group first.
+func groupItems(items []Item, by string) []*group {
+	byKey := map[string]*group{}
+	var out []*group
+	for _, it := range items {
+		for _, k := range groupKeys(it, by) {
+			g := byKey[k]
+			if g == nil {
+				g = &group{key: k}
+				byKey[k] = g
+				out = append(out, g)
+			}
+			g.items = append(g.items, it)
+			if it.Stuck {
+				g.stuck++
+			}
+			if it.Severity.Weight() > g.severity.Weight() {
+				g.severity = it.Severity
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if len(out[i].items) != len(out[j].items) {
+			return len(out[i].items) > len(out[j].items)
+		}
+		return out[i].key < out[j].key
+	})
+	return out
+}
+
+// writeGroups prints one row per group: how many objects, how many stuck,
+// the worst severity and a few examples.
+func writeGroups(w io.Writer, r Report, st Style) error {
+	rows := [][]string{}
+	for _, g := range groupItems(r.Items, st.GroupBy) {
+		var names []string
+		for _, it := range g.items[:min(len(g.items), groupExamples)] {
+			name := Name(it.Object)
+			if st.GroupBy != ByNamespace && it.Object.Namespace != "" {
+				name += " -n " + it.Object.Namespace
+			}
+			names = append(names, Safe(name))
+		}
+		if more := len(g.items) - len(names); more > 0 {
+			names = append(names, fmt.Sprintf("+%d more", more))
+		}
+		rows = append(rows, []string{Safe(g.key), strconv.Itoa(len(g.items)), strconv.Itoa(g.stuck),
+			string(st.paint(g.severity, string(g.severity))), strings.Join(names, ", ")})
+	}
+	err := writeTable(w, "", []string{strings.ToUpper(st.GroupBy), "OBJECTS", "STUCK", "SEVERITY", "EXAMPLES"}, rows)
+	return writeSkipped(w, r.Skipped, err)
+}
+
+// writeFooter sums a list up: objects by severity, by top cause and by
+// finalizer, most frequent first (printed under a list of two or more).
+func writeFooter(w io.Writer, items []Item) error {
+	if len(items) < 2 {
+		return nil
+	}
+	p := &printer{w: w}
+	stuck, bySeverity := 0, map[Severity]int{}
+	for _, it := range items {
+		bySeverity[it.Severity]++
+		if it.Stuck {
+			stuck++
+		}
+	}
+	var severities []string
+	for _, sev := range []Severity{Critical, Warning, Info} {
+		if n := bySeverity[sev]; n > 0 {
+			severities = append(severities, fmt.Sprintf("%d %s", n, sev))
+		}
+	}
+	p.linef("\n%d objects, %d stuck: %s", len(items), stuck, strings.Join(severities, ", "))
+	for _, by := range []string{ByCause, ByFinalizer} {
+		var counts []string
+		for _, g := range groupItems(items, by) {
+			if g.key != "<none>" {
+				counts = append(counts, fmt.Sprintf("%s %d", g.key, len(g.items)))
+			}
+		}
+		if len(counts) > 0 {
+			p.linef("by %s: %s", by, strings.Join(counts, ", "))
+		}
+	}
+	return p.err
+}
+
+// ValidGroupBy says whether --group-by names a known grouping.
+func ValidGroupBy(by string) bool { return by == "" || slices.Contains(GroupKinds, by) }
