@@ -25,13 +25,13 @@ type Options struct {
 
 // sizes are the workloads of one scale.
 type sizes struct {
-	crds, groups, kinds  int   // CRDs, their API groups, the kinds holding objects
-	objects              []int // leftover objects per namespace, one namespace each
-	oneLinerMax          int   // the one-liner runs up to this many objects
-	nodes, podsPerNode   int
+	crds, groups, kinds int   // CRDs, their API groups, the kinds holding objects
+	objects             []int // leftover objects per namespace, one namespace each
+	oneLinerMax         int   // the one-liner runs up to this many objects
+	nodes, podsPerNode  int
 	// manyNamespaces terminating namespaces of perNamespace leftovers each.
 	manyNamespaces, perNamespace int
-	stuckPods, stuckMisc int
+	stuckPods, stuckMisc         int
 	// settle waits past the stuck objects' deadlines and the plugin's settle
 	// time, so that they count as stuck (the smoke run checks no figure).
 	settle time.Duration
