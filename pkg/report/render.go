@@ -74,29 +74,64 @@ func WriteList(w io.Writer, r Report, st Style) error {
 	return writeSkipped(w, r.Skipped, err)
 }
 
-// WriteWhy prints the full diagnosis of every object.
+// WriteWhy prints the diagnosis of every object: concise by default (see
+// writeConcise; objects held the same way share one block), the whole tree
+// with -o wide. JSON and YAML always carry everything.
 func WriteWhy(w io.Writer, r Report, st Style) error {
 	if len(r.Items) == 0 {
 		_, err := fmt.Fprintln(w, "No terminating objects found.")
 		return writeSkipped(w, r.Skipped, err)
 	}
-	for i, it := range r.Items {
+	for i, g := range sameWay(r.Items, st.Wide) {
 		if i > 0 {
 			if _, err := fmt.Fprintln(w); err != nil {
 				return err
 			}
 		}
-		if err := writeItem(w, it, "", "", st); err != nil {
+		var err error
+		if st.Wide {
+			err = writeItem(w, g[0], "", "", st)
+		} else {
+			err = writeGroup(w, g, st)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return writeSkipped(w, r.Skipped, nil)
 }
 
-// writeItem prints one item: its header after head, every other line after
-// indent (they differ for a nested item, whose header carries the tree branch).
+// writeItem prints one item in full: its header after head, every other line
+// after indent (they differ for a nested item, whose header carries the tree branch).
 func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 	p := &printer{w: w}
+	writeHeader(p, it, head, st)
+	writeChecks(p, it, indent)
+	for n, c := range it.Causes {
+		writeCauseLine(p, c, n, indent, st)
+		for _, e := range c.Evidence {
+			p.linef("%s       evidence: %s", indent, e)
+		}
+		for k, s := range c.Remediation {
+			writeStep(p, k, s, indent)
+		}
+		if len(c.BlockedBy) > 0 {
+			p.linef("%s       blocked by:", indent)
+		}
+		// The blocking chain as a tree, as kubectl tree draws ownership.
+		for k, b := range c.BlockedBy {
+			branch, trunk := treeBranch(k, len(c.BlockedBy))
+			if p.err == nil {
+				p.err = writeItem(w, b, indent+"       "+branch, indent+"       "+trunk, st)
+			}
+		}
+	}
+	writeTimeline(p, it, indent, maxTimeline, "all of them in -o json")
+	writeItemSkips(p, it, indent)
+	return p.err
+}
+
+func writeHeader(p *printer, it Item, head string, st Style) {
 	state := "in grace period"
 	if it.Stuck {
 		state = "STUCK"
@@ -105,54 +140,59 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 	}
 	p.linef("%s%s  %s  Terminating %s  grace %ds  overdue %s  %s", head, objectName(it.Object), st.paint(it.Severity, strings.ToUpper(string(it.Severity))),
 		durationSeconds(it.TerminatingSeconds), it.GracePeriodSeconds, durationSeconds(it.OverdueSeconds), state)
-	if len(it.Checks) > 0 && p.err == nil {
-		rows := make([][]string, 0, len(it.Checks))
-		for _, c := range it.Checks {
-			rows = append(rows, []string{c.Name, string(c.Status), Safe(c.Detail)})
-		}
-		p.err = writeTable(w, indent+"  ", []string{"CHECK", "STATUS", "DETAIL"}, rows)
+}
+
+func writeChecks(p *printer, it Item, indent string) {
+	if len(it.Checks) == 0 || p.err != nil {
+		return
 	}
-	for n, c := range it.Causes {
-		p.linef("%s  %d. %s %s (confidence %s): %s", indent, n+1, st.paint(c.Severity, string(c.Severity)), c.Code, confidence(c), c.Summary)
-		for _, e := range c.Evidence {
-			p.linef("%s       evidence: %s", indent, e)
-		}
-		for k, s := range c.Remediation {
-			p.linef("%s       fix %d: %s", indent, k+1, s.Action)
-			if s.Command != "" {
-				p.linef("%s              $ %s", indent, s.Command)
-			}
-			p.linef("%s              risk: %s", indent, s.Risk)
-		}
-		if len(c.BlockedBy) > 0 {
-			p.linef("%s       blocked by:", indent)
-		}
-		// The blocking chain as a tree, as kubectl tree draws ownership.
-		for k, b := range c.BlockedBy {
-			branch, trunk := "├── ", "│   "
-			if k == len(c.BlockedBy)-1 {
-				branch, trunk = "└── ", "    "
-			}
-			if p.err == nil {
-				p.err = writeItem(w, b, indent+"       "+branch, indent+"       "+trunk, st)
-			}
-		}
+	rows := make([][]string, 0, len(it.Checks))
+	for _, c := range it.Checks {
+		rows = append(rows, []string{c.Name, string(c.Status), Safe(c.Detail)})
 	}
-	if len(it.Timeline) > 0 {
-		p.linef("%s  timeline:", indent)
-		moments := it.Timeline
-		if n := len(moments) - maxTimeline; n > 0 {
-			p.linef("%s    ... %d earlier events (all of them in -o json)", indent, n)
-			moments = moments[n:]
-		}
-		for _, m := range moments {
-			p.linef("%s    %s  %s", indent, m.Time.UTC().Format("2006-01-02T15:04:05Z"), m.Event)
-		}
+	p.err = writeTable(p.w, indent+"  ", []string{"CHECK", "STATUS", "DETAIL"}, rows)
+}
+
+func writeCauseLine(p *printer, c Cause, n int, indent string, st Style) {
+	p.linef("%s  %d. %s %s (confidence %s): %s", indent, n+1, st.paint(c.Severity, string(c.Severity)), c.Code, confidence(c), c.Summary)
+}
+
+func writeStep(p *printer, k int, s Step, indent string) {
+	p.linef("%s       fix %d: %s", indent, k+1, s.Action)
+	if s.Command != "" {
+		p.linef("%s              $ %s", indent, s.Command)
 	}
+	p.linef("%s              risk: %s", indent, s.Risk)
+}
+
+// treeBranch draws the k-th of n children.
+func treeBranch(k, n int) (branch, trunk string) {
+	if k == n-1 {
+		return "└── ", "    "
+	}
+	return "├── ", "│   "
+}
+
+// writeTimeline prints the last limit moments, saying how many came before.
+func writeTimeline(p *printer, it Item, indent string, limit int, where string) {
+	if len(it.Timeline) == 0 {
+		return
+	}
+	p.linef("%s  timeline:", indent)
+	moments := it.Timeline
+	if n := len(moments) - limit; n > 0 {
+		p.linef("%s    ... %d earlier events (%s)", indent, n, where)
+		moments = moments[n:]
+	}
+	for _, m := range moments {
+		p.linef("%s    %s  %s", indent, m.Time.UTC().Format("2006-01-02T15:04:05Z"), m.Event)
+	}
+}
+
+func writeItemSkips(p *printer, it Item, indent string) {
 	for _, s := range it.Skipped {
 		p.linef("%s  skipped: %s (%s) %s", indent, s.Check, s.Reason, s.Detail)
 	}
-	return p.err
 }
 
 func writeSkipped(w io.Writer, skipped []Skip, err error) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -109,7 +110,7 @@ func collectPaths(prefix string, v any, out map[string]bool) {
 
 func TestRendering(t *testing.T) {
 	r := sample()
-	var list, wide, why bytes.Buffer
+	var list, wide, why, whyWide bytes.Buffer
 	if err := WriteList(&list, r, Style{Namespaces: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +123,10 @@ func TestRendering(t *testing.T) {
 	golden(t, "list.golden", list.Bytes())
 	golden(t, "list-wide.golden", wide.Bytes())
 	golden(t, "why.golden", why.Bytes())
+	if err := WriteWhy(&whyWide, r, Style{Wide: true}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "why-wide.golden", whyWide.Bytes())
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +182,54 @@ func TestHumanDuration(t *testing.T) {
 	for d, want := range cases {
 		if got := HumanDuration(d); got != want {
 			t.Errorf("HumanDuration(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// Thousands of objects held the same way make one block, concise: one
+// diagnosis, a count and examples; -o wide keeps every one.
+func TestConciseWhyStaysShort(t *testing.T) {
+	held := func(name string) Item {
+		return Item{Object: ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "big", Name: name}, Stuck: true, Severity: Warning,
+			OverdueSeconds: 600, Finalizers: []string{"acme.io/keep"},
+			Causes: []Cause{{Code: "FinalizerPending", Severity: Warning, Summary: "configmap " + name + " waits for acme.io/keep",
+				Evidence:    []string{"metadata.finalizers: [acme.io/keep]"},
+				Remediation: []Step{{Action: "Bring back acme", Risk: "none", RiskLevel: RiskNone}, {Action: "Remove it", Command: "kubectl patch ...", Risk: "high: skips cleanup", RiskLevel: RiskHigh}}}}}
+	}
+	var nested, top []Item
+	for i := range 3000 {
+		nested = append(nested, held(fmt.Sprintf("o%04d", i)))
+		top = append(top, held(fmt.Sprintf("o%04d", i)))
+	}
+	ns := Item{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: "big"}, Stuck: true, Severity: Warning, OverdueSeconds: 600,
+		Causes: []Cause{{Code: "NamespaceFinalizersRemaining", Severity: Warning, Summary: "3000 objects wait for acme.io/keep", BlockedBy: nested}}}
+	r := Report{Items: append([]Item{ns}, top...)}
+	var concise, wide bytes.Buffer
+	if err := WriteWhy(&concise, r, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteWhy(&wide, r, Style{Wide: true}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(concise.String(), "\n")
+	if lines > 20 || !strings.Contains(concise.String(), "3000 objects held the same way: configmap/o0000 -n big, configmap/o0001 -n big, configmap/o0002 -n big, +2997 more") ||
+		!strings.Contains(concise.String(), "3000 objects (configmap/o0000, configmap/o0001, configmap/o0002, +2997 more)  warning FinalizerPending") ||
+		!strings.Contains(concise.String(), "1 more step(s), up to risk high: -o wide") {
+		t.Errorf("concise, %d lines:\n%s", lines, concise.String())
+	}
+	if n := strings.Count(wide.String(), "kubectl patch"); n != 6000 {
+		t.Errorf("-o wide shows every object's steps: %d removal commands, want 6000", n)
+	}
+}
+
+func TestWithoutName(t *testing.T) {
+	for _, tc := range [][3]string{
+		{"pod web-0 is stuck: node web-0x down", "web-0", "pod \x01 is stuck: node web-0x down"},
+		{"configmap a waits for acme.io/a-b", "a", "configmap \x01 waits for acme.io/a-b"},
+		{"no name here", "", "no name here"},
+	} {
+		if got := withoutName(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("withoutName(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
 		}
 	}
 }

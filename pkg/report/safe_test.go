@@ -86,8 +86,10 @@ func TestTimelineIsCapped(t *testing.T) {
 	for i := range 50 {
 		r.Items[0].Timeline = append(r.Items[0].Timeline, Moment{Event: strings.Repeat("e", i%3+1)})
 	}
-	out := render(t, r, false)
-	if !strings.Contains(out, "... 30 earlier events (all of them in -o json)") {
-		t.Errorf("timeline not capped:\n%s", out)
+	if out := render(t, r, true); !strings.Contains(out, "... 30 earlier events (all of them in -o json)") {
+		t.Errorf("-o wide: timeline not capped:\n%s", out)
+	}
+	if out := render(t, r, false); !strings.Contains(out, "... 45 earlier events (-o wide)") {
+		t.Errorf("concise: timeline not capped:\n%s", out)
 	}
 }

@@ -36,22 +36,24 @@ func TestHostileNamesAndMessages(t *testing.T) {
 	}
 	settle(t, time.Now())
 
-	res := run(t, "why", "-n", ns)
-	if res.code != 2 {
-		t.Fatalf("why -n %s: exit %d, stderr %s", ns, res.code, res.stderr)
-	}
-	for i, b := range []byte(res.stdout) {
-		if (b < 0x20 && b != '\n') || b == 0x7f {
-			t.Fatalf("control byte %#x at %d in the table:\n%s", b, i, res.stdout)
+	for _, format := range []string{"", "wide"} {
+		res := run(t, "why", "-n", ns, "-o", format)
+		if res.code != 2 {
+			t.Fatalf("why -n %s -o %q: exit %d, stderr %s", ns, format, res.code, res.stderr)
 		}
-	}
-	for _, line := range strings.Split(res.stdout, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "$ curl") || strings.HasPrefix(strings.TrimSpace(line), "fix 0:") {
-			t.Errorf("a cluster message forged a line of the report: %q", line)
+		for i, b := range []byte(res.stdout) {
+			if (b < 0x20 && b != '\n') || b == 0x7f {
+				t.Fatalf("control byte %#x at %d in the table:\n%s", b, i, res.stdout)
+			}
 		}
-	}
-	if !strings.Contains(res.stdout, `quota exceeded\x1b[2J\x1b]0;pwned\x07\nfix 0: restore service`) {
-		t.Errorf("the message is shown escaped, on its line:\n%s", res.stdout)
+		for _, line := range strings.Split(res.stdout, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "$ curl") || strings.HasPrefix(strings.TrimSpace(line), "fix 0:") {
+				t.Errorf("a cluster message forged a line of the report: %q", line)
+			}
+		}
+		if !strings.Contains(res.stdout, `quota exceeded\x1b[2J\x1b]0;pwned\x07\nfix 0: restore service`) {
+			t.Errorf("-o %q: the message is shown escaped, on its line:\n%s", format, res.stdout)
+		}
 	}
 
 	rep, _ := diagnose(t, "why", "-n", ns)

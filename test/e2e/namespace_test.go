@@ -188,4 +188,16 @@ func TestNamespaceWithThousandsOfLeftovers(t *testing.T) {
 	for _, k := range kinds {
 		expectEvidence(t, rem, fmt.Sprintf("live scan: %s: %d object(s) left", k.Resource(), perKind))
 	}
+
+	// Read by a person: the namespace, and its 2,200 leftovers one by one,
+	// each fit on a screen or two, the objects held the same way in one block.
+	for _, args := range [][]string{{"why", "ns/" + ns}, {"why", "-n", ns}} {
+		table := run(t, args...)
+		if lines := strings.Count(table.stdout, "\n"); table.code != 2 || lines > 80 {
+			t.Errorf("%v: exit %d, %d lines (at most 80):\n%s", args, table.code, lines, table.stdout)
+		}
+	}
+	if table := run(t, "why", "-n", ns); !strings.Contains(table.stdout, fmt.Sprintf("%d objects held the same way: ", total-total/10)) {
+		t.Errorf("why -n %s: the objects held by %s alone are one block:\n%s", ns, hold, table.stdout)
+	}
 }

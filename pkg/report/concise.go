@@ -1,0 +1,162 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// The concise diagnosis, what `why` prints without -o wide: per object its
+// verdict, the checklist, the top cause with all its evidence and its first
+// (safest) step, one line per further cause, one line per group of blocking
+// objects, and the last few moments of its timeline. Objects held the same
+// way (same top cause, summary, finalizers and namespace) are printed
+// once, with a count and examples: 3,000 leftovers held by one finalizer make
+// one block, not 3,000.
+
+const (
+	// conciseTimeline is how many moments a concise diagnosis shows.
+	conciseTimeline = 5
+	// sameWayExamples is how many names a group of objects held the same way shows.
+	sameWayExamples = 3
+)
+
+// sameWay groups the items held the same way, in the order of their first
+// member; with all, each item is its own group.
+func sameWay(items []Item, all bool) [][]Item {
+	var out [][]Item
+	at := map[string]int{}
+	for _, it := range items {
+		k := heldKey(it)
+		if i, ok := at[k]; ok && !all {
+			out[i] = append(out[i], it)
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, []Item{it})
+	}
+	return out
+}
+
+// heldKey says how an item is held: its top cause and summary (the object's
+// own name taken out), finalizers and namespace, whatever its kind. Summaries name the
+// blocker (a node, a webhook, a finalizer), so objects held by different
+// blockers never share a key.
+func heldKey(it Item) string {
+	c := topCause(it)
+	summary := withoutName(c.Summary, it.Object.Name)
+	return strings.Join([]string{c.Code, string(it.Severity), summary, strings.Join(it.Finalizers, ","),
+		it.Object.Namespace, fmt.Sprint(it.Stuck)}, "\x00")
+}
+
+// withoutName takes the object's own name out of s where it stands as a
+// whole name (not inside another name: "web-0" in "web-01" stays).
+func withoutName(s, name string) string {
+	if name == "" {
+		return s
+	}
+	inName := func(b byte) bool {
+		return b == '-' || b == '.' || b == '_' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, name)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(name)
+		if (i > 0 && inName(s[i-1])) || (end < len(s) && inName(s[end])) {
+			b.WriteString(s[:end])
+		} else {
+			b.WriteString(s[:i] + "\x01")
+		}
+		s = s[end:]
+	}
+}
+
+// writeGroup prints a group: the first member's concise diagnosis, headed,
+// when there are more, by how many and which.
+func writeGroup(w io.Writer, g []Item, st Style) error {
+	if len(g) > 1 {
+		p := &printer{w: w}
+		p.linef("%d objects held the same way: %s", len(g), examples(g, true))
+		if p.err != nil {
+			return p.err
+		}
+	}
+	return writeConcise(w, g[0], st)
+}
+
+// writeConcise prints one item concisely (see the top of this file).
+func writeConcise(w io.Writer, it Item, st Style) error {
+	p := &printer{w: w}
+	writeHeader(p, it, "", st)
+	writeChecks(p, it, "")
+	for n, c := range it.Causes {
+		writeCauseLine(p, c, n, "", st)
+		if n > 0 {
+			continue // further causes: one line each
+		}
+		for _, e := range c.Evidence {
+			p.linef("       evidence: %s", e)
+		}
+		if len(c.Remediation) > 0 {
+			writeStep(p, 0, c.Remediation[0], "")
+		}
+		if more := c.Remediation[min(1, len(c.Remediation)):]; len(more) > 0 {
+			p.linef("       %d more step(s), up to risk %s: -o wide", len(more), riskiest(more))
+		}
+		groups := sameWay(c.BlockedBy, false)
+		if len(groups) > 0 {
+			p.linef("       blocked by:")
+		}
+		for k, g := range groups {
+			branch, _ := treeBranch(k, len(groups))
+			p.linef("       %s%s", branch, blockerLine(g, st))
+		}
+	}
+	writeTimeline(p, it, "", conciseTimeline, "-o wide")
+	writeItemSkips(p, it, "")
+	return p.err
+}
+
+// blockerLine is one line for a group of nested objects held the same way.
+func blockerLine(g []Item, st Style) string {
+	c := topCause(g[0])
+	who := objectName(g[0].Object)
+	if len(g) > 1 {
+		who = fmt.Sprintf("%d objects (%s)", len(g), examples(g, false))
+	}
+	return fmt.Sprintf("%s  %s %s: %s", who, st.paint(g[0].Severity, string(g[0].Severity)), c.Code, c.Summary)
+}
+
+// examples names the first few items of a group, and how many more.
+func examples(g []Item, withNamespace bool) string {
+	var names []string
+	for _, it := range g[:min(len(g), sameWayExamples)] {
+		name := Name(it.Object)
+		if withNamespace && it.Object.Namespace != "" {
+			name += " -n " + it.Object.Namespace
+		}
+		names = append(names, name)
+	}
+	if more := len(g) - len(names); more > 0 {
+		names = append(names, fmt.Sprintf("+%d more", more))
+	}
+	return strings.Join(names, ", ")
+}
+
+// riskiest is the highest risk level among steps.
+func riskiest(steps []Step) RiskLevel {
+	order := []RiskLevel{RiskNone, RiskLow, RiskHigh, RiskDestructive}
+	top := 0
+	for _, s := range steps {
+		for i, l := range order {
+			if l == s.RiskLevel && i > top {
+				top = i
+			}
+		}
+	}
+	return order[top]
+}
