@@ -19,8 +19,12 @@ const (
 // GroupKinds are the accepted --group-by values.
 var GroupKinds = []string{ByCause, ByFinalizer, ByNamespace}
 
-// groupExamples is how many object names a group row shows.
-const groupExamples = 3
+const (
+	// groupExamples is how many object names a group row shows.
+	groupExamples = 3
+	// footerGroups is how many causes or finalizers a footer line names.
+	footerGroups = 5
+)
 
 // groupKeys is what an item is grouped under: its top cause, each of its
 // finalizers, or its namespace.
@@ -121,10 +125,12 @@ func writeFooter(w io.Writer, items []Item) error {
 	p.linef("\n%d objects, %d stuck: %s", len(items), stuck, strings.Join(severities, ", "))
 	for _, by := range []string{ByCause, ByFinalizer} {
 		var counts []string
-		for _, g := range groupItems(items, by) {
-			if g.key != "<none>" {
-				counts = append(counts, fmt.Sprintf("%s %d", g.key, len(g.items)))
-			}
+		groups := slices.DeleteFunc(groupItems(items, by), func(g *group) bool { return g.key == "<none>" })
+		for _, g := range groups[:min(len(groups), footerGroups)] {
+			counts = append(counts, fmt.Sprintf("%s %d", g.key, len(g.items)))
+		}
+		if more := len(groups) - footerGroups; more > 0 {
+			counts = append(counts, fmt.Sprintf("%d more (--group-by %s)", more, by))
 		}
 		if len(counts) > 0 {
 			p.linef("by %s: %s", by, strings.Join(counts, ", "))

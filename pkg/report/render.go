@@ -46,8 +46,10 @@ func WriteList(w io.Writer, r Report, st Style) error {
 	if st.GroupBy != "" {
 		return writeGroups(w, r, st)
 	}
-	// As kubectl prints several types: NAME is kind.group/name, so kinds
-	// of different groups never look alike and a row can be pasted.
+	// As kubectl prints several types: NAME is kind/name, kind.group/name
+	// where kinds of different groups share a name, so rows never look alike
+	// and each can be pasted.
+	ambiguous := ambiguousKinds(r.Items)
 	header := []string{"NAME", "TERMINATING", "SEVERITY", "TOP CAUSE"}
 	if st.Namespaces {
 		header = append([]string{"NAMESPACE"}, header...)
@@ -58,7 +60,7 @@ func WriteList(w io.Writer, r Report, st Style) error {
 	rows := make([][]string, 0, len(r.Items))
 	for _, it := range r.Items {
 		top := topCause(it)
-		row := []string{Safe(Name(it.Object)), durationSeconds(it.TerminatingSeconds), string(st.paint(it.Severity, string(it.Severity))), top.Code}
+		row := []string{Safe(listName(it.Object, ambiguous)), durationSeconds(it.TerminatingSeconds), string(st.paint(it.Severity, string(it.Severity))), top.Code}
 		if st.Namespaces {
 			row = append([]string{Safe(orNone(it.Object.Namespace))}, row...)
 		}
@@ -241,6 +243,32 @@ func objectName(o ObjectRef) string {
 		s += " -n " + o.Namespace
 	}
 	return s
+}
+
+// ambiguousKinds are the kinds that more than one API group of the items
+// defines (Thing in a.example.com and in b.example.com).
+func ambiguousKinds(items []Item) map[string]bool {
+	groups := map[string]map[string]bool{}
+	for _, it := range items {
+		k := strings.ToLower(it.Object.Kind)
+		if groups[k] == nil {
+			groups[k] = map[string]bool{}
+		}
+		groups[k][groupOf(it.Object.APIVersion)] = true
+	}
+	out := map[string]bool{}
+	for k, gs := range groups {
+		out[k] = len(gs) > 1
+	}
+	return out
+}
+
+// listName is kind/name, or kind.group/name when the kind is ambiguous.
+func listName(o ObjectRef, ambiguous map[string]bool) string {
+	if ambiguous[strings.ToLower(o.Kind)] {
+		return Name(o)
+	}
+	return strings.ToLower(o.Kind) + "/" + o.Name
 }
 
 // Name is how `-o name` prints an object, as kubectl does: kind.group/name.

@@ -233,3 +233,22 @@ func TestWithoutName(t *testing.T) {
 		}
 	}
 }
+
+// A list row names kind/name, and kind.group/name only where two groups
+// share the kind, so six CRDs of one kind never print six identical rows.
+func TestListNamesAmbiguousKindsWithTheirGroup(t *testing.T) {
+	item := func(apiVersion, kind, name string) Item {
+		return Item{Object: ObjectRef{APIVersion: apiVersion, Kind: kind, Namespace: "big", Name: name}, Causes: []Cause{{Code: "FinalizerPending"}}}
+	}
+	r := Report{Items: []Item{item("a.example.com/v1", "Thing", "obj-1"), item("b.example.com/v1", "Thing", "obj-1"),
+		item("apps/v1", "Deployment", "web"), item("v1", "Pod", "web-0")}}
+	var b bytes.Buffer
+	if err := WriteList(&b, r, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"thing.a.example.com/obj-1 ", "thing.b.example.com/obj-1 ", "deployment/web ", "pod/web-0 "} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("list lacks %q:\n%s", want, b.String())
+		}
+	}
+}
