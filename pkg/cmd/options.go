@@ -206,7 +206,7 @@ func (o *Options) collector(clients *kube.Clients) *collect.Collector {
 				fmt.Fprint(o.ErrOut, "\r\033[K") // erase the line
 				return
 			}
-			fmt.Fprintf(o.ErrOut, "\r\033[Kscanning: %d/%d types listed, %d objects seen", p.Types, p.TotalTypes, p.Objects)
+			fmt.Fprintf(o.ErrOut, "\r\033[Kreading %s: %d/%d types listed, %d objects seen", report.Safe(p.Phase), p.Types, p.TotalTypes, p.Objects)
 		}
 	}
 	return c

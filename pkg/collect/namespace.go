@@ -171,7 +171,7 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 	visit func(*meta.RESTMapping, *metav1.PartialObjectMetadata) error) []report.Skip {
 	var mu sync.Mutex
 	var skips []report.Skip
-	tr := c.track(len(mappings))
+	tr := c.track("objects "+where, len(mappings))
 	defer tr.finish()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanConcurrency)

@@ -6,9 +6,11 @@ import (
 	"time"
 )
 
-// ScanProgress is reported while a scan runs: types listed out of the total,
-// and objects seen so far. Done marks the last report of a scan.
+// ScanProgress is reported while a scan runs: which scan (Phase: "the
+// cluster", "namespace shop", ...), types listed out of the total, and objects
+// seen so far. Done marks the last report of a scan.
 type ScanProgress struct {
+	Phase             string
 	Types, TotalTypes int
 	Objects           int64
 	Done              bool
@@ -31,13 +33,13 @@ type tracker struct {
 	wg             sync.WaitGroup
 }
 
-func (c *Collector) track(total int) *tracker {
+func (c *Collector) track(phase string, total int) *tracker {
 	t := &tracker{total: total, stop: make(chan struct{})}
 	if c.Progress == nil {
 		return t
 	}
 	report := func(done bool) {
-		c.Progress(ScanProgress{Types: int(t.types.Load()), TotalTypes: total, Objects: t.objects.Load(), Done: done})
+		c.Progress(ScanProgress{Phase: phase, Types: int(t.types.Load()), TotalTypes: total, Objects: t.objects.Load(), Done: done})
 	}
 	t.wg.Add(1)
 	go func() {

@@ -12,7 +12,7 @@ func TestProgressOfALongScan(t *testing.T) {
 	var mu sync.Mutex
 	var got []ScanProgress
 	c := &Collector{Progress: func(p ScanProgress) { mu.Lock(); got = append(got, p); mu.Unlock() }}
-	tr := c.track(2)
+	tr := c.track("namespace shop", 2)
 	tr.page(500)
 	tr.page(20)
 	tr.typeDone()
@@ -22,7 +22,7 @@ func TestProgressOfALongScan(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	last := got[len(got)-1]
-	if len(got) < 2 || last != (ScanProgress{Types: 2, TotalTypes: 2, Objects: 520, Done: true}) {
+	if len(got) < 2 || last != (ScanProgress{Phase: "namespace shop", Types: 2, TotalTypes: 2, Objects: 520, Done: true}) {
 		t.Errorf("reports %+v", got)
 	}
 }
@@ -30,10 +30,10 @@ func TestProgressOfALongScan(t *testing.T) {
 func TestNoProgressForAShortScanOrWithoutAListener(t *testing.T) {
 	var got []ScanProgress
 	c := &Collector{Progress: func(p ScanProgress) { got = append(got, p) }}
-	tr := c.track(1) // the default one-second delay: finished long before
+	tr := c.track("the cluster", 1) // the default one-second delay: finished long before
 	tr.page(3)
 	tr.finish()
-	(&Collector{}).track(1).finish()
+	(&Collector{}).track("the cluster", 1).finish()
 	var nilTracker *tracker
 	nilTracker.page(1) // listEach may run without a tracker
 	if len(got) != 0 {

@@ -118,7 +118,11 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 		listed   int
 		firstErr error
 	)
-	tr := c.track(len(mappings))
+	phase := "the cluster"
+	if !scope.AllNamespaces {
+		phase = "namespace " + scope.Namespace
+	}
+	tr := c.track(phase, len(mappings))
 	defer tr.finish()
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(scanConcurrency)
