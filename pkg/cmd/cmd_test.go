@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -466,5 +467,35 @@ func TestOneScanPerRun(t *testing.T) {
 	}
 	if !strings.Contains(string(a), "example.com/hold") {
 		t.Errorf("the leftovers' finalizer is not in the namespace's diagnosis: %s", a)
+	}
+}
+
+// Many terminating namespaces are read with one list, not a GET each.
+func TestManyTerminatingNamespacesAreListedOnce(t *testing.T) {
+	objs := cluster()
+	for i := range 10 {
+		objs = append(objs, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("preview-", i), UID: k8stypes.UID(fmt.Sprint("uid-preview-", i)), DeletionTimestamp: ago(10 * time.Minute), DeletionGracePeriodSeconds: new(int64)},
+			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}})
+	}
+	var typed *kubefake.Clientset
+	clients := fakes(t, objs, func(c *kubefake.Clientset, _ *kube.Clients) { typed = c })
+	if _, _, err := execute(t, clients, "list", "-A", "-o", "json"); ExitCode(err) == ExitError {
+		t.Fatal(err)
+	}
+	gets, lists := 0, 0
+	for _, a := range typed.Actions() {
+		if a.GetResource().Resource != "namespaces" {
+			continue
+		}
+		if get, ok := a.(k8stesting.GetAction); ok && strings.HasPrefix(get.GetName(), "preview-") {
+			gets++
+		}
+		if a.GetVerb() == "list" {
+			lists++
+		}
+	}
+	if gets != 0 || lists != 1 {
+		t.Errorf("namespaces: %d GETs of the terminating ones and %d lists, want 0 and 1", gets, lists)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,16 +73,20 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 		s.Targets = append(s.Targets, &snapshot.Target{Ref: f.Ref(), Object: f.Object})
 		gvrs = append(gvrs, f.GVR)
 	}
-	var pods, others []*snapshot.Target
+	var pods, namespaces, others []*snapshot.Target
 	var otherGVRs []schema.GroupVersionResource
 	for i, t := range s.Targets {
-		if gvrs[i].Group == "" && gvrs[i].Resource == "pods" {
+		switch {
+		case gvrs[i].Group == "" && gvrs[i].Resource == "pods":
 			pods = append(pods, t)
-		} else {
+		case gvrs[i].Group == "" && gvrs[i].Resource == "namespaces":
+			namespaces = append(namespaces, t)
+		default:
 			others, otherGVRs = append(others, t), append(otherGVRs, gvrs[i])
 		}
 	}
 	c.readPods(ctx, pods, c.podCounts())
+	c.readNamespaceTargets(ctx, namespaces)
 	c.parallel(len(others), func(i int) { c.readObject(ctx, others[i], otherGVRs[i]) })
 	// First what nests more targets (a namespace's pods, an owner's
 	// dependents, a claim's pods, a CRD's instances), then what the rules read
@@ -108,6 +113,32 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 	)
 	s.Skipped = c.Skips()
 	return s
+}
+
+// readNamespaceTargets reads terminating namespaces in full (their
+// conditions): a GET each for a few, one list for many (the admission reader
+// takes their labels from them).
+func (c *Collector) readNamespaceTargets(ctx context.Context, targets []*snapshot.Target) {
+	names := make([]string, 0, len(targets))
+	for _, t := range targets {
+		names = append(names, t.Ref.Name)
+	}
+	api := c.Clients.Typed.CoreV1().Namespaces()
+	found, errs := getOrList(ctx, c, names, api.Get,
+		lister(api.List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
+		func(n *corev1.Namespace) string { return n.Name })
+	for _, t := range targets {
+		err := errs[t.Ref.Name]
+		if err == nil && found[t.Ref.Name] == nil {
+			err = apierrors.NewNotFound(corev1.Resource("namespaces"), t.Ref.Name)
+		}
+		if err != nil {
+			c.skipTarget(t, skipOf(t.Ref.Resource+"/"+t.Ref.Name, err))
+			fromUnstructured(t, new(corev1.Namespace), func(v *corev1.Namespace) { t.Namespace = v })
+			continue
+		}
+		t.Namespace = found[t.Ref.Name]
+	}
 }
 
 // fromUnstructured falls back to what was already read (the metadata at least).
