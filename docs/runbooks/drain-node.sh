@@ -6,9 +6,12 @@ set -eu
 node=$1
 timeout=${2:-5m}
 
-# The pods on the node, before they go: "namespace name" lines.
+# The pods on the node that drain evicts, before they go: "namespace name"
+# lines. DaemonSet pods (drain leaves them, --ignore-daemonsets) and mirror
+# pods (the kubelet's static pods: not evicted) are not waited for.
 pods=$(kubectl get pods -A --field-selector "spec.nodeName=$node" \
-  -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}')
+  -o jsonpath='{range .items[*]}{.metadata.namespace}|{.metadata.name}|{.metadata.ownerReferences[0].kind}|{.metadata.annotations.kubernetes\.io/config\.mirror}{"\n"}{end}' |
+  awk -F'|' '$3 != "DaemonSet" && $4 == "" {print $1, $2}')
 
 # Evict them (PodDisruptionBudgets respected). Drain's own wait is kept short:
 # kubectl terminating does the waiting, and explains what does not go.

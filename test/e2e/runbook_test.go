@@ -88,9 +88,14 @@ func TestRunbookDrainNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A DaemonSet's pod stays on the drained node (as on every real node):
+	// the runbook does not wait for it.
+	if err := env.DaemonSetOn(ctx, ns, "agent", node); err != nil {
+		t.Fatal(err)
+	}
 	res := runbook(t, nil, "drain-node.sh", node, "20s")
 	if res.code != 2 || !strings.Contains(res.stdout, "pod/plain-0 deleted") || !strings.Contains(res.stdout, "FinalizerPending") ||
-		!strings.Contains(res.stdout, "drain.tidy.io/flush") {
+		!strings.Contains(res.stdout, "drain.tidy.io/flush") || strings.Contains(res.stdout+res.stderr, "pod/agent-") {
 		t.Errorf("exit %d\nstdout %s\nstderr %s", res.code, res.stdout, res.stderr)
 	}
 }
