@@ -28,6 +28,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/restmapper"
 	k8stesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -317,15 +318,15 @@ func TestErrors(t *testing.T) {
 }
 
 func TestIgnoreNotFound(t *testing.T) {
-	out, _, err := execute(t, fakes(t, cluster(), nil), "why", "pod/missing", "-n", "shop", "--ignore-not-found")
-	if err != nil || out != "No terminating objects found.\n" {
-		t.Errorf("err %v out %q", err, out)
+	out, errOut, err := execute(t, fakes(t, cluster(), nil), "why", "pod/missing", "-n", "shop", "--ignore-not-found")
+	if err != nil || out != "" || errOut != "No terminating objects found in shop namespace.\n" {
+		t.Errorf("err %v stdout %q stderr %q", err, out, errOut)
 	}
 }
 
 func TestNotTerminatingIsSaidOnStderr(t *testing.T) {
 	out, errOut, err := execute(t, fakes(t, cluster(), nil), "why", "pod/ok-0", "-n", "shop")
-	if err != nil || !strings.Contains(errOut, "pod/ok-0 is not being deleted") || out != "No terminating objects found.\n" {
+	if err != nil || !strings.Contains(errOut, "pod/ok-0 is not being deleted") || !strings.Contains(errOut, "No terminating objects found in shop namespace.") || out != "" {
 		t.Errorf("err %v out %q stderr %q", err, out, errOut)
 	}
 }
@@ -497,5 +498,34 @@ func TestManyTerminatingNamespacesAreListedOnce(t *testing.T) {
 	}
 	if gets != 0 || lists != 1 {
 		t.Errorf("namespaces: %d GETs of the terminating ones and %d lists, want 0 and 1", gets, lists)
+	}
+}
+
+// The habits of kubectl users: comma-separated types, --no-headers,
+// version -o json|yaml, "nothing found" on stderr.
+func TestKubectlHabits(t *testing.T) {
+	out, _, err := execute(t, fakes(t, cluster(), nil), "list", "pods,ns", "-A", "-o", "name")
+	if ExitCode(err) != ExitStuck || !strings.Contains(out, "pod/web-0\n") || !strings.Contains(out, "namespace/old\n") {
+		t.Errorf("list pods,ns: exit %d, %q", ExitCode(err), out)
+	}
+	out, _, _ = execute(t, fakes(t, cluster(), nil), "list", "-A", "--no-headers")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || strings.Contains(out, "NAMESPACE") || strings.Contains(out, "objects,") {
+		t.Errorf("--no-headers: %q", out)
+	}
+	if _, _, err := execute(t, fakes(t, cluster(), nil), "list", "pods,", "-A"); ExitCode(err) != ExitError || !strings.Contains(err.Error(), `empty resource type in "pods,"`) {
+		t.Errorf("list pods,: %v", err)
+	}
+	for _, format := range []string{"json", "yaml"} {
+		out, _, err := execute(t, fakes(t, cluster(), nil), "version", "-o", format)
+		var info versionInfo
+		if err == nil {
+			err = yaml.Unmarshal([]byte(out), &info) // JSON is YAML
+		}
+		if err != nil || info.Version == "" || info.GoVersion == "" {
+			t.Errorf("version -o %s: %v %q", format, err, out)
+		}
+	}
+	if _, _, err := execute(t, fakes(t, cluster(), nil), "version", "-o", "xml"); ExitCode(err) != ExitError {
+		t.Errorf("version -o xml: %v", err)
 	}
 }

@@ -38,6 +38,7 @@ type Options struct {
 	Kinds          []string
 	StuckOnly      bool
 	AllowPartial   bool
+	NoHeaders      bool
 	Timeout        time.Duration
 
 	// Set by Complete.
@@ -180,7 +181,10 @@ func olderThan(items []report.Item, min time.Duration) []report.Item {
 func (o *Options) Print(r report.Report, write func(report.Report, report.Style) error) error {
 	switch *o.PrintFlags.OutputFormat {
 	case "", "wide":
-		return write(r, report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces})
+		if len(r.Items) == 0 {
+			fmt.Fprintln(o.ErrOut, o.nothingFound())
+		}
+		return write(r, report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces, NoHeaders: o.NoHeaders})
 	case "name":
 		for _, it := range r.Items {
 			if _, err := fmt.Fprintln(o.Out, report.Safe(report.Name(it.Object))); err != nil {
@@ -194,6 +198,15 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 		return err
 	}
 	return o.printer.PrintObj(u, o.Out)
+}
+
+// nothingFound is said on stderr when nothing terminating is found, as
+// kubectl says "No resources found in shop namespace."
+func (o *Options) nothingFound() string {
+	if o.AllNamespaces {
+		return "No terminating objects found."
+	}
+	return fmt.Sprintf("No terminating objects found in %s namespace.", report.Safe(o.namespace))
 }
 
 // collector reads through the clients, with a progress line on stderr when

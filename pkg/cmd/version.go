@@ -1,25 +1,57 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
+	"runtime"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/version"
 )
 
+// versionInfo is what `version -o json|yaml` prints.
+type versionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	Date      string `json:"date"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+}
+
 func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintf(streams.Out, "kubectl-terminating %s (commit %s, built %s)\n",
-				version.String(), orUnknown(version.Commit), orUnknown(version.Date))
+			info := versionInfo{Version: version.String(), Commit: orUnknown(version.Commit), Date: orUnknown(version.Date),
+				GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+			var out []byte
+			var err error
+			switch output {
+			case "":
+				out = fmt.Appendf(nil, "kubectl-terminating %s (commit %s, built %s)\n", info.Version, info.Commit, info.Date)
+			case "json":
+				out, err = json.MarshalIndent(info, "", "  ")
+				out = append(out, '\n')
+			case "yaml":
+				out, err = yaml.Marshal(info)
+			default:
+				return fmt.Errorf("--output must be json or yaml, got %q", output)
+			}
+			if err != nil {
+				return err
+			}
+			_, err = streams.Out.Write(out)
 			return err
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml; a line of text without it.")
+	return cmd
 }
 
 func orUnknown(s string) string {

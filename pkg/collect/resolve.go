@@ -40,7 +40,16 @@ func ParseArgs(args []string) ([]Request, error) {
 			return nil, fmt.Errorf("there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (got %q after %q)", a, args[0])
 		}
 	}
-	return []Request{{Resource: args[0], Names: args[1:]}}, nil
+	// As kubectl: several types separated by commas (pods,pvc), each with
+	// the names that follow.
+	var reqs []Request
+	for _, typ := range strings.Split(args[0], ",") {
+		if typ == "" {
+			return nil, fmt.Errorf("empty resource type in %q", args[0])
+		}
+		reqs = append(reqs, Request{Resource: typ, Names: args[1:]})
+	}
+	return reqs, nil
 }
 
 // Mapping resolves a resource argument (plural, singular, short name, kind,

@@ -98,7 +98,7 @@ func writeGroups(w io.Writer, r Report, st Style) error {
 		rows = append(rows, []string{Safe(g.key), strconv.Itoa(len(g.items)), strconv.Itoa(g.stuck),
 			string(st.paint(g.severity, string(g.severity))), strings.Join(names, ", ")})
 	}
-	err := writeTable(w, "", []string{strings.ToUpper(st.GroupBy), "OBJECTS", "STUCK", "SEVERITY", "EXAMPLES"}, rows)
+	err := writeListTable(w, []string{strings.ToUpper(st.GroupBy), "OBJECTS", "STUCK", "SEVERITY", "EXAMPLES"}, rows, st)
 	return writeSkipped(w, r.Skipped, err)
 }
 

@@ -19,6 +19,8 @@ type Style struct {
 	Namespaces bool
 	// GroupBy folds list's rows into one per cause, finalizer or namespace.
 	GroupBy string
+	// NoHeaders drops list's header line and footer, as kubectl --no-headers.
+	NoHeaders bool
 }
 
 func (s Style) paint(sev Severity, text string) painted {
@@ -37,11 +39,12 @@ func (s Style) paint(sev Severity, text string) painted {
 	return painted(c.Sprint(text))
 }
 
-// WriteList prints one line per object: what `kubectl terminating list` shows.
+// WriteList prints one line per object: what `kubectl terminating list`
+// shows. An empty report prints only what could not be read: the caller says
+// "nothing found" on stderr, as kubectl does.
 func WriteList(w io.Writer, r Report, st Style) error {
 	if len(r.Items) == 0 {
-		_, err := fmt.Fprintln(w, "No terminating objects found.")
-		return writeSkipped(w, r.Skipped, err)
+		return writeSkipped(w, r.Skipped, nil)
 	}
 	if st.GroupBy != "" {
 		return writeGroups(w, r, st)
@@ -69,8 +72,8 @@ func WriteList(w io.Writer, r Report, st Style) error {
 		}
 		rows = append(rows, row)
 	}
-	err := writeTable(w, "", header, rows)
-	if err == nil {
+	err := writeListTable(w, header, rows, st)
+	if err == nil && !st.NoHeaders {
 		err = writeFooter(w, r.Items)
 	}
 	return writeSkipped(w, r.Skipped, err)
@@ -81,8 +84,7 @@ func WriteList(w io.Writer, r Report, st Style) error {
 // with -o wide. JSON and YAML always carry everything.
 func WriteWhy(w io.Writer, r Report, st Style) error {
 	if len(r.Items) == 0 {
-		_, err := fmt.Fprintln(w, "No terminating objects found.")
-		return writeSkipped(w, r.Skipped, err)
+		return writeSkipped(w, r.Skipped, nil)
 	}
 	for i, g := range sameWay(r.Items, st.Wide) {
 		if i > 0 {
@@ -243,6 +245,20 @@ func objectName(o ObjectRef) string {
 		s += " -n " + o.Namespace
 	}
 	return s
+}
+
+// writeListTable prints a list's table, without its header line under NoHeaders.
+func writeListTable(w io.Writer, header []string, rows [][]string, st Style) error {
+	if !st.NoHeaders {
+		return writeTable(w, "", header, rows)
+	}
+	var b strings.Builder
+	if err := writeTable(&b, "", header, rows); err != nil {
+		return err
+	}
+	_, body, _ := strings.Cut(b.String(), "\n")
+	_, err := io.WriteString(w, body)
+	return err
 }
 
 // ambiguousKinds are the kinds that more than one API group of the items

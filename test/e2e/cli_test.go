@@ -105,6 +105,16 @@ func TestOutputFormats(t *testing.T) {
 	if !strings.Contains(table.stdout, "held-0") || !strings.Contains(table.stdout, "FinalizerPending") {
 		t.Errorf("table:\n%s", table.stdout)
 	}
+	// kubectl's habits: comma-separated types, --no-headers, nothing found on stderr.
+	if res := run(t, "list", "pods,configmaps", "-n", ns, "--no-headers"); !strings.HasPrefix(res.stdout, "pod/held-0 ") || strings.Count(res.stdout, "\n") != 1 {
+		t.Errorf("list pods,configmaps --no-headers: exit %d\n%s", res.code, res.stdout)
+	}
+	if res := run(t, "list", "configmaps", "-n", ns); res.code != 0 || res.stdout != "" || res.stderr != "No terminating objects found in "+ns+" namespace.\n" {
+		t.Errorf("nothing found: exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
+	}
+	if res := run(t, "version", "-o", "json"); res.code != 0 || !strings.Contains(res.stdout, `"goVersion"`) {
+		t.Errorf("version -o json: exit %d %s", res.code, res.stdout)
+	}
 	grouped := run(t, "list", "-n", ns, "--group-by", "finalizer")
 	if rows := strings.Split(strings.TrimSpace(grouped.stdout), "\n"); len(rows) != 2 || !strings.HasPrefix(rows[0], "FINALIZER ") ||
 		!strings.HasPrefix(strings.Join(strings.Fields(rows[1]), " "), "example.com/hold 1 ") || !strings.HasSuffix(rows[1], " pod/held-0 -n "+ns) {
