@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -527,5 +528,46 @@ func TestKubectlHabits(t *testing.T) {
 	}
 	if _, _, err := execute(t, fakes(t, cluster(), nil), "version", "-o", "xml"); ExitCode(err) != ExitError {
 		t.Errorf("version -o xml: %v", err)
+	}
+}
+
+// TAB completes types, TYPE/NAME, names after a type, namespaces, contexts,
+// output formats and --kind, as kubectl does; cobra's completion command is
+// hidden (kubectl completes plugins through kubectl_complete-terminating).
+func TestCompletion(t *testing.T) {
+	complete := func(args ...string) []string {
+		t.Helper()
+		out, _, err := execute(t, fakes(t, cluster(), nil), append([]string{"__complete"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var values []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasPrefix(l, ":") && !strings.HasPrefix(l, "Completion ended") {
+				values = append(values, strings.SplitN(l, "\t", 2)[0])
+			}
+		}
+		return values
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"why", "po"}, []string{"pods"}},
+		{[]string{"why", ""}, []string{"leases.coordination.k8s.io", "namespaces", "nodes", "pods"}},
+		{[]string{"why", "-n", "shop", "pod/"}, []string{"pod/batch-0", "pod/cache-0", "pod/ok-0", "pod/web-0"}},
+		{[]string{"wait", "-n", "shop", "pods", "w"}, []string{"web-0"}},
+		{[]string{"why", "ns/o"}, []string{"ns/old"}},
+		{[]string{"list", "-n", ""}, []string{"old", "shop"}},
+		{[]string{"list", "--kind", "pods,na"}, []string{"pods,namespaces"}},
+		{[]string{"list", "-o", "j"}, []string{"json", "jsonpath=", "jsonpath-as-json="}},
+		{[]string{"list", "--group-by", ""}, []string{"cause", "finalizer", "namespace"}},
+	} {
+		if got := complete(tc.args...); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	if got := complete(""); slices.Contains(got, "completion") || !slices.Contains(got, "why") {
+		t.Errorf("commands: %q", got)
 	}
 }

@@ -37,5 +37,6 @@ func newListCommand(o *Options) *cobra.Command {
 	o.addFlags(cmd)
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Print the rows only: no header line, no summary (tables only).")
 	cmd.Flags().StringVar(&groupBy, "group-by", "", "Fold the rows into one per "+strings.Join(report.GroupKinds, ", ")+" (with counts and examples); tables only.")
+	o.registerCompletions(cmd)
 	return cmd
 }

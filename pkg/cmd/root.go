@@ -42,6 +42,11 @@ object (wait: timed out), 1 the tool failed.`,
 	}
 	flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().Lookup("request-timeout").Usage = kube.RequestTimeoutUsage
+	// cobra's own `completion` command writes a script for the binary, not
+	// for `kubectl terminating`: kubectl completes plugins through
+	// kubectl_complete-terminating, which calls __complete.
+	root.CompletionOptions.HiddenDefaultCmd = true
+	opts().registerRootCompletions(root)
 	root.AddCommand(
 		newWhyCommand(opts()),
 		newListCommand(opts()),

@@ -51,6 +51,7 @@ printed so).`,
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long to wait before printing the diagnosis of what is left and exiting 2.")
 	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector, for a TYPE without names.")
 	o.addOutputFlags(cmd)
+	o.registerCompletions(cmd)
 	return cmd
 }
 

@@ -24,5 +24,6 @@ func newWhyCommand(o *Options) *cobra.Command {
 	}
 	o.addFlags(cmd)
 	cmd.Flags().BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "Treat named objects that do not exist as already deleted instead of failing.")
+	o.registerCompletions(cmd)
 	return cmd
 }

@@ -148,3 +148,38 @@ func TestRunsAsKubectlPlugin(t *testing.T) {
 		t.Errorf("kubectl terminating why: %v\n%s", err, out)
 	}
 }
+
+// TAB after `kubectl terminating`: kubectl (1.26+) runs the
+// kubectl_complete-terminating helper the release archives ship, which asks
+// the plugin; names and namespaces come from the lab.
+func TestCompletionThroughKubectl(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "tabs")
+	if err := env.RunningPod(ctx, scenario.PodSpec(ns, "tab-0", liveNode)); err != nil {
+		t.Fatal(err)
+	}
+	helper, err := filepath.Abs("../../hack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.Join([]string{filepath.Dir(plugin), helper, filepath.Dir(kubectl), os.Getenv("PATH")}, string(os.PathListSeparator))
+	complete := func(args ...string) string {
+		cmd := exec.Command(kubectl, append([]string{"__complete", "terminating"}, args...)...)
+		cmd.Env = append(os.Environ(), "PATH="+path, "KUBECONFIG="+theLab.Kubeconfig)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kubectl __complete terminating %v: %v", args, err)
+		}
+		return string(out)
+	}
+	if out := complete("why", "-n", ns, "pod/"); !strings.Contains(out, "pod/tab-0\n") {
+		t.Errorf("pod/<TAB>:\n%s", out)
+	}
+	if out := complete("list", "-n", "tab"); !strings.Contains(out, ns+"\n") {
+		t.Errorf("-n <TAB>:\n%s", out)
+	}
+	if out := complete("list", "--context", ""); !strings.Contains(out, "lab-nobody\n") {
+		t.Errorf("--context <TAB>:\n%s", out)
+	}
+}

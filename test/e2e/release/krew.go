@@ -163,8 +163,10 @@ func CheckArchives(m Manifest, dist string, strict bool) error {
 		if !files[p.Bin] {
 			errs = append(errs, fmt.Errorf("%s: bin %q is not in the archive", name, p.Bin))
 		}
-		if !files["LICENSE"] {
-			errs = append(errs, fmt.Errorf("%s: LICENSE is not in the archive", name))
+		for _, f := range []string{"LICENSE", "kubectl_complete-terminating"} {
+			if !files[f] {
+				errs = append(errs, fmt.Errorf("%s: %s is not in the archive", name, f))
+			}
 		}
 	}
 	return errors.Join(errs...)
