@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -149,17 +150,15 @@ func (o *Options) names(m *meta.RESTMapping, prefix, lead string) []string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
-	ri := clients.Metadata.Resource(m.Resource)
-	var list *metav1.PartialObjectMetadataList
+	var ri metadata.ResourceInterface = clients.Metadata.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace && !o.AllNamespaces {
 		ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 		if err != nil {
 			return nil
 		}
-		list, err = ri.Namespace(ns).List(ctx, metav1.ListOptions{Limit: 500})
-	} else {
-		list, err = ri.List(ctx, metav1.ListOptions{Limit: 500})
+		ri = clients.Metadata.Resource(m.Resource).Namespace(ns)
 	}
+	list, err := ri.List(ctx, metav1.ListOptions{Limit: 500})
 	if err != nil {
 		return nil
 	}
