@@ -78,3 +78,25 @@ func TestFinalizerDocIsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// Every code is explained from the embedded catalogue, entry by entry.
+func TestExplain(t *testing.T) {
+	for _, c := range Codes() {
+		text, ok := Explain(c)
+		if !ok || !strings.Contains(text, "**Signal:**") && !strings.Contains(text, "**Remediation") {
+			t.Errorf("%s: %v %q", c, ok, text)
+		}
+		if strings.Contains(text, "\n### ") {
+			t.Errorf("%s runs into the next entry: %q", c, text)
+		}
+	}
+	if text, _ := Explain(NodeUnreachable); !strings.HasPrefix(text, "- **Signal:** the node's Lease") || !strings.Contains(text, "out-of-service") {
+		t.Errorf("NodeUnreachable: %q", text)
+	}
+	if _, ok := Explain("NoSuchCode"); ok {
+		t.Error("an unknown code is explained")
+	}
+	if got := DocsURL(NodeUnreachable); got != "https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/causes.md#nodeunreachable" {
+		t.Errorf("DocsURL = %q", got)
+	}
+}

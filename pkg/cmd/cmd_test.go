@@ -31,6 +31,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
@@ -569,5 +570,25 @@ func TestCompletion(t *testing.T) {
 	}
 	if got := complete(""); slices.Contains(got, "completion") || !slices.Contains(got, "why") {
 		t.Errorf("commands: %q", got)
+	}
+}
+
+// explain prints a code's catalogue entry from the binary; every cause links
+// its entry (JSON and -o wide).
+func TestExplain(t *testing.T) {
+	out, _, err := execute(t, fakes(t, cluster(), nil), "explain", "NodeUnreachable")
+	if err != nil || !strings.HasPrefix(out, "NodeUnreachable\n\n- **Signal:**") || !strings.Contains(out, "More: https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/causes.md#nodeunreachable") {
+		t.Errorf("explain NodeUnreachable: %v\n%s", err, out)
+	}
+	out, _, err = execute(t, fakes(t, cluster(), nil), "explain")
+	if err != nil || !strings.HasPrefix(out, "CODE ") || !strings.Contains(out, "\nFinalizerPending ") || strings.Count(out, "\n") != len(catalog.Codes())+1 {
+		t.Errorf("explain: %v\n%s", err, out)
+	}
+	if _, _, err := execute(t, fakes(t, cluster(), nil), "explain", "NoSuchCode"); ExitCode(err) != ExitError || !strings.Contains(err.Error(), `unknown cause code "NoSuchCode"`) {
+		t.Errorf("explain NoSuchCode: %v", err)
+	}
+	wide, _, _ := execute(t, fakes(t, cluster(), nil), "why", "pod/web-0", "-n", "shop", "-o", "wide")
+	if !strings.Contains(wide, "docs: https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/causes.md#nodeunreachable") {
+		t.Errorf("-o wide lacks the docs link:\n%s", wide)
 	}
 }

@@ -66,7 +66,7 @@ func Explain(err error) string {
 	case apierrors.IsUnauthorized(err):
 		return fmt.Sprintf("the cluster rejected the credentials (expired or invalid; log in again): %v", err)
 	case apierrors.IsForbidden(err):
-		return fmt.Sprintf("not allowed (see docs/rbac.md for the permissions the plugin needs): %v", err)
+		return fmt.Sprintf("not allowed (the permissions the plugin needs: https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/rbac.md): %v", err)
 	case errors.As(err, &urlErr) || errors.As(err, &opErr):
 		return fmt.Sprintf("cannot reach the cluster: %v", err)
 	}

@@ -51,6 +51,7 @@ object (wait: timed out), 1 the tool failed.`,
 		newWhyCommand(opts()),
 		newListCommand(opts()),
 		newWaitCommand(opts()),
+		newExplainCommand(streams),
 		newVersionCommand(streams),
 	)
 	return root

@@ -78,6 +78,9 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 	if tm.remaining > 0 {
 		causes = forecast(causes, tm)
 	}
+	for i := range causes {
+		causes[i].Docs = catalog.DocsURL(catalog.Code(causes[i].Code))
+	}
 	item.Causes = causes
 	if len(causes) > 0 {
 		item.Severity = causes[0].Severity

@@ -119,6 +119,9 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 		for k, s := range c.Remediation {
 			writeStep(p, k, s, indent)
 		}
+		if c.Docs != "" {
+			p.linef("%s       docs: %s", indent, c.Docs)
+		}
 		if len(c.BlockedBy) > 0 {
 			p.linef("%s       blocked by:", indent)
 		}

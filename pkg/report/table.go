@@ -10,6 +10,11 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
+// WriteTable prints a table as every table of the plugin is printed.
+func WriteTable(w io.Writer, header []string, rows [][]string) error {
+	return writeTable(w, "", header, rows)
+}
+
 // writeTable prints rows the way kubectl does: no borders, no rules,
 // left-aligned columns three spaces apart, headers as given.
 func writeTable(w io.Writer, indent string, header []string, rows [][]string) error {

@@ -123,6 +123,8 @@ type Cause struct {
 	Remediation []Step `json:"remediation"`
 	// BlockedBy nests the diagnosis of the objects that block this one.
 	BlockedBy []Item `json:"blockedBy,omitempty"`
+	// Docs is the address of the code's entry in the published catalogue (since v0.2).
+	Docs string `json:"docs,omitempty"`
 }
 
 // Step is one remediation step.

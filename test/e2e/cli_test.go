@@ -76,6 +76,9 @@ func TestOutputFormats(t *testing.T) {
 	if f := r.Items[0].Finalizers; len(f) != 1 || f[0] != "example.com/hold" {
 		t.Errorf("finalizers = %v", f)
 	}
+	if d := r.Items[0].Causes[0].Docs; !strings.HasSuffix(d, "/docs/causes.md#"+strings.ToLower(r.Items[0].Causes[0].Code)) {
+		t.Errorf("docs = %q", d)
+	}
 	jp := run(t, "list", "-n", ns, "-o", "jsonpath={.items[0].causes[0].code}")
 	if jp.stdout != "FinalizerPending" {
 		t.Errorf("-o jsonpath = %q", jp.stdout)
@@ -146,6 +149,11 @@ func TestRunsAsKubectlPlugin(t *testing.T) {
 	why.Env = append(os.Environ(), "PATH="+path)
 	if out, err := why.CombinedOutput(); err != nil || !strings.Contains(string(out), "not being deleted") {
 		t.Errorf("kubectl terminating why: %v\n%s", err, out)
+	}
+	explain := exec.Command(kubectl, "terminating", "explain", "FinalizerPending")
+	explain.Env = append(os.Environ(), "PATH="+path)
+	if out, err := explain.CombinedOutput(); err != nil || !strings.Contains(string(out), "**Why it blocks:**") || !strings.Contains(string(out), "causes.md#finalizerpending") {
+		t.Errorf("kubectl terminating explain FinalizerPending: %v\n%s", err, out)
 	}
 }
 

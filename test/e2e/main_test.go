@@ -173,6 +173,7 @@ type cause struct {
 		Action, Command, Risk, RiskLevel string
 	} `json:"remediation"`
 	BlockedBy []item `json:"blockedBy"`
+	Docs      string `json:"docs"`
 }
 
 type check struct{ Name, Status, Detail string }

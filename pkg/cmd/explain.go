@@ -1,0 +1,48 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+func newExplainCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "explain [CODE]",
+		Short: "Explain a cause code: what it means, why it blocks, what to do; without CODE, list the codes",
+		Example: `  kubectl terminating explain                 # every cause code, with a few words each
+  kubectl terminating explain NodeUnreachable # its signal, evidence, why it blocks, remediation and risks`,
+		Args: cobra.MaximumNArgs(1),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var out []string
+			for _, c := range catalog.Codes() {
+				if len(args) == 0 && strings.HasPrefix(string(c), toComplete) {
+					out = append(out, string(c))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				rows := make([][]string, 0, len(catalog.Codes()))
+				for _, c := range catalog.Codes() {
+					e, _ := catalog.Lookup(c)
+					rows = append(rows, []string{string(c), e.Title})
+				}
+				return report.WriteTable(streams.Out, []string{"CODE", "MEANING"}, rows)
+			}
+			code := catalog.Code(args[0])
+			text, ok := catalog.Explain(code)
+			if !ok {
+				return fmt.Errorf("unknown cause code %q: `kubectl terminating explain` lists them", args[0])
+			}
+			_, err := fmt.Fprintf(streams.Out, "%s\n\n%s\n\nMore: %s\n", code, text, catalog.DocsURL(code))
+			return err
+		},
+	}
+}
