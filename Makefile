@@ -11,6 +11,9 @@ LDFLAGS := -s -w -X $(PKG).Version=$(VERSION) -X $(PKG).Commit=$(COMMIT) -X $(PK
 LAB_BIN   := $(CURDIR)/.lab/bin
 LAB_RUN   := $(CURDIR)/.lab/run
 TOOLS     := $(CURDIR)/.lab/tools
+# The commit's time, for reproducible release archives (.goreleaser.yaml).
+export COMMIT_DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null)
+export COMMIT_TIMESTAMP ?= $(shell git log -1 --format=%ct 2>/dev/null)
 STATICCHECK_VERSION := v0.8.2
 GORELEASER_VERSION  := v2.15.0
 
@@ -76,6 +79,10 @@ release-check: $(TOOLS)/goreleaser ## goreleaser check + snapshot build, and the
 	$(TOOLS)/goreleaser check
 	$(TOOLS)/goreleaser release --snapshot --clean --skip=publish
 	cd test/e2e && DIST_DIR=$(CURDIR)/dist MANIFEST=$(CURDIR)/plugins.yaml go test -count=1 ./release/...
+
+.PHONY: release
+release: $(TOOLS)/goreleaser ## Publish a tagged release (docs/releasing.md): archives dated by the commit, reproducible
+	$(TOOLS)/goreleaser release --clean
 
 .PHONY: clean
 clean: lab-down

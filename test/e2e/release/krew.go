@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/blang/semver/v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,16 +156,16 @@ func CheckArchives(m Manifest, dist string, strict bool) error {
 		if strict && hex.EncodeToString(sum[:]) != p.Sha256 {
 			errs = append(errs, fmt.Errorf("%s: sha256 %s in the manifest, %x in the archive", name, p.Sha256, sum))
 		}
-		files, err := archiveFiles(file)
+		files, err := ArchiveTimes(file)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
-		if !files[p.Bin] {
+		if _, ok := files[p.Bin]; !ok {
 			errs = append(errs, fmt.Errorf("%s: bin %q is not in the archive", name, p.Bin))
 		}
 		for _, f := range []string{"LICENSE", "kubectl_complete-terminating"} {
-			if !files[f] {
+			if _, ok := files[f]; !ok {
 				errs = append(errs, fmt.Errorf("%s: %s is not in the archive", name, f))
 			}
 		}
@@ -172,8 +173,9 @@ func CheckArchives(m Manifest, dist string, strict bool) error {
 	return errors.Join(errs...)
 }
 
-func archiveFiles(file string) (map[string]bool, error) {
-	files := map[string]bool{}
+// ArchiveTimes lists an archive's entries with their modification times.
+func ArchiveTimes(file string) (map[string]time.Time, error) {
+	files := map[string]time.Time{}
 	if strings.HasSuffix(file, ".zip") {
 		z, err := zip.OpenReader(file)
 		if err != nil {
@@ -181,7 +183,7 @@ func archiveFiles(file string) (map[string]bool, error) {
 		}
 		defer z.Close()
 		for _, f := range z.File {
-			files[f.Name] = true
+			files[f.Name] = f.Modified
 		}
 		return files, nil
 	}
@@ -203,7 +205,7 @@ func archiveFiles(file string) (map[string]bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		files[h.Name] = true
+		files[h.Name] = h.ModTime
 	}
 }
 

@@ -2,8 +2,12 @@ package release
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -75,6 +79,39 @@ func TestValidateRejectsBrokenManifests(t *testing.T) {
 		breakIt(&m)
 		if Validate(PluginName, m) == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// Archives are reproducible: every entry carries the commit's time, so the
+// sha256 sums of a release can be rebuilt from its tag.
+func TestArchivesAreReproducible(t *testing.T) {
+	dist := os.Getenv("DIST_DIR")
+	if dist == "" {
+		t.Fatal("DIST_DIR must name goreleaser's dist folder (run `make release-check`)")
+	}
+	out, err := exec.Command("git", "log", "-1", "--format=%ct").Output()
+	if err != nil {
+		t.Fatalf("git log: %v", err)
+	}
+	secs, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := time.Unix(secs, 0)
+	sums, err := Checksums(dist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range sums {
+		files, err := ArchiveTimes(filepath.Join(dist, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f, mtime := range files {
+			if !mtime.Equal(commit) {
+				t.Errorf("%s: %s dated %s, not the commit's %s", name, f, mtime.UTC(), commit.UTC())
+			}
 		}
 	}
 }
