@@ -514,6 +514,13 @@ func TestKubectlHabits(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 4 || strings.Contains(out, "NAMESPACE") || strings.Contains(out, "objects,") {
 		t.Errorf("--no-headers: %q", out)
 	}
+	out, _, _ = execute(t, fakes(t, cluster(), nil), "list", "-A", "-o", "name", "--sort-by", ".object.name")
+	if out != "pod/batch-0\npod/cache-0\nnamespace/old\npod/web-0\n" {
+		t.Errorf("--sort-by .object.name: %q", out)
+	}
+	if _, _, err := execute(t, fakes(t, cluster(), nil), "list", "-A", "--sort-by", "{.object"); ExitCode(err) != ExitError || !strings.Contains(err.Error(), "invalid --sort-by") {
+		t.Errorf("--sort-by {.object: %v", err)
+	}
 	if _, _, err := execute(t, fakes(t, cluster(), nil), "list", "pods,", "-A"); ExitCode(err) != ExitError || !strings.Contains(err.Error(), `empty resource type in "pods,"`) {
 		t.Errorf("list pods,: %v", err)
 	}
@@ -590,5 +597,30 @@ func TestExplain(t *testing.T) {
 	wide, _, _ := execute(t, fakes(t, cluster(), nil), "why", "pod/web-0", "-n", "shop", "-o", "wide")
 	if !strings.Contains(wide, "docs: https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/causes.md#nodeunreachable") {
 		t.Errorf("-o wide lacks the docs link:\n%s", wide)
+	}
+}
+
+// --field-selector goes to the server with the named types, and is checked first.
+func TestFieldSelector(t *testing.T) {
+	var fieldSelectors []string
+	capture := func(_ *kubefake.Clientset, c *kube.Clients) {
+		c.Metadata.(*metadatafake.FakeMetadataClient).PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			fieldSelectors = append(fieldSelectors, a.(k8stesting.ListAction).GetListRestrictions().Fields.String())
+			return false, nil, nil
+		})
+	}
+	if _, _, err := execute(t, fakes(t, cluster(), capture), "list", "pods", "-n", "shop", "--field-selector", "spec.nodeName=dead"); ExitCode(err) == ExitError {
+		t.Fatal(err)
+	}
+	if !slices.Equal(fieldSelectors, []string{"spec.nodeName=dead"}) {
+		t.Errorf("field selectors sent: %q", fieldSelectors)
+	}
+	for args, want := range map[string]string{
+		"list -A --field-selector spec.nodeName=dead": "--field-selector needs the types it applies to",
+		"list pods --field-selector spec.nodeName":    `invalid --field-selector "spec.nodeName"`,
+	} {
+		if _, _, err := execute(t, fakes(t, cluster(), nil), strings.Fields(args)...); ExitCode(err) != ExitError || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
 	}
 }

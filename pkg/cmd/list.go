@@ -36,6 +36,7 @@ func newListCommand(o *Options) *cobra.Command {
 	}
 	o.addFlags(cmd)
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Print the rows only: no header line, no summary (tables only).")
+	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "Sort the rows by a JSONPath into each item of the JSON report, as kubectl: '.overdueSeconds', '.object.name', '{.causes[0].code}'; numbers sort as numbers. Default: most severe first.")
 	cmd.Flags().StringVar(&groupBy, "group-by", "", "Fold the rows into one per "+strings.Join(report.GroupKinds, ", ")+" (with counts and examples); tables only.")
 	o.registerCompletions(cmd)
 	return cmd

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -32,6 +33,7 @@ type Options struct {
 
 	AllNamespaces  bool
 	LabelSelector  string
+	FieldSelector  string
 	OlderThan      time.Duration
 	IgnoreNotFound bool
 	NoColor        bool
@@ -39,6 +41,7 @@ type Options struct {
 	StuckOnly      bool
 	AllowPartial   bool
 	NoHeaders      bool
+	SortBy         string
 	Timeout        time.Duration
 
 	// Set by Complete.
@@ -69,12 +72,17 @@ func newOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 func (o *Options) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace, and at cluster-scoped objects too.")
 	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector to filter on (=, ==, != and set-based).")
+	o.addFieldSelectorFlag(cmd)
 	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "Only objects whose deletion was requested at least this long ago (e.g. 10m).")
 	cmd.Flags().StringSliceVar(&o.Kinds, "kind", nil, "Only these types (kinds, resources or short names, comma-separated: --kind pods,pvc,widgets.example.com); only they are listed.")
 	cmd.Flags().BoolVar(&o.AllowPartial, "allow-partial", false, "Exit 0 when nothing stuck is found even if some reads failed (Forbidden, timeouts); without it such a partial report exits 1. The report says what was not read either way.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "Bound the whole run: reads not made by then are reported under skipped (a partial report), so a slow or broken control plane cannot hold a runbook for long. 0: no bound.")
 	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or just past it and progressing).")
 	o.addOutputFlags(cmd)
+}
+
+func (o *Options) addFieldSelectorFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.FieldSelector, "field-selector", "", "Field selector the server filters the named types on (spec.nodeName=node-1 for pods); only with a TYPE or --kind.")
 }
 
 func (o *Options) addOutputFlags(cmd *cobra.Command) {
@@ -117,6 +125,19 @@ func (o *Options) Validate() error {
 	if _, err := labels.Parse(o.LabelSelector); err != nil {
 		return fmt.Errorf("invalid --selector %q: %v", o.LabelSelector, err)
 	}
+	if o.SortBy != "" {
+		if err := report.SortBy(nil, o.SortBy); err != nil {
+			return err
+		}
+	}
+	if o.FieldSelector != "" {
+		if _, err := fields.ParseSelector(o.FieldSelector); err != nil {
+			return fmt.Errorf("invalid --field-selector %q: %v", o.FieldSelector, err)
+		}
+		if len(o.requests) == 0 {
+			return fmt.Errorf("--field-selector needs the types it applies to, as most types support no field but metadata.name (for example: list pods --field-selector spec.nodeName=node-1)")
+		}
+	}
 	return nil
 }
 
@@ -127,7 +148,7 @@ func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
 		return report.Report{}, err
 	}
 	c := o.collector(clients)
-	scope := collect.Scope{Namespace: o.namespace, AllNamespaces: o.AllNamespaces, LabelSelector: o.LabelSelector}
+	scope := collect.Scope{Namespace: o.namespace, AllNamespaces: o.AllNamespaces, LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector}
 
 	var found []collect.Found
 	if len(o.requests) > 0 {
@@ -143,6 +164,11 @@ func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
 	r.Items = olderThan(r.Items, o.OlderThan)
 	if o.StuckOnly {
 		r.Items = slices.DeleteFunc(r.Items, func(it report.Item) bool { return !it.Stuck })
+	}
+	if o.SortBy != "" {
+		if err := report.SortBy(r.Items, o.SortBy); err != nil {
+			return report.Report{}, err
+		}
 	}
 	return r, nil
 }

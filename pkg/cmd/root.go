@@ -3,9 +3,13 @@
 package cmd
 
 import (
+	"flag"
+	"io"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/version"
@@ -14,6 +18,22 @@ import (
 // NewRoot builds `kubectl terminating`.
 func NewRoot(streams genericiooptions.IOStreams) *cobra.Command {
 	return newRoot(streams, func(*Options) {})
+}
+
+// addVerbosityFlag adds kubectl's -v: client-go logs each request on stderr
+// from -v=6 (method, URL, status, time), its headers and bodies above. klog
+// is silent otherwise (main): the plugin reports what matters itself.
+func addVerbosityFlag(root *cobra.Command, errOut io.Writer) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	v := fs.Lookup("v")
+	v.Usage = "Log level on stderr: 6 logs each request to the apiserver (method, URL, status, time), 8 their bodies too."
+	root.PersistentFlags().AddGoFlag(v)
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if f := cmd.Flags().Lookup("v"); f != nil && f.Changed && f.Value.String() != "0" {
+			klog.SetOutput(errOut)
+		}
+	}
 }
 
 // newRoot lets tests swap the clients and the clock of both commands.
@@ -42,6 +62,7 @@ object (wait: timed out), 1 the tool failed.`,
 	}
 	flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().Lookup("request-timeout").Usage = kube.RequestTimeoutUsage
+	addVerbosityFlag(root, streams.ErrOut)
 	// cobra's own `completion` command writes a script for the binary, not
 	// for `kubectl terminating`: kubectl completes plugins through
 	// kubectl_complete-terminating, which calls __complete.

@@ -50,6 +50,7 @@ printed so).`,
 	}
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long to wait before printing the diagnosis of what is left and exiting 2.")
 	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector, for a TYPE without names.")
+	o.addFieldSelectorFlag(cmd)
 	o.addOutputFlags(cmd)
 	o.registerCompletions(cmd)
 	return cmd
@@ -62,7 +63,7 @@ func (o *Options) wait(ctx context.Context) error {
 		return err
 	}
 	c := o.collector(clients)
-	found, err := c.Resolve(ctx, o.requests, collect.Scope{Namespace: o.namespace, LabelSelector: o.LabelSelector}, true)
+	found, err := c.Resolve(ctx, o.requests, collect.Scope{Namespace: o.namespace, LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector}, true)
 	if err != nil {
 		return err
 	}

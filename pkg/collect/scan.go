@@ -24,7 +24,13 @@ type Scope struct {
 	Namespace     string
 	AllNamespaces bool
 	LabelSelector string
+	// FieldSelector is passed to the server, for the types that support it
+	// (spec.nodeName for pods).
+	FieldSelector string
 }
+
+// filtered says whether the scope sees only part of what it lists.
+func (s Scope) filtered() bool { return s.LabelSelector != "" || s.FieldSelector != "" }
 
 const (
 	// scanConcurrency bounds the lists in flight during a scan.
@@ -188,12 +194,12 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 // and visits every page. A type that went away lists as empty.
 func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker, visit func([]metav1.PartialObjectMetadata) error) error {
 	ri := c.Clients.Metadata.Resource(m.Resource)
-	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: scope.LabelSelector}
+	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector}
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
 	isNamespaces := m.Resource.Group == "" && m.Resource.Resource == "namespaces"
 	if isNamespaces && !scope.AllNamespaces {
 		// In one namespace, the namespace itself is in scope.
-		opts.FieldSelector = "metadata.name=" + scope.Namespace
+		opts.FieldSelector = strings.TrimSuffix("metadata.name="+scope.Namespace+","+scope.FieldSelector, ",")
 	}
 	for {
 		var list *metav1.PartialObjectMetadataList

@@ -82,10 +82,10 @@ func (c *Collector) recordScan(scope Scope, mappings []*meta.RESTMapping, failed
 }
 
 // recordFor is the run's record for scans of this scope; a scan filtered by
-// labels does not see a namespace's whole content and records nothing, nor
+// labels or fields does not see a namespace's whole content and records nothing, nor
 // does a scan of another scope than the run's first. Called under c.mu.
 func (c *Collector) recordFor(scope Scope) *scanRecord {
-	if scope.LabelSelector != "" {
+	if scope.filtered() {
 		return nil
 	}
 	if c.record == nil {
@@ -104,7 +104,7 @@ func (c *Collector) recorded(ns string, namespaced []*meta.RESTMapping) *scanRec
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rec := c.record
-	if rec == nil || rec.scope.LabelSelector != "" || (!rec.scope.AllNamespaces && rec.scope.Namespace != ns) {
+	if rec == nil || rec.scope.filtered() || (!rec.scope.AllNamespaces && rec.scope.Namespace != ns) {
 		return nil
 	}
 	for _, m := range namespaced {

@@ -252,3 +252,30 @@ func TestListNamesAmbiguousKindsWithTheirGroup(t *testing.T) {
 		}
 	}
 }
+
+// --sort-by takes a JSONPath into the items, as kubectl's: numbers as numbers.
+func TestSortBy(t *testing.T) {
+	items := func() []Item {
+		return []Item{
+			{Object: ObjectRef{Name: "b"}, OverdueSeconds: 9, Causes: []Cause{{Code: "NodeUnreachable"}}},
+			{Object: ObjectRef{Name: "c"}, OverdueSeconds: 100, Causes: []Cause{{Code: "FinalizerPending"}}},
+			{Object: ObjectRef{Name: "a"}, OverdueSeconds: 10, Causes: []Cause{{Code: "AdmissionWebhookDenied"}}},
+		}
+	}
+	names := func(its []Item) string {
+		var out []string
+		for _, it := range its {
+			out = append(out, it.Object.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for expr, want := range map[string]string{".overdueSeconds": "b,a,c", ".object.name": "a,b,c", "{.causes[0].code}": "a,c,b"} {
+		its := items()
+		if err := SortBy(its, expr); err != nil || names(its) != want {
+			t.Errorf("--sort-by %s: %v %s, want %s", expr, err, names(its), want)
+		}
+	}
+	if err := SortBy(nil, "{.causes[0"); err == nil || !strings.Contains(err.Error(), "invalid --sort-by") {
+		t.Errorf("a broken expression: %v", err)
+	}
+}

@@ -115,6 +115,18 @@ func TestOutputFormats(t *testing.T) {
 	if res := run(t, "list", "configmaps", "-n", ns); res.code != 0 || res.stdout != "" || res.stderr != "No terminating objects found in "+ns+" namespace.\n" {
 		t.Errorf("nothing found: exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
 	}
+	if res := run(t, "list", "pods", "-n", ns, "-o", "name", "--field-selector", "spec.nodeName="+liveNode); res.stdout != "pod/held-0\n" {
+		t.Errorf("--field-selector on its node: exit %d %q %s", res.code, res.stdout, res.stderr)
+	}
+	if res := run(t, "list", "pods", "-n", ns, "--field-selector", "spec.nodeName=nowhere"); res.code != 0 || res.stdout != "" {
+		t.Errorf("--field-selector elsewhere: exit %d %q %s", res.code, res.stdout, res.stderr)
+	}
+	if res := run(t, "list", "-n", ns, "-o", "name", "--sort-by", ".object.name"); res.stdout != "pod/held-0\n" {
+		t.Errorf("--sort-by: exit %d %q %s", res.code, res.stdout, res.stderr)
+	}
+	if res := run(t, "why", "pod/held-0", "-n", ns, "-v", "6"); !strings.Contains(res.stderr, `verb="GET" url="https://127.0.0.1:`) || !strings.Contains(res.stderr, `status="200 OK"`) {
+		t.Errorf("-v 6 logs the requests on stderr: %s", res.stderr)
+	}
 	if res := run(t, "version", "-o", "json"); res.code != 0 || !strings.Contains(res.stdout, `"goVersion"`) {
 		t.Errorf("version -o json: exit %d %s", res.code, res.stdout)
 	}
