@@ -10,9 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
-	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
 
 // An unavailable aggregated API, a failing conversion webhook or an
@@ -23,15 +20,7 @@ import (
 func TestClusterWideBlockers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	own, err := lab.Start(ctx, lab.Options{BinDir: labBins, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Stop()
-	env2, err := scenario.NewEnv(own.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	own, env2 := ownLab(t)
 	why := func(t *testing.T, ns string) (item, result) {
 		t.Helper()
 		res := runWith(t, "--kubeconfig", own.Kubeconfig, "why", "ns/"+ns, "-o", "json")

@@ -22,15 +22,7 @@ import (
 func TestControlPlaneFaults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	own, err := lab.Start(ctx, lab.Options{BinDir: labBins, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Stop()
-	env2, err := scenario.NewEnv(own.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	own, env2 := ownLab(t)
 
 	t.Run("apiserver restart during wait", func(t *testing.T) {
 		if err := env2.Namespace(ctx, "restart"); err != nil {
@@ -111,4 +103,20 @@ func start(t *testing.T, args ...string) func() result {
 		defer timer.Stop()
 		return resultOf(t, cmd.Wait(), &out, &errOut, args)
 	}
+}
+
+// ownLab starts a lab of the test's own, for faults and cluster-wide
+// blockers that would disturb the shared one; it stops with the test.
+func ownLab(t *testing.T) (*lab.Lab, *scenario.Env) {
+	t.Helper()
+	own, err := lab.Start(context.Background(), lab.Options{BinDir: labBins, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(own.Stop)
+	env, err := scenario.NewEnv(own.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return own, env
 }
