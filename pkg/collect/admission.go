@@ -4,9 +4,7 @@ import (
 	"context"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -117,16 +115,9 @@ func (c *Collector) readTargetNamespaces(ctx context.Context, s *snapshot.Snapsh
 			byNS[ns] = append(byNS[ns], t)
 		}
 	}
-	api := c.Clients.Typed.CoreV1().Namespaces()
-	found, errs := getOrList(ctx, c, names, api.Get,
-		lister(api.List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
-		func(n *corev1.Namespace) string { return n.Name })
+	found, errs := c.namespaces(ctx, names)
 	for _, ns := range names {
-		err := errs[ns]
-		if err == nil && found[ns] == nil {
-			err = apierrors.NewNotFound(corev1.Resource("namespaces"), ns)
-		}
-		if err != nil {
+		if err := errs[ns]; err != nil {
 			for _, t := range byNS[ns] {
 				c.skipTarget(t, skipOf("namespaces/"+ns, err))
 			}

@@ -123,22 +123,30 @@ func (c *Collector) readNamespaceTargets(ctx context.Context, targets []*snapsho
 	for _, t := range targets {
 		names = append(names, t.Ref.Name)
 	}
-	api := c.Clients.Typed.CoreV1().Namespaces()
-	found, errs := getOrList(ctx, c, names, api.Get,
-		lister(api.List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
-		func(n *corev1.Namespace) string { return n.Name })
+	found, errs := c.namespaces(ctx, names)
 	for _, t := range targets {
-		err := errs[t.Ref.Name]
-		if err == nil && found[t.Ref.Name] == nil {
-			err = apierrors.NewNotFound(corev1.Resource("namespaces"), t.Ref.Name)
-		}
-		if err != nil {
+		if err := errs[t.Ref.Name]; err != nil {
 			c.skipTarget(t, skipOf(t.Ref.Resource+"/"+t.Ref.Name, err))
 			fromUnstructured(t, new(corev1.Namespace), func(v *corev1.Namespace) { t.Namespace = v })
 			continue
 		}
 		t.Namespace = found[t.Ref.Name]
 	}
+}
+
+// namespaces reads the named namespaces in full (a GET each for a few, one
+// list for many); a name not found has a NotFound error.
+func (c *Collector) namespaces(ctx context.Context, names []string) (map[string]*corev1.Namespace, map[string]error) {
+	api := c.Clients.Typed.CoreV1().Namespaces()
+	found, errs := getOrList(ctx, c, names, api.Get,
+		lister(api.List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
+		func(n *corev1.Namespace) string { return n.Name })
+	for _, n := range names {
+		if errs[n] == nil && found[n] == nil {
+			errs[n] = apierrors.NewNotFound(corev1.Resource("namespaces"), n)
+		}
+	}
+	return found, errs
 }
 
 // fromUnstructured falls back to what was already read (the metadata at least).

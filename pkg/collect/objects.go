@@ -30,15 +30,13 @@ func readTyped[T any](ctx context.Context, t *snapshot.Target, get func(context.
 }
 
 // readObject reads the typed form of targets whose rules need more than
-// metadata: pods, namespaces, and the kinds behind the storage and
+// metadata: pods, and the kinds behind the storage and
 // load-balancer finalizers.
 func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
 	core, storage := c.Clients.Typed.CoreV1(), c.Clients.Typed.StorageV1()
 	switch {
 	case gvr.Group == "" && gvr.Resource == "pods":
 		readTyped(ctx, t, core.Pods(t.Ref.Namespace).Get, func(v *corev1.Pod) { t.Pod = v })
-	case gvr.Group == "" && gvr.Resource == "namespaces":
-		readTyped(ctx, t, core.Namespaces().Get, func(v *corev1.Namespace) { t.Namespace = v })
 	case gvr.Group == "" && gvr.Resource == "persistentvolumeclaims":
 		readTyped(ctx, t, core.PersistentVolumeClaims(t.Ref.Namespace).Get, func(v *corev1.PersistentVolumeClaim) { t.Claim = v })
 	case gvr.Group == "" && gvr.Resource == "persistentvolumes":
