@@ -123,12 +123,11 @@ func expectCauses(t *testing.T, it report.Item, want []string, severity report.S
 // (advice against a change stands where it is read best).
 func expectGradedSteps(t *testing.T, it report.Item) {
 	t.Helper()
-	rank := map[report.RiskLevel]int{report.RiskNone: 0, report.RiskLow: 1, report.RiskHigh: 2, report.RiskDestructive: 3}
 	for _, c := range it.Causes {
 		last := 0
 		for _, s := range c.Remediation {
-			r, ok := rank[s.RiskLevel]
-			if !ok || !strings.HasPrefix(s.Risk, string(s.RiskLevel)) {
+			r := s.RiskLevel.Weight()
+			if r == 0 || !strings.HasPrefix(s.Risk, string(s.RiskLevel)) {
 				t.Errorf("%s: step %q: riskLevel %q, risk %q", c.Code, s.Action, s.RiskLevel, s.Risk)
 			}
 			if strings.HasPrefix(s.Risk, "none (doing it:") {

@@ -17,18 +17,18 @@ import (
 const (
 	// conciseTimeline is how many moments a concise diagnosis shows.
 	conciseTimeline = 5
-	// sameWayExamples is how many names a group of objects held the same way shows.
-	sameWayExamples = 3
+	// examplesShown is how many names a group of objects shows (a block of
+	// objects held the same way, a --group-by row).
+	examplesShown = 3
 )
 
-// sameWay groups the items held the same way, in the order of their first
-// member; with all, each item is its own group.
-func sameWay(items []Item, all bool) [][]Item {
+// sameWay groups the items held the same way, in the order of their first member.
+func sameWay(items []Item) [][]Item {
 	var out [][]Item
 	at := map[string]int{}
 	for _, it := range items {
 		k := heldKey(it)
-		if i, ok := at[k]; ok && !all {
+		if i, ok := at[k]; ok {
 			out[i] = append(out[i], it)
 			continue
 		}
@@ -107,7 +107,7 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 		if more := c.Remediation[min(1, len(c.Remediation)):]; len(more) > 0 {
 			p.linef("       %d more step(s), up to risk %s: -o wide", len(more), riskiest(more))
 		}
-		groups := sameWay(c.BlockedBy, false)
+		groups := sameWay(c.BlockedBy)
 		if len(groups) > 0 {
 			p.linef("       blocked by:")
 		}
@@ -134,7 +134,7 @@ func blockerLine(g []Item, st Style) string {
 // examples names the first few items of a group, and how many more.
 func examples(g []Item, withNamespace bool) string {
 	var names []string
-	for _, it := range g[:min(len(g), sameWayExamples)] {
+	for _, it := range g[:min(len(g), examplesShown)] {
 		name := Name(it.Object)
 		if withNamespace && it.Object.Namespace != "" {
 			name += " -n " + it.Object.Namespace
@@ -149,14 +149,11 @@ func examples(g []Item, withNamespace bool) string {
 
 // riskiest is the highest risk level among steps.
 func riskiest(steps []Step) RiskLevel {
-	order := []RiskLevel{RiskNone, RiskLow, RiskHigh, RiskDestructive}
-	top := 0
+	top := RiskNone
 	for _, s := range steps {
-		for i, l := range order {
-			if l == s.RiskLevel && i > top {
-				top = i
-			}
+		if s.RiskLevel.Weight() > top.Weight() {
+			top = s.RiskLevel
 		}
 	}
-	return order[top]
+	return top
 }

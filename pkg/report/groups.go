@@ -19,12 +19,8 @@ const (
 // GroupKinds are the accepted --group-by values.
 var GroupKinds = []string{ByCause, ByFinalizer, ByNamespace}
 
-const (
-	// groupExamples is how many object names a group row shows.
-	groupExamples = 3
-	// footerGroups is how many causes or finalizers a footer line names.
-	footerGroups = 5
-)
+// footerGroups is how many causes or finalizers a footer line names.
+const footerGroups = 5
 
 // groupKeys is what an item is grouped under: its top cause, each of its
 // finalizers, or its namespace.
@@ -84,19 +80,8 @@ func groupItems(items []Item, by string) []*group {
 func writeGroups(w io.Writer, r Report, st Style) error {
 	rows := [][]string{}
 	for _, g := range groupItems(r.Items, st.GroupBy) {
-		var names []string
-		for _, it := range g.items[:min(len(g.items), groupExamples)] {
-			name := Name(it.Object)
-			if st.GroupBy != ByNamespace && it.Object.Namespace != "" {
-				name += " -n " + it.Object.Namespace
-			}
-			names = append(names, Safe(name))
-		}
-		if more := len(g.items) - len(names); more > 0 {
-			names = append(names, fmt.Sprintf("+%d more", more))
-		}
 		rows = append(rows, []string{Safe(g.key), strconv.Itoa(len(g.items)), strconv.Itoa(g.stuck),
-			string(st.paint(g.severity, string(g.severity))), strings.Join(names, ", ")})
+			string(st.paint(g.severity, string(g.severity))), Safe(examples(g.items, st.GroupBy != ByNamespace))})
 	}
 	err := writeListTable(w, []string{strings.ToUpper(st.GroupBy), "OBJECTS", "STUCK", "SEVERITY", "EXAMPLES"}, rows, st)
 	return writeSkipped(w, r.Skipped, err)

@@ -86,20 +86,25 @@ func WriteWhy(w io.Writer, r Report, st Style) error {
 	if len(r.Items) == 0 {
 		return writeSkipped(w, r.Skipped, nil)
 	}
-	for i, g := range sameWay(r.Items, st.Wide) {
+	write := func(i int, print func() error) error {
 		if i > 0 {
 			if _, err := fmt.Fprintln(w); err != nil {
 				return err
 			}
 		}
-		var err error
-		if st.Wide {
-			err = writeItem(w, g[0], "", "", st)
-		} else {
-			err = writeGroup(w, g, st)
+		return print()
+	}
+	if st.Wide {
+		for i, it := range r.Items {
+			if err := write(i, func() error { return writeItem(w, it, "", "", st) }); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
+	} else {
+		for i, g := range sameWay(r.Items) {
+			if err := write(i, func() error { return writeGroup(w, g, st) }); err != nil {
+				return err
+			}
 		}
 	}
 	return writeSkipped(w, r.Skipped, nil)

@@ -153,6 +153,21 @@ const (
 	RiskDestructive RiskLevel = "destructive"
 )
 
+// Weight orders risk levels: destructive is the heaviest, unknown levels 0.
+func (l RiskLevel) Weight() int {
+	switch l {
+	case RiskNone:
+		return 1
+	case RiskLow:
+		return 2
+	case RiskHigh:
+		return 3
+	case RiskDestructive:
+		return 4
+	}
+	return 0
+}
+
 // CheckStatus is the outcome of one reclaim check.
 type CheckStatus string
 
