@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
@@ -57,7 +58,11 @@ func (o *Options) registerCompletions(cmd *cobra.Command) {
 // registerRootCompletions wires the kubeconfig flags every command shares.
 func (o *Options) registerRootCompletions(root *cobra.Command) {
 	_ = root.RegisterFlagCompletionFunc("namespace", func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		return o.names(mappingNamespaces, toComplete, ""), cobra.ShellCompDirectiveNoFileComp
+		clients, err := o.completionClients()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return o.names(clients, mappingNamespaces, toComplete, ""), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = root.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
@@ -77,6 +82,10 @@ var mappingNamespaces = &meta.RESTMapping{Resource: schema.GroupVersionResource{
 
 // completeObjects completes TYPE, TYPE/NAME, and NAME after a TYPE.
 func (o *Options) completeObjects(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	clients, err := o.completionClients()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
 	typeArg := ""
 	switch {
 	case strings.Contains(toComplete, "/"):
@@ -84,39 +93,48 @@ func (o *Options) completeObjects(_ *cobra.Command, args []string, toComplete st
 	case len(args) > 0 && !strings.Contains(args[0], "/") && !strings.Contains(args[0], ","):
 		typeArg = args[0]
 	default:
-		return o.types(toComplete), cobra.ShellCompDirectiveNoFileComp
+		return o.types(clients, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
-	m, err := o.mapping(typeArg)
+	m, err := collect.Mapping(clients.Mapper, typeArg)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	if strings.Contains(toComplete, "/") {
 		_, namePrefix, _ := strings.Cut(toComplete, "/")
-		return o.names(m, namePrefix, typeArg+"/"), cobra.ShellCompDirectiveNoFileComp
+		return o.names(clients, m, namePrefix, typeArg+"/"), cobra.ShellCompDirectiveNoFileComp
 	}
-	return o.names(m, toComplete, ""), cobra.ShellCompDirectiveNoFileComp
+	return o.names(clients, m, toComplete, ""), cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeKinds completes the last of --kind's comma-separated types.
 func (o *Options) completeKinds(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	clients, err := o.completionClients()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
 	done, last := "", toComplete
 	if i := strings.LastIndex(toComplete, ","); i >= 0 {
 		done, last = toComplete[:i+1], toComplete[i+1:]
 	}
 	var out []string
-	for _, t := range o.types(last) {
+	for _, t := range o.types(clients, last) {
 		out = append(out, done+t)
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
 
+// completionClients are one TAB's clients: built once for it, each request
+// bounded by completionTimeout unless --request-timeout says less.
+func (o *Options) completionClients() (*kube.Clients, error) {
+	if d, err := time.ParseDuration(*o.ConfigFlags.Timeout); err != nil || d == 0 || d > completionTimeout {
+		*o.ConfigFlags.Timeout = completionTimeout.String()
+	}
+	return o.newClients()
+}
+
 // types lists the resource types that can be listed, as kubectl names them
 // (pods, deployments.apps), starting with prefix.
-func (o *Options) types(prefix string) []string {
-	clients, err := o.newClients()
-	if err != nil {
-		return nil
-	}
+func (o *Options) types(clients *kube.Clients, prefix string) []string {
 	mappings, err := o.collector(clients).ListableMappings(collect.Scope{AllNamespaces: true})
 	if err != nil {
 		return nil
@@ -131,23 +149,10 @@ func (o *Options) types(prefix string) []string {
 	return out
 }
 
-// mapping resolves a type argument as the commands do.
-func (o *Options) mapping(arg string) (*meta.RESTMapping, error) {
-	clients, err := o.newClients()
-	if err != nil {
-		return nil, err
-	}
-	return collect.Mapping(clients.Mapper, arg)
-}
-
 // names lists the names of one type in the namespace in scope (all of them
 // with -A, cluster-scoped types everywhere), starting with prefix, each
 // written after lead.
-func (o *Options) names(m *meta.RESTMapping, prefix, lead string) []string {
-	clients, err := o.newClients()
-	if err != nil {
-		return nil
-	}
+func (o *Options) names(clients *kube.Clients, m *meta.RESTMapping, prefix, lead string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
 	var ri metadata.ResourceInterface = clients.Metadata.Resource(m.Resource)
