@@ -16,6 +16,10 @@ export COMMIT_DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null)
 export COMMIT_TIMESTAMP ?= $(shell git log -1 --format=%ct 2>/dev/null)
 STATICCHECK_VERSION := v0.8.2
 GORELEASER_VERSION  := v2.15.0
+# make test's snapshot is built for this machine only; `make release-check
+# RELEASE_PLATFORMS=all` cross-builds all six platforms, as `make release` does.
+RELEASE_PLATFORMS   ?= host
+HOST_RELEASE_CONFIG := $(CURDIR)/.lab/run/goreleaser-host.yaml
 
 .PHONY: build
 build: ## Build bin/kubectl-terminating
@@ -75,10 +79,18 @@ $(TOOLS)/goreleaser:
 	GOBIN=$(TOOLS) go install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 
 .PHONY: release-check
-release-check: $(TOOLS)/goreleaser ## goreleaser check + snapshot build, and the krew manifest checked against it
+release-check: $(TOOLS)/goreleaser ## goreleaser check + snapshot build (this machine's platform; RELEASE_PLATFORMS=all for all six), the krew manifest checked against it
 	$(TOOLS)/goreleaser check
+ifeq ($(RELEASE_PLATFORMS),all)
 	$(TOOLS)/goreleaser release --snapshot --clean --skip=publish
-	cd test/e2e && DIST_DIR=$(CURDIR)/dist MANIFEST=$(CURDIR)/plugins.yaml go test -count=1 ./release/...
+else
+	@# The same configuration with goos/goarch narrowed to this machine's.
+	mkdir -p $(dir $(HOST_RELEASE_CONFIG))
+	sed -e 's/^\(    goos:\).*/\1 [$(shell go env GOOS)]/' -e 's/^\(    goarch:\).*/\1 [$(shell go env GOARCH)]/' .goreleaser.yaml > $(HOST_RELEASE_CONFIG)
+	test "$$(grep -c -e '^    goos: \[$(shell go env GOOS)\]$$' -e '^    goarch: \[$(shell go env GOARCH)\]$$' $(HOST_RELEASE_CONFIG))" = 2
+	$(TOOLS)/goreleaser release --snapshot --clean --skip=publish -f $(HOST_RELEASE_CONFIG)
+endif
+	cd test/e2e && RELEASE_PLATFORMS=$(RELEASE_PLATFORMS) DIST_DIR=$(CURDIR)/dist MANIFEST=$(CURDIR)/plugins.yaml go test -count=1 ./release/...
 
 .PHONY: release
 release: $(TOOLS)/goreleaser ## Publish a tagged release (docs/releasing.md): archives dated by the commit, reproducible

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,7 +9,6 @@ import (
 )
 
 func newListCommand(o *Options) *cobra.Command {
-	var groupBy string
 	cmd := &cobra.Command{
 		Use:     "list [TYPE]",
 		Aliases: []string{"ls"},
@@ -22,22 +20,20 @@ func newListCommand(o *Options) *cobra.Command {
   kubectl terminating list -A --older-than 1h
 
   # Thousands of leftovers: one row per finalizer that holds them
-  kubectl terminating list -n preview-42 --group-by finalizer`,
+  kubectl terminating list -n preview-42 --group-by finalizer
+
+  # Follow them: a row each time one's diagnosis changes, and as each goes
+  kubectl terminating list -n preview-42 -w`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !report.ValidGroupBy(groupBy) {
-				return fmt.Errorf("--group-by must be one of %s, got %q", strings.Join(report.GroupKinds, ", "), groupBy)
-			}
-			return o.run(cmd, args, func(r report.Report, st report.Style) error {
-				st.GroupBy = groupBy
-				return report.WriteList(o.Out, r, st)
-			})
+			return o.run(cmd, args, func(r report.Report, st report.Style) error { return report.WriteList(o.Out, r, st) })
 		},
 	}
 	o.addFlags(cmd)
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Print the rows only: no header line, no summary (tables only).")
 	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "Sort the rows by a JSONPath into each item of the JSON report, as kubectl: '.overdueSeconds', '.object.name', '{.causes[0].code}'; numbers sort as numbers. Default: most severe first.")
-	cmd.Flags().StringVar(&groupBy, "group-by", "", "Fold the rows into one per "+strings.Join(report.GroupKinds, ", ")+" (with counts and examples); tables only.")
+	cmd.Flags().StringVar(&o.GroupBy, "group-by", "", "Fold the rows into one per "+strings.Join(report.GroupKinds, ", ")+" (with counts and examples); tables only.")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After the table, follow the objects listed (by watch): a row each time one's severity, top cause or verdict changes, and one as each goes. Ends when all are gone (exit 0), or at --timeout if given (the exit code of what is left).")
 	o.registerCompletions(cmd)
 	return cmd
 }

@@ -43,6 +43,9 @@ type Options struct {
 	NoHeaders      bool
 	SortBy         string
 	Timeout        time.Duration
+	// Watch (list -w) follows the listed objects and prints a row as each changes or goes.
+	Watch   bool
+	GroupBy string
 
 	// Set by Complete.
 	namespace string
@@ -130,6 +133,17 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
+	if !report.ValidGroupBy(o.GroupBy) {
+		return fmt.Errorf("--group-by must be one of %s, got %q", strings.Join(report.GroupKinds, ", "), o.GroupBy)
+	}
+	if o.Watch {
+		if f := *o.PrintFlags.OutputFormat; f != "" && f != "wide" {
+			return fmt.Errorf("--watch prints tables (default or -o wide), not -o %s: for a script, wait for the objects with `kubectl terminating wait`", f)
+		}
+		if o.GroupBy != "" {
+			return fmt.Errorf("--watch prints a row per object, not --group-by")
+		}
+	}
 	if o.FieldSelector != "" {
 		if _, err := fields.ParseSelector(o.FieldSelector); err != nil {
 			return fmt.Errorf("invalid --field-selector %q: %v", o.FieldSelector, err)
@@ -143,9 +157,16 @@ func (o *Options) Validate() error {
 
 // Diagnose reads the cluster and builds the report.
 func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
+	r, _, _, err := o.diagnose(ctx)
+	return r, err
+}
+
+// diagnose is Diagnose with what list -w follows afterwards: the objects
+// found and the collector that read them.
+func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found, *collect.Collector, error) {
 	clients, err := o.newClients()
 	if err != nil {
-		return report.Report{}, err
+		return report.Report{}, nil, nil, err
 	}
 	c := o.collector(clients)
 	scope := collect.Scope{Namespace: o.namespace, AllNamespaces: o.AllNamespaces, LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector}
@@ -158,9 +179,14 @@ func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
 		found, err = o.scanAll(ctx, c, scope)
 	}
 	if err != nil {
-		return report.Report{}, err
+		return report.Report{}, nil, nil, err
 	}
-	r := diagnose.Diagnose(c.Snapshot(ctx, found))
+	r, err := o.filter(diagnose.Diagnose(c.Snapshot(ctx, found)))
+	return r, found, c, err
+}
+
+// filter applies --older-than, --stuck-only and --sort-by to a report.
+func (o *Options) filter(r report.Report) (report.Report, error) {
 	r.Items = olderThan(r.Items, o.OlderThan)
 	if o.StuckOnly {
 		r.Items = slices.DeleteFunc(r.Items, func(it report.Item) bool { return !it.Stuck })
@@ -210,7 +236,7 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 		if len(r.Items) == 0 {
 			fmt.Fprintln(o.ErrOut, o.nothingFound())
 		}
-		return write(r, report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces, NoHeaders: o.NoHeaders})
+		return write(r, o.style())
 	case "name":
 		for _, it := range r.Items {
 			if _, err := fmt.Fprintln(o.Out, report.Safe(report.Name(it.Object))); err != nil {
@@ -224,6 +250,11 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 		return err
 	}
 	return o.printer.PrintObj(u, o.Out)
+}
+
+// style is how the human tables look.
+func (o *Options) style() report.Style {
+	return report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, GroupBy: o.GroupBy}
 }
 
 // nothingFound is said on stderr when nothing terminating is found, as
@@ -288,10 +319,14 @@ func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Repor
 		return err
 	}
 	ctx := cmd.Context()
-	if o.Timeout > 0 {
+	// A watch runs until its objects are gone, unless --timeout is given.
+	if o.Timeout > 0 && (!o.Watch || cmd.Flags().Changed("timeout")) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
+	}
+	if o.Watch {
+		return o.watchList(ctx, o.style())
 	}
 	r, err := o.Diagnose(ctx)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
@@ -98,9 +97,9 @@ func (o *Options) wait(ctx context.Context) error {
 				still = append(still, p)
 			}
 		}
-		return diagnose.Diagnose((&collect.Collector{Clients: clients, Now: o.now}).Snapshot(ctx, still))
+		return rediagnose(ctx, c, still)
 	}
-	warned, lastLine := false, ""
+	retrying, lastLine := retryNotice{out: o.ErrOut, until: " until the timeout"}, ""
 	showProgress := func() {
 		if line := progressLine(diagnosePending()); line != lastLine {
 			fmt.Fprintln(o.ErrOut, report.Safe(line))
@@ -114,20 +113,17 @@ func (o *Options) wait(ctx context.Context) error {
 		select {
 		case ch := <-changes:
 			switch {
-			case ch.Err != nil && ch.Retrying:
-				// An apiserver restart or a blip: keep waiting, say so once.
-				if !warned {
-					fmt.Fprintf(o.ErrOut, "warning: %s; retrying until the timeout\n", report.Safe(Explain(ch.Err)))
-				}
-				warned = true
 			case ch.Err != nil:
-				return ch.Err
+				// An apiserver restart or a blip: keep waiting, say so once.
+				if err := retrying.failed(ch); err != nil {
+					return err
+				}
 			case ch.Gone:
 				delete(pending, waitKey(ch.Found))
 				fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(report.Name(ch.Found.Ref())))
 			default:
 				pending[waitKey(ch.Found)] = ch.Found
-				warned = false
+				retrying.recovered()
 			}
 		case <-tick:
 			showProgress()

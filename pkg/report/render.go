@@ -21,6 +21,9 @@ type Style struct {
 	GroupBy string
 	// NoHeaders drops list's header line and footer, as kubectl --no-headers.
 	NoHeaders bool
+	// Watching: list -w prints its table without the footer, then rows as
+	// objects change (WriteWatchRows).
+	Watching bool
 }
 
 func (s Style) paint(sev Severity, text string) painted {
@@ -49,19 +52,29 @@ func WriteList(w io.Writer, r Report, st Style) error {
 	if st.GroupBy != "" {
 		return writeGroups(w, r, st)
 	}
+	header, rows := listRows(r.Items, st)
+	err := writeListTable(w, header, rows, st)
+	if err == nil && !st.NoHeaders && !st.Watching {
+		err = writeFooter(w, r.Items)
+	}
+	return writeSkipped(w, r.Skipped, err)
+}
+
+// listRows is list's table: its header and one row per item.
+func listRows(items []Item, st Style) (header []string, rows [][]string) {
 	// As kubectl prints several types: NAME is kind/name, kind.group/name
 	// where kinds of different groups share a name, so rows never look alike
 	// and each can be pasted.
-	ambiguous := ambiguousKinds(r.Items)
-	header := []string{"NAME", "TERMINATING", "SEVERITY", "TOP CAUSE"}
+	ambiguous := ambiguousKinds(items)
+	header = []string{"NAME", "TERMINATING", "SEVERITY", "TOP CAUSE"}
 	if st.Namespaces {
 		header = append([]string{"NAMESPACE"}, header...)
 	}
 	if st.Wide {
 		header = append(header, "OVERDUE", "GRACE", "STUCK", "CONFIDENCE", "SUMMARY")
 	}
-	rows := make([][]string, 0, len(r.Items))
-	for _, it := range r.Items {
+	rows = make([][]string, 0, len(items))
+	for _, it := range items {
 		top := topCause(it)
 		row := []string{Safe(listName(it.Object, ambiguous)), durationSeconds(it.TerminatingSeconds), string(st.paint(it.Severity, string(it.Severity))), top.Code}
 		if st.Namespaces {
@@ -72,11 +85,7 @@ func WriteList(w io.Writer, r Report, st Style) error {
 		}
 		rows = append(rows, row)
 	}
-	err := writeListTable(w, header, rows, st)
-	if err == nil && !st.NoHeaders {
-		err = writeFooter(w, r.Items)
-	}
-	return writeSkipped(w, r.Skipped, err)
+	return header, rows
 }
 
 // WriteWhy prints the diagnosis of every object: concise by default (see

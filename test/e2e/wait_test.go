@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // wait succeeds when the object goes away, and on timeout prints the
@@ -20,16 +21,7 @@ func TestWait(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "waiting")
-	cms := env.Client.CoreV1().ConfigMaps(ns)
-	for _, name := range []string{"goes", "stays"} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"hold.tidy.io/flush"}}}
-		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cms := heldConfigMaps(t, ns, "goes", "stays")
 
 	// The finalizer of "goes" is removed while wait runs.
 	cmd := exec.Command(plugin, "--kubeconfig", theLab.Kubeconfig, "wait", "configmap/goes", "-n", ns, "--timeout", "1m")
@@ -57,4 +49,58 @@ func TestWait(t *testing.T) {
 	if res.code != 2 || len(r.Items) != 1 || codesOf(r.Items[0])[0] != "FinalizerPending" || !strings.Contains(res.stderr, "timed out after 3s") {
 		t.Errorf("wait on an object that stays: exit %d, items %+v, stderr %q", res.code, r.Items, res.stderr)
 	}
+}
+
+// list -w prints the table, then a row as each object goes, and exits 0 once
+// all are gone; a bounded run exits as list would for what is left.
+func TestListWatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "listwatch")
+	cms := heldConfigMaps(t, ns, "first", "second")
+	res := run(t, "list", "configmaps", "-n", ns, "-w", "--timeout", "3s")
+	if plain := run(t, "list", "configmaps", "-n", ns); res.code != plain.code || strings.Count(res.stdout, "FinalizerPending") != 2 || strings.Contains(res.stdout, "deleted") {
+		t.Errorf("list -w on objects that stay: exit %d (list: %d)\n%s\n%s", res.code, plain.code, res.stdout, res.stderr)
+	}
+
+	cmd := exec.Command(plugin, "--kubeconfig", theLab.Kubeconfig, "list", "configmaps", "-n", ns, "-w", "--timeout", "1m")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"first", "second"} {
+		time.Sleep(3 * time.Second)
+		if _, err := cms.Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := cmd.Wait()
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	if err != nil || len(lines) != 5 {
+		t.Fatalf("list -w until all are gone: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	for i, want := range []string{"NAME", "configmap/first", "configmap/second", "configmap/first", "configmap/second"} {
+		if !strings.HasPrefix(lines[i], want) || (i >= 3) != strings.HasSuffix(lines[i], "deleted") {
+			t.Errorf("line %d: %q, want %s (a deletion row from the 4th)\n%s", i, lines[i], want, out.String())
+		}
+	}
+}
+
+// heldConfigMaps creates ConfigMaps held by a finalizer nobody removes and
+// deletes them: they stay Terminating until the test removes it.
+func heldConfigMaps(t *testing.T, ns string, names ...string) typedcorev1.ConfigMapInterface {
+	t.Helper()
+	ctx := context.Background()
+	cms := env.Client.CoreV1().ConfigMaps(ns)
+	for _, name := range names {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"hold.tidy.io/flush"}}}
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cms
 }

@@ -231,3 +231,25 @@ func Generate(m Manifest, version, uriPrefix, dist string) (Manifest, error) {
 	m.Spec.Platforms = out
 	return m, nil
 }
+
+// ArchiveName is the archive goreleaser's name_template gives a platform.
+func ArchiveName(goos, goarch string) string {
+	ext := "tar.gz"
+	if goos == "windows" {
+		ext = "zip"
+	}
+	return fmt.Sprintf("kubectl-terminating_%s_%s.%s", goos, goarch, ext)
+}
+
+// Only keeps the platforms of m that select goos/goarch: what a snapshot
+// built for one machine can be checked against.
+func Only(m Manifest, goos, goarch string) Manifest {
+	var kept []Platform
+	for _, p := range m.Spec.Platforms {
+		if p.Selector != nil && p.Selector.MatchLabels["os"] == goos && p.Selector.MatchLabels["arch"] == goarch {
+			kept = append(kept, p)
+		}
+	}
+	m.Spec.Platforms = kept
+	return m
+}

@@ -3,7 +3,9 @@ package release
 import (
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +30,20 @@ func TestKrewManifest(t *testing.T) {
 	}
 	if err := Validate(PluginName, committed); err != nil {
 		t.Errorf("plugins.yaml breaks krew's rules:\n%v", err)
+	}
+	for _, p := range committed.Spec.Platforms {
+		labels := p.Selector.MatchLabels
+		if want := ArchiveName(labels["os"], labels["arch"]); path.Base(p.URI) != want {
+			t.Errorf("%s/%s: uri %s, goreleaser names its archive %s", labels["os"], labels["arch"], p.URI, want)
+		}
+	}
+	// make test builds the snapshot for this machine only (make release-check
+	// RELEASE_PLATFORMS=all builds all of them, as make release does).
+	if os.Getenv("RELEASE_PLATFORMS") == "host" {
+		committed = Only(committed, runtime.GOOS, runtime.GOARCH)
+		if len(committed.Spec.Platforms) != 1 {
+			t.Fatalf("plugins.yaml has no platform for this machine (%s/%s)", runtime.GOOS, runtime.GOARCH)
+		}
 	}
 	// Its archives are the ones goreleaser builds, with the binary and the LICENSE
 	// (the sha256 sums are those of the release it names, not of this snapshot).

@@ -1,0 +1,61 @@
+package report
+
+import (
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+)
+
+// WatchTable is list -w's table: printed once, then a row under the same
+// columns each time an object's diagnosis changes or it goes, as kubectl
+// get -w adds rows.
+type WatchTable struct {
+	w      io.Writer
+	st     Style
+	widths []int
+}
+
+// NewWatchTable prints the report as list does (without the footer: rows
+// follow) and keeps its column widths for the rows to come.
+func NewWatchTable(w io.Writer, r Report, st Style) (*WatchTable, error) {
+	st.Watching = true
+	header, rows := listRows(r.Items, st)
+	t := &WatchTable{w: w, st: st, widths: make([]int, len(header))}
+	for _, row := range append([][]string{header}, rows...) {
+		for i, cell := range row {
+			t.widths[i] = max(t.widths[i], twwidth.Width(cell))
+		}
+	}
+	return t, WriteList(w, r, st)
+}
+
+// Changed prints the rows of items whose diagnosis changed.
+func (t *WatchTable) Changed(items []Item) error {
+	_, rows := listRows(items, t.st)
+	return t.write(rows)
+}
+
+// Gone prints the row of an item that went: SEVERITY "-", TOP CAUSE "deleted".
+func (t *WatchTable) Gone(it Item) error {
+	header, rows := listRows([]Item{it}, t.st)
+	sev := slices.Index(header, "SEVERITY")
+	rows[0][sev], rows[0][sev+1] = "-", "deleted"
+	return t.write(rows)
+}
+
+func (t *WatchTable) write(rows [][]string) error {
+	var b strings.Builder
+	for _, row := range rows {
+		for i, cell := range row {
+			b.WriteString(cell)
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", max(t.widths[i]-twwidth.Width(cell), 0)+3))
+			}
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
