@@ -33,6 +33,10 @@ lab-bin: ## Build the lab's etcd, kube-apiserver, kube-controller-manager, kubec
 demo: build lab-bin ## Start the lab, build a gallery of stuck objects and diagnose them
 	hack/demo.sh
 
+.PHONY: fixtures
+fixtures: build lab-bin ## Rewrite pkg/cmd/testdata/snapshots from the lab's gallery (snapshots and live reports)
+	hack/fixtures.sh
+
 .PHONY: lab-down
 lab-down: ## Stop the lab that `make demo` left running
 	cd test/e2e && go run ./cmd/lab down -dir $(LAB_RUN)

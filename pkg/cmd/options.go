@@ -46,8 +46,14 @@ type Options struct {
 	// Watch (list -w) follows the listed objects and prints a row as each changes or goes.
 	Watch   bool
 	GroupBy string
+	// SaveSnapshot names the file the run's evidence is saved to; Replay the
+	// file a run reads its evidence from instead of the cluster.
+	SaveSnapshot string
+	Replay       string
 
 	// Set by Complete.
+	command   string // why, list
+	args      []string
 	namespace string
 	requests  []collect.Request
 	printer   printers.ResourcePrinter
@@ -81,7 +87,13 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.AllowPartial, "allow-partial", false, "Exit 0 when nothing stuck is found even if some reads failed (Forbidden, timeouts); without it such a partial report exits 1. The report says what was not read either way.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "Bound the whole run: reads not made by then are reported under skipped (a partial report), so a slow or broken control plane cannot hold a runbook for long. 0: no bound.")
 	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or just past it and progressing).")
+	o.addSaveSnapshotFlag(cmd)
+	cmd.Flags().StringVar(&o.Replay, "snapshot", "", "Diagnose from a file --save-snapshot wrote instead of the cluster (no kubeconfig needed, nothing dialled): the saved run's report, its clock included. Arguments and -n/-A/-l/--kind, if given, must be the saved run's.")
 	o.addOutputFlags(cmd)
+}
+
+func (o *Options) addSaveSnapshotFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.SaveSnapshot, "save-snapshot", "", "Also save what the run read to FILE (gzip-compressed if it ends in .gz), to replay anywhere with --snapshot FILE. Object metadata and status; never Secret or ConfigMap data.")
 }
 
 func (o *Options) addFieldSelectorFlag(cmd *cobra.Command) {
@@ -96,11 +108,13 @@ func (o *Options) addOutputFlags(cmd *cobra.Command) {
 
 // Complete reads the namespace and arguments and picks the printer.
 func (o *Options) Complete(args []string) error {
-	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
-	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w", err)
+	o.args = args
+	var err error
+	if o.Replay == "" { // a replay reads no kubeconfig: the snapshot has the namespace
+		if o.namespace, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace(); err != nil {
+			return fmt.Errorf("reading the kubeconfig: %w", err)
+		}
 	}
-	o.namespace = ns
 	if o.requests, err = collect.ParseArgs(args); err != nil {
 		return err
 	}
@@ -136,7 +150,13 @@ func (o *Options) Validate() error {
 	if !report.ValidGroupBy(o.GroupBy) {
 		return fmt.Errorf("--group-by must be one of %s, got %q", strings.Join(report.GroupKinds, ", "), o.GroupBy)
 	}
+	if o.Replay != "" && o.SaveSnapshot != "" {
+		return fmt.Errorf("--snapshot replays a saved run; --save-snapshot saves a live one: not both")
+	}
 	if o.Watch {
+		if o.Replay != "" {
+			return fmt.Errorf("--watch follows the cluster; a snapshot does not change")
+		}
 		if f := *o.PrintFlags.OutputFormat; f != "" && f != "wide" {
 			return fmt.Errorf("--watch prints tables (default or -o wide), not -o %s: for a script, wait for the objects with `kubectl terminating wait`", f)
 		}
@@ -164,6 +184,14 @@ func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
 // diagnose is Diagnose with what list -w follows afterwards: the objects
 // found and the collector that read them.
 func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found, *collect.Collector, error) {
+	if o.Replay != "" {
+		snap, err := o.replay()
+		if err != nil {
+			return report.Report{}, nil, nil, err
+		}
+		r, err := o.filter(diagnose.Diagnose(snap))
+		return r, nil, nil, err
+	}
 	clients, err := o.newClients()
 	if err != nil {
 		return report.Report{}, nil, nil, err
@@ -181,7 +209,11 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 	if err != nil {
 		return report.Report{}, nil, nil, err
 	}
-	r, err := o.filter(diagnose.Diagnose(c.Snapshot(ctx, found)))
+	snap := c.Snapshot(ctx, found)
+	if err := o.save(snap); err != nil {
+		return report.Report{}, nil, nil, err
+	}
+	r, err := o.filter(diagnose.Diagnose(snap))
 	return r, found, c, err
 }
 
@@ -312,6 +344,7 @@ func exitFor(r report.Report, allowPartial bool) error {
 
 // run is the Complete -> Validate -> Diagnose -> Print sequence of both commands.
 func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Report, report.Style) error) error {
+	o.command = cmd.Name()
 	if err := o.Complete(args); err != nil {
 		return err
 	}

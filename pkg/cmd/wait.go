@@ -8,8 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 const (
@@ -35,6 +37,7 @@ printed so).`,
   kubectl terminating wait pods -l app=web --timeout=2m -o json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.command = cmd.Name()
 			if err := o.Complete(args); err != nil {
 				return err
 			}
@@ -50,6 +53,7 @@ printed so).`,
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long to wait before printing the diagnosis of what is left and exiting 2.")
 	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector, for a TYPE without names.")
 	o.addFieldSelectorFlag(cmd)
+	o.addSaveSnapshotFlag(cmd)
 	o.addOutputFlags(cmd)
 	o.registerCompletions(cmd)
 	return cmd
@@ -90,18 +94,18 @@ func (o *Options) wait(ctx context.Context) error {
 		defer ticker.Stop()
 		tick = ticker.C()
 	}
-	diagnosePending := func() report.Report {
+	readPending := func() *snapshot.Snapshot {
 		still := make([]collect.Found, 0, len(pending))
 		for _, f := range found { // in the order they were asked for
 			if p, ok := pending[waitKey(f)]; ok {
 				still = append(still, p)
 			}
 		}
-		return rediagnose(ctx, c, still)
+		return reread(ctx, c, still)
 	}
 	retrying, lastLine := retryNotice{out: o.ErrOut, until: " until the timeout"}, ""
 	showProgress := func() {
-		if line := progressLine(diagnosePending()); line != lastLine {
+		if line := progressLine(diagnose.Diagnose(readPending())); line != lastLine {
 			fmt.Fprintln(o.ErrOut, report.Safe(line))
 			lastLine = line
 		}
@@ -128,7 +132,11 @@ func (o *Options) wait(ctx context.Context) error {
 		case <-tick:
 			showProgress()
 		case <-deadline.C():
-			r := diagnosePending()
+			snap := readPending()
+			if err := o.save(snap); err != nil {
+				return err
+			}
+			r := diagnose.Diagnose(snap)
 			fmt.Fprintf(o.ErrOut, "timed out after %s: %d object(s) still there\n", o.Timeout, len(pending))
 			if err := o.Print(r, func(r report.Report, st report.Style) error { return report.WriteWhy(o.Out, r, st) }); err != nil {
 				return err

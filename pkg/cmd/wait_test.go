@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,12 +70,17 @@ func TestWaitTimesOutWithTheDiagnosis(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	stepWhile(fc, 1, stop)
-	out, errOut, err := executeWith(t, fakes(t, cluster(), nil), fakeClock(fc), "wait", "pod/web-0", "-n", "shop", "--timeout", "3s")
+	file := filepath.Join(t.TempDir(), "wait.json")
+	out, errOut, err := executeWith(t, fakes(t, cluster(), nil), fakeClock(fc), "wait", "pod/web-0", "-n", "shop", "--timeout", "3s", "--save-snapshot", file)
 	if ExitCode(err) != ExitStuck {
 		t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, ExitStuck)
 	}
 	if !strings.Contains(errOut, "timed out after 3s: 1 object(s) still there") || !strings.Contains(out, "NodeUnreachable") {
 		t.Errorf("stderr %q; stdout %q", errOut, out)
+	}
+	// The diagnosis printed at the timeout is the one its snapshot replays.
+	if replay, _, err := execute(t, nil, "why", "--snapshot", file); replay != out || ExitCode(err) != ExitStuck {
+		t.Errorf("the replay of wait's snapshot (exit %d):\n%s\nwant:\n%s", ExitCode(err), replay, out)
 	}
 	if strings.Contains(errOut, "waiting for") {
 		t.Errorf("no progress lines when stderr is not a terminal: %q", errOut)

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // settle is how long list -w gathers the changes of a burst (a namespace
@@ -145,11 +146,16 @@ func verdict(it report.Item) string {
 	return fmt.Sprintf("%s/%s/%t", it.Severity, top, it.Stuck)
 }
 
-// rediagnose reads again what the rules need about objects already found
-// (their latest state from a watch) with a fresh collector: the run's scan
-// record describes the cluster as it was.
+// reread reads again what the rules need about objects already found (their
+// latest state from a watch) with a fresh collector: the run's scan record
+// describes the cluster as it was.
+func reread(ctx context.Context, c *collect.Collector, found []collect.Found) *snapshot.Snapshot {
+	return (&collect.Collector{Clients: c.Clients, Now: c.Now}).Snapshot(ctx, found)
+}
+
+// rediagnose is the diagnosis of what reread reads.
 func rediagnose(ctx context.Context, c *collect.Collector, found []collect.Found) report.Report {
-	return diagnose.Diagnose((&collect.Collector{Clients: c.Clients, Now: c.Now}).Snapshot(ctx, found))
+	return diagnose.Diagnose(reread(ctx, c, found))
 }
 
 // retryNotice says once, until the follow recovers, that a list or watch

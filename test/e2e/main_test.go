@@ -280,3 +280,22 @@ func expectEvidence(t *testing.T, c cause, fragments ...string) {
 		}
 	}
 }
+
+// podOnDeadNode runs a pod (grace period 1 s) on a node that then dies, and
+// waits until the node lifecycle controller marks the node unreachable.
+func podOnDeadNode(t *testing.T, ns, pod, node string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.DyingNode(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	p := scenario.PodSpec(ns, pod, node)
+	one := int64(1)
+	p.Spec.TerminationGracePeriodSeconds = &one
+	if err := env.RunOnDyingNode(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitNodeUnreachable(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+}

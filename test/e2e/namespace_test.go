@@ -96,18 +96,7 @@ func TestNamespaceBlockedByAPodOnADeadNode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "ns-dead-node")
-	if err := env.DyingNode(ctx, "dead-ns"); err != nil {
-		t.Fatal(err)
-	}
-	pod := scenario.PodSpec(ns, "web-0", "dead-ns")
-	one := int64(1)
-	pod.Spec.TerminationGracePeriodSeconds = &one
-	if err := env.RunOnDyingNode(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.WaitNodeUnreachable(ctx, "dead-ns"); err != nil {
-		t.Fatal(err)
-	}
+	podOnDeadNode(t, ns, "web-0", "dead-ns")
 	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceDeletionContentFailure); err != nil { // "unexpected items still remain"
 		t.Fatal(err)
 	}

@@ -30,6 +30,9 @@ type Result struct {
 	Case, Program string
 	Sample
 	Runs int
+	// Snapshot and SnapshotGz are the sizes of the run's --save-snapshot
+	// file, plain and gzip-compressed (namespace cases, the plugin only).
+	Snapshot, SnapshotGz int64
 }
 
 // program is how to run one measured program and read what it saw.

@@ -131,6 +131,19 @@ func judge(sz sizes, results []Result, floor, liner map[string]Result) []string 
 		out = append(out, line+".")
 		prev = p
 	}
+	var sizes []string
+	for _, n := range sz.objects {
+		if p, ok := find(fmt.Sprintf("1: %d objects", n), pluginName); ok && p.Snapshot > 0 {
+			sizes = append(sizes, fmt.Sprintf("%d objects: %s (%s gzip-compressed)", n, kib(p.Snapshot), kib(p.SnapshotGz)))
+		}
+	}
+	if len(sizes) > 0 {
+		first, _ := find(fmt.Sprintf("1: %d objects", sz.objects[0]), pluginName)
+		last, _ := find(fmt.Sprintf("1: %d objects", sz.objects[len(sz.objects)-1]), pluginName)
+		flat := last.Snapshot <= first.Snapshot*3/2 && last.Snapshot < 1<<20
+		out = append(out, fmt.Sprintf("`why ns/... --save-snapshot`: %s; kilobytes whatever the number of leftovers (target: under 1 MiB and at most 1.5x the smallest size's): %s.",
+			strings.Join(sizes, ", "), mark(flat)))
+	}
 	out = append(out, "Requests grow with types and pages, not objects: the plugin's requests minus the floor's are the per-object reads of the diagnosis (the namespace, nodes, admission), a constant.")
 	c3 := fmt.Sprintf("3: %d objects, hung API", sz.oneLinerMax)
 	if p, ok := find(c3, pluginName); ok {
@@ -164,5 +177,7 @@ func ratio(a, b time.Duration) float64 {
 	}
 	return float64(a) / float64(b)
 }
+
+func kib(bytes int64) string { return fmt.Sprintf("%.1f KiB", float64(bytes)/(1<<10)) }
 
 func mib(bytes int64) string { return fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -225,7 +226,36 @@ func measureNamespace(o Options, px *Proxy, kc, c, ns string, oneLiner bool) ([]
 				"KUBECONFIG="+kc, "PATH="+o.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 		}, linesCount})
 	}
-	return measureAll(px, c, progs, o.Runs)
+	rs, err := measureAll(px, c, progs, o.Runs)
+	if err != nil {
+		return rs, err
+	}
+	rs[0].Snapshot, rs[0].SnapshotGz, err = snapshotSizes(o.Plugin, kc, "why", "ns/"+ns)
+	return rs, err
+}
+
+// snapshotSizes saves the run's snapshot, plain and gzip-compressed, and
+// returns the two files' sizes.
+func snapshotSizes(plugin, kubeconfig string, args ...string) (plain, gz int64, err error) {
+	dir, err := os.MkdirTemp("", "bench-snapshot-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	var sizes [2]int64
+	for i, name := range []string{"run.json", "run.json.gz"} {
+		file := filepath.Join(dir, name)
+		cmd := exec.Command(plugin, append(append([]string{"--kubeconfig", kubeconfig}, args...), "-o", "name", "--save-snapshot", file)...)
+		if out, err := cmd.CombinedOutput(); err != nil && cmd.ProcessState.ExitCode() != 2 {
+			return 0, 0, fmt.Errorf("saving a snapshot: %v\n%s", err, out)
+		}
+		st, err := os.Stat(file)
+		if err != nil {
+			return 0, 0, err
+		}
+		sizes[i] = st.Size()
+	}
+	return sizes[0], sizes[1], nil
 }
 
 // measureAll measures each program on a case, in turn.

@@ -1,0 +1,87 @@
+package cmd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/version"
+)
+
+// selection is what this run was asked to diagnose.
+func (o *Options) selection(command string) snapfile.Selection {
+	return snapfile.Selection{
+		Command:       command,
+		Args:          o.args,
+		Namespace:     o.namespace,
+		AllNamespaces: o.AllNamespaces,
+		LabelSelector: o.LabelSelector,
+		FieldSelector: o.FieldSelector,
+		Kinds:         o.Kinds,
+	}
+}
+
+// save writes the run's evidence to --save-snapshot's file, if asked.
+func (o *Options) save(snap *snapshot.Snapshot) error {
+	if o.SaveSnapshot == "" {
+		return nil
+	}
+	err := snapfile.Save(o.SaveSnapshot, snapfile.Saved{PluginVersion: version.String(), Selection: o.selection(o.command), Snapshot: snap})
+	if err != nil {
+		return fmt.Errorf("saving the snapshot: %w", err)
+	}
+	return nil
+}
+
+// replay loads --snapshot's file and takes the saved run's selection: a
+// replay can only show what the saved run read, so a selection given on the
+// command line must be the saved one.
+func (o *Options) replay() (*snapshot.Snapshot, error) {
+	saved, err := snapfile.Load(o.Replay)
+	if err != nil {
+		return nil, fmt.Errorf("reading the snapshot: %w", err)
+	}
+	sel := saved.Selection
+	var differs []string
+	same := func(flag string, given bool, equal bool) {
+		if given && !equal {
+			differs = append(differs, flag)
+		}
+	}
+	same("arguments", len(o.args) > 0, slices.Equal(o.args, sel.Args))
+	same("-n", o.ConfigFlags.Namespace != nil && *o.ConfigFlags.Namespace != "", o.ConfigFlags.Namespace != nil && *o.ConfigFlags.Namespace == sel.Namespace)
+	same("-A", o.AllNamespaces, sel.AllNamespaces)
+	same("-l", o.LabelSelector != "", o.LabelSelector == sel.LabelSelector)
+	same("--field-selector", o.FieldSelector != "", o.FieldSelector == sel.FieldSelector)
+	same("--kind", len(o.Kinds) > 0, slices.Equal(o.Kinds, sel.Kinds))
+	if len(differs) > 0 {
+		return nil, fmt.Errorf("the snapshot holds what `%s` read; its %s differ (give the same or none)", report.Safe(savedCommand(sel)), strings.Join(differs, ", "))
+	}
+	o.args, o.namespace, o.AllNamespaces = sel.Args, sel.Namespace, sel.AllNamespaces
+	o.LabelSelector, o.FieldSelector, o.Kinds = sel.LabelSelector, sel.FieldSelector, sel.Kinds
+	return saved.Snapshot, nil
+}
+
+// savedCommand is the saved run's command line, for messages.
+func savedCommand(sel snapfile.Selection) string {
+	parts := append([]string{"kubectl terminating", sel.Command}, sel.Args...)
+	switch {
+	case sel.AllNamespaces:
+		parts = append(parts, "-A")
+	case sel.Namespace != "":
+		parts = append(parts, "-n", sel.Namespace)
+	}
+	if sel.LabelSelector != "" {
+		parts = append(parts, "-l", sel.LabelSelector)
+	}
+	if sel.FieldSelector != "" {
+		parts = append(parts, "--field-selector", sel.FieldSelector)
+	}
+	if len(sel.Kinds) > 0 {
+		parts = append(parts, "--kind", strings.Join(sel.Kinds, ","))
+	}
+	return strings.Join(parts, " ")
+}

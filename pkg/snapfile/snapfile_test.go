@@ -1,0 +1,147 @@
+package snapfile
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func secretTarget() *snapshot.Target {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{
+			"name": "token", "namespace": "shop", "uid": "uid-token", "finalizers": []any{"example.com/hold"},
+			"annotations":   map[string]any{lastApplied: `{"data":{"password":"aHVudGVyMg=="}}`, "keep": "me"},
+			"managedFields": []any{map[string]any{"manager": "kubectl"}},
+		},
+		"data": map[string]any{"password": "aHVudGVyMg=="},
+	}}
+	return &snapshot.Target{Ref: snapshot.ObjectRef{APIVersion: "v1", Kind: "Secret", Resource: "secrets", Namespace: "shop", Name: "token", UID: "uid-token"}, Object: u}
+}
+
+// What the rules tell apart survives the trip: nil (not read) and empty
+// (read, none found), targets shared by two parents, struct-keyed maps, the
+// skips' fields reports do not print.
+func TestRoundTripKeepsWhatRulesDistinguish(t *testing.T) {
+	shared := secretTarget()
+	ns := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Namespace", Resource: "namespaces", Name: "shop"},
+		Namespace:  &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		Dependents: []*snapshot.Target{}, // read, none
+		Contents: &snapshot.Contents{
+			Counts:    map[schema.GroupResource]int{{Resource: "secrets"}: 10000},
+			Resources: map[schema.GroupResource]schema.GroupVersionResource{{Resource: "secrets"}: {Version: "v1", Resource: "secrets"}},
+			Held:      map[string][]*snapshot.Target{"example.com/hold": {shared}},
+			Skipped:   []snapshot.Skip{{Check: "widgets.example.com", Reason: snapshot.SkipError, Resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, APIMessage: "conversion webhook failed"}},
+		}}
+	owner := &snapshot.Target{Ref: snapshot.ObjectRef{Name: "owner"}, Dependents: []*snapshot.Target{shared}}
+	in := &snapshot.Snapshot{
+		Now:       time.Date(2026, 11, 23, 1, 2, 3, 456, time.UTC),
+		Targets:   []*snapshot.Target{ns, owner},
+		Admission: &snapshot.Admission{ServiceEndpoints: map[types.NamespacedName]int{{Namespace: "hooks", Name: "svc"}: 0}},
+		Volumes:   snapshot.Volumes{Claims: map[types.NamespacedName]*corev1.PersistentVolumeClaim{{Namespace: "shop", Name: "gone"}: nil}},
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, Saved{PluginVersion: "v1.2.3", Selection: Selection{Command: "why", Args: []string{"ns/shop"}}, Snapshot: in}); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := saved.Snapshot
+	if !out.Now.Equal(in.Now) || saved.PluginVersion != "v1.2.3" || saved.Selection.Args[0] != "ns/shop" {
+		t.Errorf("run: %v %q %+v", out.Now, saved.PluginVersion, saved.Selection)
+	}
+	gotNS, gotOwner := out.Targets[0], out.Targets[1]
+	if gotNS.Dependents == nil || len(gotNS.Dependents) != 0 || gotOwner.ClaimUsers != nil || out.Leases != nil || out.Controllers != nil {
+		t.Errorf("nil and empty are told apart: dependents %v, claim users %v, leases %v", gotNS.Dependents, gotOwner.ClaimUsers, out.Leases)
+	}
+	if gotNS.Contents.Held["example.com/hold"][0] != gotOwner.Dependents[0] {
+		t.Error("a target shared by two parents is one target again")
+	}
+	if gotNS.Contents.Counts[schema.GroupResource{Resource: "secrets"}] != 10000 || gotNS.Contents.Resources[schema.GroupResource{Resource: "secrets"}].Version != "v1" {
+		t.Errorf("contents: %+v", gotNS.Contents)
+	}
+	if sk := gotNS.Contents.Skipped[0]; sk.APIMessage != "conversion webhook failed" || sk.Resource.Resource != "widgets" {
+		t.Errorf("skip: %+v", sk)
+	}
+	if n, ok := out.Admission.ServiceEndpoints[types.NamespacedName{Namespace: "hooks", Name: "svc"}]; !ok || n != 0 {
+		t.Errorf("admission endpoints: %v", out.Admission.ServiceEndpoints)
+	}
+	if c, ok := out.Volumes.Claims[types.NamespacedName{Namespace: "shop", Name: "gone"}]; !ok || c != nil {
+		t.Errorf("a claim looked up and not found stays so: %v", out.Volumes.Claims)
+	}
+	if out.DRA.Claims != nil {
+		t.Errorf("DRA claims were not read: %v", out.DRA.Claims)
+	}
+}
+
+// A Secret's data, the last-applied annotation (which may copy it) and
+// managed fields are never written; the rest of its metadata is.
+func TestSaveLeavesOutPayloads(t *testing.T) {
+	in := &snapshot.Snapshot{Targets: []*snapshot.Target{secretTarget()}}
+	var buf bytes.Buffer
+	if err := Encode(&buf, Saved{Snapshot: in}); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"aHVudGVyMg", "managedFields", lastApplied} {
+		if strings.Contains(buf.String(), secret) {
+			t.Errorf("%s written:\n%s", secret, buf.String())
+		}
+	}
+	saved, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := saved.Snapshot.Targets[0].Object
+	if got.GetFinalizers()[0] != "example.com/hold" || got.GetAnnotations()["keep"] != "me" {
+		t.Errorf("metadata lost: %v", got.Object)
+	}
+	if in.Targets[0].Object.Object["data"] == nil {
+		t.Error("saving changed the live snapshot")
+	}
+}
+
+func TestLoadReadsGzipAndRefusesOtherFormats(t *testing.T) {
+	dir := t.TempDir()
+	in := &snapshot.Snapshot{Now: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)}
+	for _, name := range []string{"a.json", "a.json.gz"} {
+		path := filepath.Join(dir, name)
+		if err := Save(path, Saved{Snapshot: in}); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(path)
+		if gz := bytes.HasPrefix(data, []byte{0x1f, 0x8b}); gz != strings.HasSuffix(name, ".gz") {
+			t.Errorf("%s: compressed %t", name, gz)
+		}
+		// Whatever the name: a renamed file still loads.
+		renamed := filepath.Join(dir, "renamed-"+strings.TrimSuffix(name, ".gz"))
+		if err := os.WriteFile(renamed, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := Load(renamed); err != nil || !s.Snapshot.Now.Equal(in.Now) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for doc, want := range map[string]string{
+		`{"apiVersion":"snapshot.terminating.kubectl.io/v9","kind":"Snapshot"}`: "cannot read",
+		`{"apiVersion":"v1","kind":"Pod"}`:                                      "not a snapshot",
+		`not json`:                                                              "not a snapshot",
+		`{"apiVersion":"` + APIVersion + `","kind":"Snapshot","roots":[7]}`:     "damaged",
+	} {
+		if _, err := Decode(strings.NewReader(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A run saved with --save-snapshot and replayed with --snapshot where no
+// cluster can be reached prints the same report, byte for byte, with the same
+// exit code: a namespace held by a pod on a dead node, the pod, a CRD held by
+// its instances, and everything terminating in the lab (-A).
+func TestSnapshotReplaysWithoutTheCluster(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "snap-ns")
+	const group, crd = "snap.e2e.example.com", "gizmos.snap.e2e.example.com"
+	podOnDeadNode(t, ns, "web-0", "dead-snap")
+	if err := env.CRD(ctx, group, "Gizmo", "gizmos"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", ns, "g1", group+"/teardown"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceDeletionContentFailure); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeleteCRD(ctx, crd, "InstanceDeletionInProgress"); err != nil {
+		t.Fatal(err)
+	}
+	pastDeadline(t, ns, "web-0")
+
+	// The replay's kubeconfig names a server that counts who dials it.
+	kubeconfig, dials := unreachableKubeconfig(t)
+	dir := t.TempDir()
+	for i, args := range [][]string{
+		{"why", "ns/" + ns},
+		{"why", "pod/web-0", "-n", ns},
+		{"why", "crd/" + crd},
+		{"why", "-A"},
+		{"list", "-A"},
+	} {
+		for _, format := range []string{"json", ""} {
+			file := filepath.Join(dir, fmt.Sprintf("run-%d%s.json.gz", i, format))
+			live := run(t, append(args, "-o", format, "--save-snapshot", file)...)
+			replay := runOffline(t, kubeconfig, append(args, "-o", format, "--snapshot", file)...)
+			if live.stdout != replay.stdout || live.code != replay.code || live.code == 1 {
+				t.Errorf("%v -o %q: live exit %d, replay exit %d\n--- live\n%s\n--- replay\n%s%s", args, format, live.code, replay.code, live.stdout, replay.stdout, replay.stderr)
+			}
+			if format == "json" && !strings.Contains(live.stdout, `"code"`) {
+				t.Errorf("%v: no cause in the live report:\n%s", args, live.stdout)
+			}
+		}
+	}
+	if n := dials.Load(); n != 0 {
+		t.Errorf("the replays dialled the kubeconfig's server %d time(s)", n)
+	}
+}
+
+// unreachableKubeconfig writes a kubeconfig whose server is a local listener
+// that only counts connections.
+func unreachableKubeconfig(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var dials atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			dials.Add(1)
+			c.Close()
+		}
+	}()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: gone, cluster: {server: "https://%s"}}]
+users: [{name: nobody, user: {token: nothing}}]
+contexts: [{name: gone, context: {cluster: gone, user: nobody, namespace: elsewhere}}]
+current-context: gone
+`, l.Addr())
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, &dials
+}
+
+// runOffline runs the plugin with KUBECONFIG naming an unreachable server.
+func runOffline(t *testing.T, kubeconfig string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(plugin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Env = append(os.Environ(), "NO_COLOR=", "KUBECONFIG="+kubeconfig)
+	return resultOf(t, cmd.Run(), &out, &errOut, args)
+}
