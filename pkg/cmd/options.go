@@ -130,6 +130,10 @@ func (o *Options) Complete(args []string) error {
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
 			return err
 		}
+		// A report has no managed fields: skip the deep copy made to drop them.
+		if p, ok := o.printer.(*printers.OmitManagedFieldsPrinter); ok {
+			o.printer = p.Delegate
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,8 +30,15 @@ type request struct {
 	namespaced bool
 	objLabels  map[string]string
 	nsLabels   map[string]string // nil when the namespace could not be read
-	// cel is the request as admission's CEL sees it; nil: not evaluated.
-	cel *celeval.Request
+	// cel builds the request as admission's CEL sees it, once and only when
+	// an expression is evaluated (copying objects for every target would
+	// cost more than the rest of its diagnosis); nil: not evaluated.
+	cel func() *celeval.Request
+}
+
+// lazy is a request's cel: build runs at most once, on first use.
+func lazy(build func() *celeval.Request) func() *celeval.Request {
+	return sync.OnceValue(build)
 }
 
 // hook is a validating or mutating webhook, normalised.
@@ -162,7 +170,7 @@ func matchConditions(conds []admissionregistrationv1.MatchCondition, r request, 
 	for _, c := range conds {
 		res, err := celeval.Unknown, fmt.Errorf("the request's objects were not read")
 		if r.cel != nil {
-			res, err = celeval.Eval(c.Expression, *r.cel, variables)
+			res, err = celeval.Eval(c.Expression, *r.cel(), variables)
 		}
 		switch res {
 		case celeval.False:
@@ -267,7 +275,7 @@ func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admiss
 	for _, v := range p.Spec.Validations {
 		res, err := celeval.Unknown, fmt.Errorf("the request's objects were not read")
 		if r.cel != nil && p.Spec.ParamKind == nil {
-			res, err = celeval.Eval(v.Expression, *r.cel, variables)
+			res, err = celeval.Eval(v.Expression, *r.cel(), variables)
 		} else if p.Spec.ParamKind != nil {
 			err = fmt.Errorf("the policy reads params (%s), which are not read", p.Spec.ParamKind.Kind)
 		}
@@ -316,7 +324,7 @@ func policyVariables(p admissionregistrationv1.ValidatingAdmissionPolicy, r requ
 		return vars
 	}
 	for _, v := range p.Spec.Variables {
-		if val, err := celeval.Value(v.Expression, *r.cel, vars); err == nil {
+		if val, err := celeval.Value(v.Expression, *r.cel(), vars); err == nil {
 			vars[v.Name] = val
 		}
 	}

@@ -227,10 +227,12 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 	}
 	// Sent by the finalizer's controller, whose identity is not known here:
 	// matchConditions on the sender stay unknown. The object loses one finalizer.
-	after := t.Object.DeepCopy()
-	after.SetFinalizers(t.Object.GetFinalizers()[1:])
-	sent := &celeval.Request{Operation: "UPDATE", Group: group, Version: version, Resource: resource, Kind: t.Ref.Kind,
-		Namespace: t.Ref.Namespace, Name: t.Ref.Name, Object: after.Object, OldObject: t.Object.Object, NamespaceObject: objectMap(ns)}
+	sent := lazy(func() *celeval.Request {
+		after := t.Object.DeepCopy()
+		after.SetFinalizers(t.Object.GetFinalizers()[1:])
+		return &celeval.Request{Operation: "UPDATE", Group: group, Version: version, Resource: resource, Kind: t.Ref.Kind,
+			Namespace: t.Ref.Namespace, Name: t.Ref.Name, Object: after.Object, OldObject: t.Object.Object, NamespaceObject: objectMap(ns)}
+	})
 	r := request{operation: "UPDATE", group: group, version: version, resource: resource, namespaced: t.Ref.Namespace != "",
 		objLabels: t.Object.GetLabels(), nsLabels: nsLabels, cel: sent}
 	var causes []report.Cause

@@ -133,9 +133,11 @@ func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []ref
 		nsLabels = ns.Labels
 	}
 	// The kubelet sends it as its node; admission passes the pod as oldObject.
-	sent := &celeval.Request{Operation: string(admissionregistrationv1.Delete), Version: "v1", Resource: "pods", Kind: "Pod",
-		Namespace: pod.Namespace, Name: pod.Name, OldObject: objectMap(pod), NamespaceObject: objectMap(ns),
-		User: &celeval.User{Username: "system:node:" + pod.Spec.NodeName, Groups: []string{"system:nodes", "system:authenticated"}}}
+	sent := lazy(func() *celeval.Request {
+		return &celeval.Request{Operation: string(admissionregistrationv1.Delete), Version: "v1", Resource: "pods", Kind: "Pod",
+			Namespace: pod.Namespace, Name: pod.Name, OldObject: objectMap(pod), NamespaceObject: objectMap(ns),
+			User: &celeval.User{Username: "system:node:" + pod.Spec.NodeName, Groups: []string{"system:nodes", "system:authenticated"}}}
+	})
 	return refusals(*s.Admission, request{operation: admissionregistrationv1.Delete, version: "v1", resource: "pods",
 		namespaced: true, objLabels: pod.Labels, nsLabels: nsLabels, cel: sent}, "DELETE pods (the kubelet's final grace-0 delete, sent as system:node:"+pod.Spec.NodeName+")")
 }
