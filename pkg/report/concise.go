@@ -3,13 +3,14 @@ package report
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
 // The concise diagnosis, what `why` prints without -o wide: per object its
-// verdict, the checklist, the top cause with all its evidence and its first
-// (safest) step, one line per further cause, one line per group of blocking
-// objects, and the last few moments of its timeline. Objects held the same
+// verdict, the checklist, the top cause with its first evidence lines and
+// its first (safest) step, one line per further cause, one line per group of
+// blocking objects, and the last few moments of its timeline. Objects held the same
 // way (same top cause, summary, finalizers and namespace) are printed
 // once, with a count and examples: 3,000 leftovers held by one finalizer make
 // one block, not 3,000.
@@ -17,6 +18,9 @@ import (
 const (
 	// conciseTimeline is how many moments a concise diagnosis shows.
 	conciseTimeline = 5
+	// conciseEvidence is how many evidence lines the top cause shows (a
+	// namespace's live scan names every type that holds leftovers).
+	conciseEvidence = 8
 	// examplesShown is how many names a group of objects shows (a block of
 	// objects held the same way, a --group-by row).
 	examplesShown = 3
@@ -39,15 +43,20 @@ func sameWay(items []Item) [][]Item {
 }
 
 // heldKey says how an item is held: its top cause and summary (the object's
-// own name taken out), finalizers and namespace, whatever its kind. Summaries name the
-// blocker (a node, a webhook, a finalizer), so objects held by different
-// blockers never share a key.
+// own name and the durations taken out), finalizers and namespace, whatever
+// its kind. Summaries name the blocker (a node, a webhook, a finalizer), so
+// objects held by different blockers never share a key; fifty namespaces
+// deleted a few seconds apart, all waiting for the same thing, do.
 func heldKey(it Item) string {
 	c := topCause(it)
-	summary := withoutName(c.Summary, it.Object.Name)
+	summary := humanDuration.ReplaceAllString(withoutName(c.Summary, it.Object.Name), "\x02")
 	return strings.Join([]string{c.Code, string(it.Severity), summary, strings.Join(it.Finalizers, ","),
 		it.Object.Namespace, fmt.Sprint(it.Stuck)}, "\x00")
 }
+
+// humanDuration matches what duration.HumanDuration writes ("45s", "3m38s",
+// "2h10m", "5d", "2y10d").
+var humanDuration = regexp.MustCompile(`\b\d+[smhdy](\d+[smhdy])?\b`)
 
 // withoutName takes the object's own name out of s where it stands as a
 // whole name (not inside another name: "web-0" in "web-01" stays).
@@ -98,8 +107,11 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 		if n > 0 {
 			continue // further causes: one line each
 		}
-		for _, e := range c.Evidence {
+		for _, e := range c.Evidence[:min(len(c.Evidence), conciseEvidence)] {
 			p.linef("       evidence: %s", e)
+		}
+		if more := len(c.Evidence) - conciseEvidence; more > 0 {
+			p.linef("       evidence: %d more line(s): -o wide", more)
 		}
 		if len(c.Remediation) > 0 {
 			writeStep(p, 0, c.Remediation[0], "")

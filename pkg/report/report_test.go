@@ -222,6 +222,49 @@ func TestConciseWhyStaysShort(t *testing.T) {
 	}
 }
 
+// A namespace's live scan names every type holding leftovers: concise shows
+// the first lines of the top cause's evidence and says how many more -o wide
+// shows.
+func TestConciseEvidenceIsCapped(t *testing.T) {
+	var evidence []string
+	for i := range 50 {
+		evidence = append(evidence, fmt.Sprintf("live scan: things%03d.example.com: 3 object(s) left", i))
+	}
+	r := Report{Items: []Item{{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: "big"}, Stuck: true, Severity: Critical,
+		Causes: []Cause{{Code: "NamespaceControllerInactive", Severity: Critical, Summary: "no condition", Evidence: evidence}}}}}
+	var concise, wide bytes.Buffer
+	if err := WriteWhy(&concise, r, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteWhy(&wide, r, Style{Wide: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(concise.String(), "live scan:"); n != conciseEvidence || !strings.Contains(concise.String(), "evidence: 42 more line(s): -o wide") {
+		t.Errorf("concise shows %d evidence lines:\n%s", n, concise.String())
+	}
+	if n := strings.Count(wide.String(), "live scan:"); n != 50 {
+		t.Errorf("-o wide shows %d of the 50 evidence lines", n)
+	}
+}
+
+// Namespaces deleted seconds apart and waiting for the same thing are one
+// block: their summaries differ only by their durations.
+func TestHeldTheSameWayWhateverTheDurations(t *testing.T) {
+	ns := func(name, summary string) Item {
+		return Item{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: name}, Stuck: true, Severity: Critical,
+			Causes: []Cause{{Code: "NamespaceControllerInactive", Severity: Critical, Summary: summary}}}
+	}
+	groups := sameWay([]Item{
+		ns("a", "Terminating for 3m38s without any deletion condition"),
+		ns("b", "Terminating for 45s without any deletion condition"),
+		ns("c", "Terminating for 2h10m without any deletion condition"),
+		ns("d", "Terminating for 5d without a namespace controller on node-3m"),
+	})
+	if len(groups) != 2 || len(groups[0]) != 3 {
+		t.Errorf("groups: %v", groups)
+	}
+}
+
 func TestWithoutName(t *testing.T) {
 	for _, tc := range [][3]string{
 		{"pod web-0 is stuck: node web-0x down", "web-0", "pod \x01 is stuck: node web-0x down"},

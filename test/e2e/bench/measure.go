@@ -33,6 +33,8 @@ type Result struct {
 	// Snapshot and SnapshotGz are the sizes of the run's --save-snapshot
 	// file, plain and gzip-compressed (namespace cases, the plugin only).
 	Snapshot, SnapshotGz int64
+	// Lines is the length of the program's table (case 4, the plugin only).
+	Lines int
 }
 
 // program is how to run one measured program and read what it saw.

@@ -156,8 +156,8 @@ func judge(sz sizes, results []Result, floor, liner map[string]Result) []string 
 		if p, ok := find(c4, prog); ok {
 			f := floor[c4]
 			rq, y := float64(p.Requests)/float64(max(f.Requests, 1)), ratio(p.Wall, f.Wall)
-			out = append(out, fmt.Sprintf("`%s` over %d terminating namespaces of %d leftovers: %d requests, %.2fx the floor's %d (target at most 1.3x): %s; %.2fx the floor's time (target at most 1.3x): %s; every type listed once, whatever the number of terminating namespaces.",
-				strings.TrimPrefix(prog, pluginName+" "), sz.manyNamespaces, sz.perNamespace, p.Requests, rq, f.Requests, mark(rq <= 1.3), y, mark(y <= 1.3)))
+			out = append(out, fmt.Sprintf("`%s` over %d terminating namespaces of %d leftovers: %d requests, %.2fx the floor's %d (target at most 1.3x): %s; %.2fx the floor's time (target at most 1.3x): %s; every type listed once, whatever the number of terminating namespaces; its table: %d lines.",
+				strings.TrimPrefix(prog, pluginName+" "), sz.manyNamespaces, sz.perNamespace, p.Requests, rq, f.Requests, mark(rq <= 1.3), y, mark(y <= 1.3), p.Lines))
 		}
 	}
 	c2 := fmt.Sprintf("2: %d nodes, %d pods", sz.nodes, sz.nodes*sz.podsPerNode)

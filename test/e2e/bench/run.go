@@ -208,11 +208,29 @@ func manyNamespacesCase(ctx context.Context, o Options, sz sizes, px *Proxy, kc 
 	}
 	progress("%d terminating namespaces of %d objects each in %s", sz.manyNamespaces, sz.perNamespace, time.Since(t).Round(time.Second))
 	c := fmt.Sprintf("4: %d terminating namespaces", sz.manyNamespaces)
-	return measureAll(px, c, []program{
+	rs, err := measureAll(px, c, []program{
 		{pluginName + " list -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "list", "-A", "-o", "json") }, itemsCount},
 		{pluginName + " why -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "-A", "-o", "json") }, itemsCount},
 		{floorName, func() *exec.Cmd { return exec.Command(o.Self, "floor", "-kubeconfig", kc) }, numberCount},
 	}, o.Runs)
+	if err != nil {
+		return rs, err
+	}
+	// What a person reads: the tables' lengths.
+	for i, args := range [][]string{{"list", "-A"}, {"why", "-A"}} {
+		out, err := exec.Command(o.Plugin, append([]string{"--kubeconfig", kc}, args...)...).Output()
+		if err != nil && !isExit(err, 2) {
+			return rs, fmt.Errorf("%v: %v", args, err)
+		}
+		rs[i].Lines = strings.Count(string(out), "\n")
+	}
+	return rs, nil
+}
+
+// isExit reports whether err is the process exiting with code.
+func isExit(err error, code int) bool {
+	ee, ok := err.(*exec.ExitError)
+	return ok && ee.ExitCode() == code
 }
 
 func measureNamespace(o Options, px *Proxy, kc, c, ns string, oneLiner bool) ([]Result, error) {
@@ -246,7 +264,7 @@ func snapshotSizes(plugin, kubeconfig string, args ...string) (plain, gz int64, 
 	for i, name := range []string{"run.json", "run.json.gz"} {
 		file := filepath.Join(dir, name)
 		cmd := exec.Command(plugin, append(append([]string{"--kubeconfig", kubeconfig}, args...), "-o", "name", "--save-snapshot", file)...)
-		if out, err := cmd.CombinedOutput(); err != nil && cmd.ProcessState.ExitCode() != 2 {
+		if out, err := cmd.CombinedOutput(); err != nil && !isExit(err, 2) {
 			return 0, 0, fmt.Errorf("saving a snapshot: %v\n%s", err, out)
 		}
 		st, err := os.Stat(file)
