@@ -42,6 +42,9 @@ const (
 	NamespaceFinalizersRemaining Code = "NamespaceFinalizersRemaining"
 	PodStuckTerminating          Code = "PodStuckTerminating"
 	NamespaceControllerInactive  Code = "NamespaceControllerInactive"
+	// KubeletNoLongerManagesPod: the pod's kubelet (--kubelet) reports
+	// nothing of a pod the API still has: no status, no final DELETE will come.
+	KubeletNoLongerManagesPod Code = "KubeletNoLongerManagesPod"
 	// DiagnosisIncomplete is the tool's own code: the object is past its
 	// deadline but no rule explains why (or the evidence could not be read).
 	DiagnosisIncomplete Code = "DiagnosisIncomplete"
@@ -68,6 +71,7 @@ var entries = map[Code]Entry{
 	ConversionWebhookFailing:     {"conversion webhook failing", 20},
 	NegativeGracePeriod:          {"negative grace period", 25},
 	ContainerKillFailed:          {"runtime cannot kill containers", 30},
+	KubeletNoLongerManagesPod:    {"kubelet no longer manages the pod", 30},
 	SandboxTeardownFailed:        {"sandbox (CNI) teardown failed", 30},
 	VolumeTeardownPending:        {"volumes not unmounted", 30},
 	ResourceClaimCleanupPending:  {"DRA claims not unprepared", 30},

@@ -50,6 +50,8 @@ type Options struct {
 	// file a run reads its evidence from instead of the cluster.
 	SaveSnapshot string
 	Replay       string
+	// Kubelet also reads what the pods' kubelets report (nodes/proxy).
+	Kubelet bool
 
 	// Set by Complete.
 	command   string // why, list
@@ -88,6 +90,7 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "Bound the whole run: reads not made by then are reported under skipped (a partial report), so a slow or broken control plane cannot hold a runbook for long. 0: no bound.")
 	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or just past it and progressing).")
 	o.addSaveSnapshotFlag(cmd)
+	cmd.Flags().BoolVar(&o.Kubelet, "kubelet", false, "Also ask each stuck pod's kubelet, through the apiserver's node proxy (/pods, /stats/summary), whether its containers, volumes and cgroup are gone. Needs get on nodes/proxy, a powerful permission (https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/rbac.md): off by default.")
 	cmd.Flags().StringVar(&o.Replay, "snapshot", "", "Diagnose from a file --save-snapshot wrote instead of the cluster (no kubeconfig needed, nothing dialled): the saved run's report, its clock included. Arguments and -n/-A/-l/--kind, if given, must be the saved run's.")
 	o.addOutputFlags(cmd)
 }
@@ -305,7 +308,7 @@ func (o *Options) nothingFound() string {
 // collector reads through the clients, with a progress line on stderr when
 // it is a terminal and a scan takes more than a second.
 func (o *Options) collector(clients *kube.Clients) *collect.Collector {
-	c := &collect.Collector{Clients: clients, Now: o.now}
+	c := &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet}
 	if o.isTerminal(o.ErrOut) {
 		c.Progress = func(p collect.ScanProgress) {
 			if p.Done {

@@ -28,6 +28,9 @@ type Collector struct {
 	Now func() time.Time
 	// Progress, when set, hears about scans that take more than a second.
 	Progress func(ScanProgress)
+	// Kubelet: also read what the pods' kubelets report, through the node
+	// proxy (--kubelet; nodes/proxy is a powerful permission, so opt-in).
+	Kubelet bool
 
 	mu    sync.Mutex
 	skips []report.Skip
@@ -105,6 +108,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 	)
 	concurrently(
 		func() { c.readNodes(ctx, s) },
+		func() { c.readKubelets(ctx, s) },
 		func() { c.readEvents(ctx, s) },
 		func() { c.readAdmission(ctx, s) },
 		func() { c.readVolumes(ctx, s) },

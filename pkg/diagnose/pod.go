@@ -25,6 +25,9 @@ func podFactsOf(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) podFacts {
 	}
 	f.volumes, f.volumesKnown = podVolumesOf(s, pod)
 	f.claims, f.claimsKnown = podClaimsOf(s, pod)
+	if f.kubelet = kubeletViewOf(s, pod); f.kubelet != nil {
+		f.containers = withKubelet(f.containers, f.kubelet)
+	}
 	return f
 }
 
@@ -78,6 +81,7 @@ type podFacts struct {
 	volumesKnown bool
 	claims       []podClaim // read only while the kubelet should unprepare them
 	claimsKnown  bool
+	kubelet      *kubeletView // nil: not read (no --kubelet)
 }
 
 // kubeletCauses explains a live kubelet that has not finished the pod, by the
@@ -88,6 +92,13 @@ func kubeletCauses(pod *corev1.Pod, tm timing, f podFacts, now time.Time) []repo
 		return nil
 	}
 	c, ev := f.containers, f.events
+	if f.kubelet.forgotten() && tm.grace > 0 {
+		var causes []report.Cause
+		for _, r := range f.refused {
+			causes = append(causes, r.asCause(tm, "the kubelet gave up its final DELETE: nothing retries it"))
+		}
+		return append(causes, kubeletForgot(pod, tm, f.kubelet))
+	}
 	switch {
 	case ev.killFailed != nil && len(c.running) > 0:
 		return []report.Cause{killFailed(pod, tm, c, ev, now)}
@@ -114,9 +125,16 @@ func stateCCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 	for _, r := range f.refused {
 		causes = append(causes, r.asCause(tm, "the kubelet only logs \"Failed to delete status for pod\" when its final DELETE is refused: no event"))
 	}
-	causes = append(causes, volumeCauses(pod, f.volumes, tm)...)
+	if vols, known := f.kubelet.volumes(); known {
+		// The kubelet's own view of every volume replaces what the API hints.
+		if len(vols) > 0 {
+			causes = append(causes, kubeletVolumesCause(pod, tm, f.kubelet, vols, f.volumes))
+		}
+	} else {
+		causes = append(causes, volumeCauses(pod, f.volumes, tm)...)
+	}
 	if !slices.ContainsFunc(causes, func(c report.Cause) bool { return c.Severity == report.Critical }) {
-		causes = append(causes, kubeletCleanupPending(pod, tm))
+		causes = append(causes, kubeletCleanupPending(pod, tm, f.kubelet))
 	}
 	return causes
 }
@@ -218,14 +236,25 @@ func noEventSeen(reason string) string {
 	return fmt.Sprintf("no %s event seen (events expire after one hour by default: their absence proves nothing)", reason)
 }
 
-func kubeletCleanupPending(pod *corev1.Pod, tm timing) report.Cause {
-	return cause(catalog.CgroupCleanupPending, report.Warning, 0.4,
-		fmt.Sprintf("containers stopped but the kubelet has not sent its final delete (%s past the deadline)", report.HumanDuration(tm.overdue)),
-		[]string{
-			fmt.Sprintf("status.phase: %s", pod.Status.Phase),
-			fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (the kubelet's final delete sets 0)", tm.grace),
-			"no container reports state.running",
-		},
+func kubeletCleanupPending(pod *corev1.Pod, tm timing, v *kubeletView) report.Cause {
+	confidence := 0.4
+	summary := fmt.Sprintf("containers stopped but the kubelet has not sent its final delete (%s past the deadline)", report.HumanDuration(tm.overdue))
+	evidence := []string{
+		fmt.Sprintf("status.phase: %s", pod.Status.Phase),
+		fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (the kubelet's final delete sets 0)", tm.grace),
+		"no container reports state.running",
+	}
+	switch present, known := v.cgroup(); {
+	case known && present:
+		confidence = 0.85
+		summary = fmt.Sprintf("the kubelet on %s still reports the pod's cgroup: it sends its final delete once the cgroup is removed (%s past the deadline)", v.node, report.HumanDuration(tm.overdue))
+		evidence = append(evidence, v.says("/stats/summary", "reports the pod's cgroup (CPU and memory stats)"))
+	case known:
+		confidence = 0.3
+		summary = fmt.Sprintf("the kubelet on %s reports the pod's containers, volumes and cgroup gone but has not sent its final delete (%s past the deadline)", v.node, report.HumanDuration(tm.overdue))
+		evidence = append(evidence, v.says("/stats/summary", "no cgroup stats and no volume for the pod"))
+	}
+	return cause(catalog.CgroupCleanupPending, report.Warning, confidence, summary, evidence,
 		read("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID)))),
 		forceDelete(pod, report.RiskHigh, "unmounts and cgroup cleanup may be left undone on the node"))
 }

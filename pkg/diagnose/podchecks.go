@@ -12,22 +12,29 @@ import (
 // podChecks is the kubelet's reclaim gate as a checklist.
 func podChecks(pod *corev1.Pod, tm timing, f podFacts) []report.Check {
 	checks := []report.Check{graceCheck(tm), nodeCheck(f.node)}
+	stopped := report.Check{Name: "containers stopped", Status: report.Pass, Detail: "no container reports state.running"}
 	if len(f.containers.running) > 0 {
-		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Fail, Detail: "running: " + strings.Join(f.containers.running, ", ")})
-	} else {
-		checks = append(checks, report.Check{Name: "containers stopped", Status: report.Pass, Detail: "no container reports state.running"})
+		stopped.Status, stopped.Detail = report.Fail, "running: "+strings.Join(f.containers.running, ", ")
 	}
+	if _, known := f.kubelet.running(); known {
+		stopped.Detail = f.containers.evidence[len(f.containers.evidence)-1] // the kubelet's word (withKubelet)
+	}
+	checks = append(checks, stopped)
 	checks = append(checks,
 		sandboxCheck(pod, f.containers, f.events),
 	)
 	if c, ok := claimsCheck(f.claims, f.claimsKnown); ok {
 		checks = append(checks, c)
 	}
-	checks = append(checks,
-		phaseCheck(pod, f.node),
-		volumesCheck(pod, f.volumes, f.volumesKnown),
-		cgroupCheck(tm),
-		finalDeleteCheck(tm, f.refused))
+	volumes, ok := kubeletVolumesCheck(f.kubelet)
+	if !ok {
+		volumes = volumesCheck(pod, f.volumes, f.volumesKnown)
+	}
+	cgroup, ok := kubeletCgroupCheck(f.kubelet)
+	if !ok {
+		cgroup = cgroupCheck(tm)
+	}
+	checks = append(checks, phaseCheck(pod, f.node), volumes, cgroup, finalDeleteCheck(tm, f.refused))
 	if len(pod.Finalizers) > 0 {
 		checks = append(checks, report.Check{Name: "finalizers cleared", Status: report.Fail, Detail: "metadata.finalizers: " + strings.Join(pod.Finalizers, ", ")})
 	} else {

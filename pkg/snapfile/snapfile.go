@@ -82,6 +82,7 @@ type file struct {
 	APIServices  []snapshot.APIService            `json:"apiServices"`
 	Namespaces   map[string]*corev1.Namespace     `json:"namespaces"`
 	CRDs         map[string]*snapshot.CRD         `json:"crds"`
+	Kubelets     map[string]*snapshot.Kubelet     `json:"kubelets"`
 	Skipped      []skip                           `json:"skipped"`
 }
 
@@ -261,6 +262,7 @@ func toFile(s Saved) (file, error) {
 		APIServices:   snap.APIServices,
 		Namespaces:    mapValues(snap.Namespaces, stripped),
 		CRDs:          snap.CRDs,
+		Kubelets:      snap.Kubelets,
 		Skipped:       toSkips(snap.Skipped),
 	}
 	f.Volumes.Volumes.Claims = nil
@@ -383,6 +385,7 @@ func fromFile(f file) (Saved, error) {
 		APIServices:  f.APIServices,
 		Namespaces:   f.Namespaces,
 		CRDs:         f.CRDs,
+		Kubelets:     f.Kubelets,
 		Skipped:      fromSkips(f.Skipped),
 	}
 	snap.Volumes.Claims = fromEntries(f.Volumes.Claims)

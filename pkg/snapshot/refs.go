@@ -21,6 +21,9 @@ const (
 	SkipTimeout   SkipReason = "Timeout"
 	SkipDiscovery SkipReason = "DiscoveryFailed"
 	SkipError     SkipReason = "Error"
+	// SkipUnreachable: the apiserver could not reach the node's kubelet to
+	// proxy the read (--kubelet).
+	SkipUnreachable SkipReason = "Unreachable"
 )
 
 // Skip records a read that was not made; the report carries on without it.

@@ -54,8 +54,46 @@ type Snapshot struct {
 	// CRDs holds the CustomResourceDefinitions by name, read when a target is
 	// a CRD or a namespace's content deletion failed (conversion webhooks).
 	CRDs map[string]*CRD
+	// Kubelets holds what the kubelets of the pod targets' nodes report
+	// through the apiserver's node proxy (--kubelet), by node name; a
+	// missing key: not read.
+	Kubelets map[string]*Kubelet
 	// Skipped lists run-wide reads that could not be made.
 	Skipped []Skip
+}
+
+// Kubelet is a node's kubelet's own view of the pod targets on that node:
+// its /pods (the pods it still manages, with its container statuses) and its
+// /stats/summary (per pod, the cgroup's stats while the cgroup exists and the
+// volumes still mounted), reduced to those pods.
+type Kubelet struct {
+	// ReadAt is when the reads were made.
+	ReadAt time.Time
+	// PodsRead and SummaryRead say which of the two endpoints answered.
+	PodsRead, SummaryRead bool
+	// Pods holds what the kubelet reports of each pod target on the node, by
+	// UID; a pod it reports nothing of has no entry.
+	Pods map[types.UID]*KubeletPod
+}
+
+// KubeletPod is what a kubelet reports of one pod.
+type KubeletPod struct {
+	// Managed: listed by /pods (the kubelet still manages the pod).
+	Managed bool
+	// Containers are the kubelet's own container statuses (from /pods).
+	Containers []corev1.ContainerStatus
+	// Cgroup: /stats/summary reports the pod with CPU or memory stats, which
+	// it reads from the pod's cgroup.
+	Cgroup bool
+	// Volumes are the pod's volumes /stats/summary still reports (mounted).
+	Volumes []KubeletVolume
+}
+
+// KubeletVolume is a volume the kubelet reports for a pod.
+type KubeletVolume struct {
+	Name string
+	// Claim names the PersistentVolumeClaim behind it, if any.
+	Claim string
 }
 
 // Volumes is the storage chain of the targets' volumes: claim, volume, CSI

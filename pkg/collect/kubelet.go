@@ -1,0 +1,160 @@
+package collect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+const (
+	// kubeletTimeout bounds each node's reads: a kubelet that hangs costs
+	// the run this much, not its whole budget.
+	kubeletTimeout = 5 * time.Second
+	// kubeletConcurrency is how many nodes are read at once: every read goes
+	// through the apiserver, which opens a connection to the kubelet.
+	kubeletConcurrency = 8
+)
+
+// readKubelets reads, when asked (--kubelet), what the kubelet of each node
+// holding a pod target reports of those pods: /pods and /stats/summary
+// through the apiserver's node proxy, one request each per node.
+func (c *Collector) readKubelets(ctx context.Context, s *snapshot.Snapshot) {
+	if !c.Kubelet {
+		return
+	}
+	podsByNode := map[string][]*snapshot.Target{}
+	for _, t := range needing(s, diagnose.NodeEvidence) {
+		if t.Pod != nil && t.Pod.Spec.NodeName != "" {
+			podsByNode[t.Pod.Spec.NodeName] = append(podsByNode[t.Pod.Spec.NodeName], t)
+		}
+	}
+	names := make([]string, 0, len(podsByNode))
+	for n := range podsByNode {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	views := make([]*snapshot.Kubelet, len(names))
+	sem := make(chan struct{}, kubeletConcurrency)
+	var wg sync.WaitGroup
+	for i, node := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			views[i] = c.readKubelet(ctx, node, podsByNode[node])
+		})
+	}
+	wg.Wait()
+	s.Kubelets = map[string]*snapshot.Kubelet{}
+	for i, node := range names {
+		if views[i] != nil {
+			s.Kubelets[node] = views[i]
+		}
+	}
+}
+
+// readKubelet reads one node's kubelet; a read that fails is a skip on each
+// of the node's pods (nil when neither endpoint answered).
+func (c *Collector) readKubelet(ctx context.Context, node string, pods []*snapshot.Target) *snapshot.Kubelet {
+	ctx, cancel := context.WithTimeout(ctx, kubeletTimeout)
+	defer cancel()
+	v := &snapshot.Kubelet{ReadAt: c.Now(), Pods: map[types.UID]*snapshot.KubeletPod{}}
+	wanted := map[types.UID]bool{}
+	for _, t := range pods {
+		wanted[t.Pod.UID] = true
+	}
+	entry := func(uid types.UID) *snapshot.KubeletPod {
+		if v.Pods[uid] == nil {
+			v.Pods[uid] = &snapshot.KubeletPod{}
+		}
+		return v.Pods[uid]
+	}
+	skip := func(path string, err error) {
+		sk := kubeletSkip(fmt.Sprintf("nodes/%s/proxy/%s", node, path), err)
+		for _, t := range pods {
+			c.skipTarget(t, sk)
+		}
+	}
+
+	var managed corev1.PodList
+	if err := c.nodeProxy(ctx, node, "pods", &managed); err != nil {
+		skip("pods", err)
+	} else {
+		v.PodsRead = true
+		for _, p := range managed.Items {
+			if wanted[p.UID] {
+				k := entry(p.UID)
+				k.Managed = true
+				k.Containers = append(append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...),
+					p.Status.ContainerStatuses...), p.Status.EphemeralContainerStatuses...)
+			}
+		}
+	}
+	var summary statsv1alpha1.Summary
+	if err := c.nodeProxy(ctx, node, "stats/summary", &summary); err != nil {
+		skip("stats/summary", err)
+	} else {
+		v.SummaryRead = true
+		for _, p := range summary.Pods {
+			uid := types.UID(p.PodRef.UID)
+			if !wanted[uid] {
+				continue
+			}
+			k := entry(uid)
+			k.Cgroup = p.CPU != nil || p.Memory != nil
+			for _, vol := range p.VolumeStats {
+				kv := snapshot.KubeletVolume{Name: vol.Name}
+				if vol.PVCRef != nil {
+					kv.Claim = vol.PVCRef.Name
+				}
+				k.Volumes = append(k.Volumes, kv)
+			}
+		}
+	}
+	if !v.PodsRead && !v.SummaryRead {
+		return nil
+	}
+	return v
+}
+
+// nodeProxy GETs a kubelet endpoint through the apiserver's node proxy
+// (nodes/proxy) and decodes its JSON.
+func (c *Collector) nodeProxy(ctx context.Context, node, path string, into any) error {
+	raw, err := c.Clients.Typed.CoreV1().RESTClient().Get().
+		Resource("nodes").Name(node).SubResource("proxy").Suffix(path).
+		Do(ctx).Raw()
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		return fmt.Errorf("the kubelet's %s is not what a kubelet answers: %w", path, err)
+	}
+	return nil
+}
+
+// kubeletSkip is skipOf, with the apiserver failing to reach the kubelet
+// (it answers 502 or 503 for its own dial) said as such.
+func kubeletSkip(check string, err error) report.Skip {
+	sk := skipOf(check, err)
+	if sk.Reason == report.SkipError && (apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || isBadGateway(err)) {
+		sk.Reason = snapshot.SkipUnreachable
+	}
+	return sk
+}
+
+func isBadGateway(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code == 502
+}
