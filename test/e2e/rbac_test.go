@@ -30,21 +30,7 @@ func TestForbiddenReadsAreReportedAndSkipped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "limited")
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-pod-reader"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "namespaces"}, Verbs: []string{"get", "list"}}},
-	}
-	if _, err := env.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-pod-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "e2e-pod-reader"},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "pod-reader"}},
-	}
-	if _, err := env.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	grantClusterRole(t, "pod-reader", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "namespaces"}, Verbs: []string{"get", "list"}}})
 	if err := env.DyingNode(ctx, "dead-2"); err != nil {
 		t.Fatal(err)
 	}
@@ -111,19 +97,7 @@ func TestRBACMatrix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	docsRole := roleFromDocs(t)
-	docsRole.Name = "e2e-docs-role"
-	if _, err := env.Client.RbacV1().ClusterRoles().Create(ctx, docsRole, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-docs-role"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: docsRole.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "docs-reader"}},
-	}
-	if _, err := env.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	grantClusterRole(t, "docs-reader", roleFromDocs(t).Rules)
 	settle(t, time.Now())
 
 	t.Run("namespace view", func(t *testing.T) {
@@ -217,4 +191,20 @@ func verdicts(r report) string {
 		walk(0, it)
 	}
 	return b.String()
+}
+
+// grantClusterRole binds a ClusterRole of these rules, e2e-USER, to the user.
+func grantClusterRole(t *testing.T, user string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + user}, Rules: rules}
+	if _, err := env.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+	if _, err := env.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

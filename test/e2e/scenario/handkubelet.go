@@ -3,7 +3,6 @@ package scenario
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -94,20 +93,5 @@ func (e *Env) NotReadyNode(ctx context.Context, name string) (stop func(), err e
 	if _, err := e.Client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		return nil, err
 	}
-	renewCtx, cancel := context.WithCancel(context.Background())
-	go func() {
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-renewCtx.Done():
-				return
-			case <-tick.C:
-				renew := metav1.NewMicroTime(time.Now())
-				patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, renew.Format(metav1.RFC3339Micro))
-				_, _ = e.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Patch(renewCtx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-			}
-		}
-	}()
-	return cancel, nil
+	return e.renewLease(name), nil
 }
