@@ -143,7 +143,7 @@ func kubeletForgot(pod *corev1.Pod, tm timing, v *kubeletView) report.Cause {
 			v.says("/stats/summary", "no stats and no volume for the pod"),
 			fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (the kubelet's final DELETE sets 0)", tm.grace),
 		},
-		read("Read the kubelet's log for the pod (a restart, or its final DELETE refused and given up)", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID)))),
+		read("Read the kubelet's log for the pod (why it dropped it: a final DELETE given up on, lost state)", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID)))),
 		forceDelete(pod, report.RiskLow, "the kubelet reports nothing left of the pod on the node; only the API object goes"))
 }
 
