@@ -64,9 +64,11 @@ func runMain(m *testing.M) int {
 	go func() {
 		<-sig
 		theLab.Stop()
+		scenario.RemoveTestHosts()
 		os.Exit(130)
 	}()
 	defer theLab.Stop()
+	defer scenario.RemoveTestHosts() // the fake kubelets' and APIs' network namespaces
 	fmt.Printf("e2e: lab up at %s in %s\n", theLab.Server, time.Since(start).Round(time.Millisecond))
 	if env, err = scenario.NewEnv(theLab.Kubeconfig); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

@@ -26,12 +26,13 @@ var testHosts atomic.Int32
 // NewTestHost makes a test host; Close removes it. It needs root (ip netns).
 func NewTestHost() (*TestHost, error) {
 	n := int(testHosts.Add(1))
-	id := fmt.Sprintf("%d-%d", os.Getpid()%100000, n)
+	id := fmt.Sprintf("%s%d", hostPrefix(), n)
 	// A /30 of its own in 198.18.0.0/15, from the pid and a counter.
 	block := (os.Getpid()*16 + n) % (1 << 15)
 	base := net.IPv4(198, byte(18+block>>14), byte(block>>6), byte(block&63)<<2)
-	h := &TestHost{Name: "kt-" + id, MachineIP: addIP(base, 1), PeerIP: addIP(base, 2)}
-	machineEnd, peerEnd := "kta"+id, "ktb"+id
+	h := &TestHost{Name: id, MachineIP: addIP(base, 1), PeerIP: addIP(base, 2)}
+	suffix := strings.TrimPrefix(id, "kt-")
+	machineEnd, peerEnd := "kta"+suffix, "ktb"+suffix
 	steps := [][]string{
 		{"netns", "add", h.Name},
 		{"link", "add", machineEnd, "type", "veth", "peer", "name", peerEnd},
@@ -102,4 +103,22 @@ func (h *TestHost) Listen() (net.Listener, error) {
 // Close removes the namespace, and with it the veth pair.
 func (h *TestHost) Close() {
 	_ = exec.Command("ip", "netns", "del", h.Name).Run()
+}
+
+// hostPrefix names this process's test hosts.
+func hostPrefix() string { return fmt.Sprintf("kt-%d-", os.Getpid()%100000) }
+
+// RemoveTestHosts removes every test host this process made and did not
+// close (a test that failed before its cleanup): the lab tears them down
+// with itself.
+func RemoveTestHosts() {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, _, _ := strings.Cut(line, " "); strings.HasPrefix(name, hostPrefix()) {
+			(&TestHost{Name: name}).Close()
+		}
+	}
 }
