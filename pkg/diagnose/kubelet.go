@@ -85,16 +85,24 @@ func withKubelet(c containerState, v *kubeletView) containerState {
 	if !known {
 		return c
 	}
-	switch {
-	case len(names) > 0:
-		c.evidence = append(c.evidence, v.says("/pods", "running: "+strings.Join(names, ", ")))
-	case v.pod != nil && v.pod.Managed:
-		c.evidence = append(c.evidence, v.says("/pods", "no container running"))
-	default:
-		c.evidence = append(c.evidence, v.says("/pods", "the pod is not among the pods it manages"))
-	}
+	c.evidence = append(c.evidence, v.containersFact())
 	c.running = names
 	return c
+}
+
+// containersFact is what the kubelet's /pods says of the pod's containers
+// ("" when /pods did not answer).
+func (v *kubeletView) containersFact() string {
+	names, known := v.running()
+	switch {
+	case !known:
+		return ""
+	case len(names) > 0:
+		return v.says("/pods", "running: "+strings.Join(names, ", "))
+	case v.pod != nil && v.pod.Managed:
+		return v.says("/pods", "no container running")
+	}
+	return v.says("/pods", "the pod is not among the pods it manages")
 }
 
 func describeVolumes(vols []snapshot.KubeletVolume) string {

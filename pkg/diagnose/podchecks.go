@@ -16,8 +16,8 @@ func podChecks(pod *corev1.Pod, tm timing, f podFacts) []report.Check {
 	if len(f.containers.running) > 0 {
 		stopped.Status, stopped.Detail = report.Fail, "running: "+strings.Join(f.containers.running, ", ")
 	}
-	if _, known := f.kubelet.running(); known {
-		stopped.Detail = f.containers.evidence[len(f.containers.evidence)-1] // the kubelet's word (withKubelet)
+	if fact := f.kubelet.containersFact(); fact != "" {
+		stopped.Detail = fact // the kubelet's word decided the row (withKubelet)
 	}
 	checks = append(checks, stopped)
 	checks = append(checks,
