@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sort"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,23 +20,38 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 		return
 	}
 	api := c.Clients.Typed.AdmissionregistrationV1()
-	vw, err := api.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		c.Skip(skipOf("list validatingwebhookconfigurations", err))
+	// The four lists at once (one round trip, not four); judged in order.
+	var (
+		vw           *admissionregistrationv1.ValidatingWebhookConfigurationList
+		mw           *admissionregistrationv1.MutatingWebhookConfigurationList
+		p            *admissionregistrationv1.ValidatingAdmissionPolicyList
+		b            *admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+		vwErr, mwErr error
+		pErr, bErr   error
+		opts         = metav1.ListOptions{}
+	)
+	concurrently(
+		func() { vw, vwErr = api.ValidatingWebhookConfigurations().List(ctx, opts) },
+		func() { mw, mwErr = api.MutatingWebhookConfigurations().List(ctx, opts) },
+		func() { p, pErr = api.ValidatingAdmissionPolicies().List(ctx, opts) },
+		func() { b, bErr = api.ValidatingAdmissionPolicyBindings().List(ctx, opts) },
+	)
+	if vwErr != nil {
+		c.Skip(skipOf("list validatingwebhookconfigurations", vwErr))
 		return
 	}
-	mw, err := api.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		c.Skip(skipOf("list mutatingwebhookconfigurations", err))
+	if mwErr != nil {
+		c.Skip(skipOf("list mutatingwebhookconfigurations", mwErr))
 		return
 	}
 	a := snapshot.NewAdmission()
 	a.Validating, a.Mutating = vw.Items, mw.Items
-	if p, err := api.ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{}); err != nil {
-		c.Skip(skipOf("list validatingadmissionpolicies", err))
-	} else if b, err := api.ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{}); err != nil {
-		c.Skip(skipOf("list validatingadmissionpolicybindings", err))
-	} else {
+	switch {
+	case pErr != nil:
+		c.Skip(skipOf("list validatingadmissionpolicies", pErr))
+	case bErr != nil:
+		c.Skip(skipOf("list validatingadmissionpolicybindings", bErr))
+	default:
 		a.Policies, a.PolicyBindings = p.Items, b.Items
 	}
 	for _, svc := range webhookServices(a) {

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	appsv1 "k8s.io/api/apps/v1"
 	"sort"
 	"strings"
 
@@ -19,25 +20,40 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 	}
 	apps := c.Clients.Typed.AppsV1()
 	ctl := &snapshot.Controllers{}
-	deployments, err := apps.Deployments("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		c.Skip(skipOf("list deployments.apps", err))
+	// The lists at once (one round trip, not four); judged in order.
+	var (
+		deployments                *appsv1.DeploymentList
+		statefulSets               *appsv1.StatefulSetList
+		daemonSets                 *appsv1.DaemonSetList
+		crds                       *metav1.PartialObjectMetadataList
+		dErr, stErr, dsErr, crdErr error
+	)
+	concurrently(
+		func() { deployments, dErr = apps.Deployments("").List(ctx, metav1.ListOptions{}) },
+		func() { statefulSets, stErr = apps.StatefulSets("").List(ctx, metav1.ListOptions{}) },
+		func() { daemonSets, dsErr = apps.DaemonSets("").List(ctx, metav1.ListOptions{}) },
+		func() {
+			if len(s.CRDs) == 0 { // else already read in full for a CRD or a conversion error
+				crds, crdErr = c.Clients.Metadata.Resource(crdResource).List(ctx, metav1.ListOptions{})
+			}
+		},
+	)
+	if dErr != nil {
+		c.Skip(skipOf("list deployments.apps", dErr))
 		return
 	}
 	for _, d := range deployments.Items {
 		ctl.Workloads = append(ctl.Workloads, workload("deployment", d.ObjectMeta, replicas(d.Spec.Replicas), d.Status.ReadyReplicas))
 	}
-	statefulSets, err := apps.StatefulSets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		c.Skip(skipOf("list statefulsets.apps", err))
+	if stErr != nil {
+		c.Skip(skipOf("list statefulsets.apps", stErr))
 		return
 	}
 	for _, st := range statefulSets.Items {
 		ctl.Workloads = append(ctl.Workloads, workload("statefulset", st.ObjectMeta, replicas(st.Spec.Replicas), st.Status.ReadyReplicas))
 	}
-	daemonSets, err := apps.DaemonSets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		c.Skip(skipOf("list daemonsets.apps", err))
+	if dsErr != nil {
+		c.Skip(skipOf("list daemonsets.apps", dsErr))
 		return
 	}
 	for _, ds := range daemonSets.Items {
@@ -49,9 +65,8 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		groups[crd.Group] = true
 	}
 	if len(s.CRDs) == 0 {
-		crds, err := c.Clients.Metadata.Resource(crdResource).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			c.Skip(skipOf("list customresourcedefinitions", err))
+		if crdErr != nil {
+			c.Skip(skipOf("list customresourcedefinitions", crdErr))
 			return
 		}
 		for _, crd := range crds.Items {
