@@ -101,7 +101,7 @@ func writeGroup(w io.Writer, g []Item, st Style) error {
 func writeConcise(w io.Writer, it Item, st Style) error {
 	p := &printer{w: w}
 	writeHeader(p, it, "", st)
-	writeChecks(p, it, "")
+	writeConciseChecks(p, it)
 	for n, c := range it.Causes {
 		writeCauseLine(p, c, n, "", st)
 		if n > 0 {
@@ -168,4 +168,22 @@ func riskiest(steps []Step) RiskLevel {
 		}
 	}
 	return top
+}
+
+// writeConciseChecks prints the checklist rows that do not pass, and names
+// the ones that do on one line: the failing rows are what explain the pod.
+func writeConciseChecks(p *printer, it Item) {
+	var open []Check
+	var passing []string
+	for _, c := range it.Checks {
+		if c.Status == Pass {
+			passing = append(passing, c.Name)
+		} else {
+			open = append(open, c)
+		}
+	}
+	writeChecks(p, Item{Checks: open}, "")
+	if len(passing) > 0 {
+		p.linef("  pass: %s (-o wide for the details)", strings.Join(passing, ", "))
+	}
 }
