@@ -12,9 +12,9 @@ import (
 )
 
 // selection is what this run was asked to diagnose.
-func (o *Options) selection(command string) snapfile.Selection {
+func (o *Options) selection() snapfile.Selection {
 	return snapfile.Selection{
-		Command:       command,
+		Command:       o.command,
 		Args:          o.args,
 		Namespace:     o.namespace,
 		AllNamespaces: o.AllNamespaces,
@@ -29,7 +29,7 @@ func (o *Options) save(snap *snapshot.Snapshot) error {
 	if o.SaveSnapshot == "" {
 		return nil
 	}
-	err := snapfile.Save(o.SaveSnapshot, snapfile.Saved{PluginVersion: version.String(), Selection: o.selection(o.command), Snapshot: snap})
+	err := snapfile.Save(o.SaveSnapshot, snapfile.Saved{PluginVersion: version.String(), Selection: o.selection(), Snapshot: snap})
 	if err != nil {
 		return fmt.Errorf("saving the snapshot: %w", err)
 	}

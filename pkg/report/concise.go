@@ -8,11 +8,11 @@ import (
 )
 
 // The concise diagnosis, what `why` prints without -o wide: per object its
-// verdict, the checklist, the top cause with its first evidence lines and
-// its first (safest) step, one line per further cause, one line per group of
-// blocking objects, and the last few moments of its timeline. Objects held the same
-// way (same top cause, summary, finalizers and namespace) are printed
-// once, with a count and examples: 3,000 leftovers held by one finalizer make
+// verdict, the checklist rows that do not pass, the top cause with its first
+// evidence lines and its first (safest) step, one line per further cause,
+// one line per group of blocking objects, and the last few moments of its
+// timeline. Objects held the same way (same top cause, summary durations
+// aside, finalizers and namespace) are printed once, with a count and examples: 3,000 leftovers held by one finalizer make
 // one block, not 3,000.
 
 const (

@@ -22,7 +22,7 @@ type Style struct {
 	// NoHeaders drops list's header line and footer, as kubectl --no-headers.
 	NoHeaders bool
 	// Watching: list -w prints its table without the footer, then rows as
-	// objects change (WriteWatchRows).
+	// objects change (WatchTable).
 	Watching bool
 }
 
@@ -52,7 +52,7 @@ func WriteList(w io.Writer, r Report, st Style) error {
 	if st.GroupBy != "" {
 		return writeGroups(w, r, st)
 	}
-	header, rows := listRows(r.Items, st)
+	header, rows := listRows(r.Items, ambiguousKinds(r.Items), st)
 	err := writeListTable(w, header, rows, st)
 	if err == nil && !st.NoHeaders && !st.Watching {
 		err = writeFooter(w, r.Items)
@@ -60,12 +60,11 @@ func WriteList(w io.Writer, r Report, st Style) error {
 	return writeSkipped(w, r.Skipped, err)
 }
 
-// listRows is list's table: its header and one row per item.
-func listRows(items []Item, st Style) (header []string, rows [][]string) {
-	// As kubectl prints several types: NAME is kind/name, kind.group/name
-	// where kinds of different groups share a name, so rows never look alike
-	// and each can be pasted.
-	ambiguous := ambiguousKinds(items)
+// listRows is list's table: its header and one row per item. As kubectl
+// prints several types, NAME is kind/name, kind.group/name for the ambiguous
+// kinds (kinds of different groups share a name), so rows never look alike
+// and each can be pasted.
+func listRows(items []Item, ambiguous map[string]bool, st Style) (header []string, rows [][]string) {
 	header = []string{"NAME", "TERMINATING", "SEVERITY", "TOP CAUSE"}
 	if st.Namespaces {
 		header = append([]string{"NAMESPACE"}, header...)

@@ -15,14 +15,18 @@ type WatchTable struct {
 	w      io.Writer
 	st     Style
 	widths []int
+	// ambiguous are the kinds the table names with their group: later rows
+	// name their objects as the table did.
+	ambiguous map[string]bool
 }
 
 // NewWatchTable prints the report as list does (without the footer: rows
 // follow) and keeps its column widths for the rows to come.
 func NewWatchTable(w io.Writer, r Report, st Style) (*WatchTable, error) {
 	st.Watching = true
-	header, rows := listRows(r.Items, st)
-	t := &WatchTable{w: w, st: st, widths: make([]int, len(header))}
+	ambiguous := ambiguousKinds(r.Items)
+	header, rows := listRows(r.Items, ambiguous, st)
+	t := &WatchTable{w: w, st: st, widths: make([]int, len(header)), ambiguous: ambiguous}
 	for _, row := range append([][]string{header}, rows...) {
 		for i, cell := range row {
 			t.widths[i] = max(t.widths[i], twwidth.Width(cell))
@@ -33,13 +37,13 @@ func NewWatchTable(w io.Writer, r Report, st Style) (*WatchTable, error) {
 
 // Changed prints the rows of items whose diagnosis changed.
 func (t *WatchTable) Changed(items []Item) error {
-	_, rows := listRows(items, t.st)
+	_, rows := listRows(items, t.ambiguous, t.st)
 	return t.write(rows)
 }
 
 // Gone prints the row of an item that went: SEVERITY "-", TOP CAUSE "deleted".
 func (t *WatchTable) Gone(it Item) error {
-	header, rows := listRows([]Item{it}, t.st)
+	header, rows := listRows([]Item{it}, t.ambiguous, t.st)
 	sev := slices.Index(header, "SEVERITY")
 	rows[0][sev], rows[0][sev+1] = "-", "deleted"
 	return t.write(rows)

@@ -67,12 +67,7 @@ func objectJSON(t *snapshot.Target) (json.RawMessage, error) {
 	if t.Object == nil {
 		return nil, nil
 	}
-	u := t.Object.DeepCopy()
-	u.SetManagedFields(nil)
-	if a := u.GetAnnotations(); a[lastApplied] != "" {
-		delete(a, lastApplied)
-		u.SetAnnotations(a)
-	}
+	u := stripped(t.Object)
 	if u.GetAPIVersion() == "v1" {
 		for _, field := range payloads[u.GetKind()] {
 			unstructured.RemoveNestedField(u.Object, field)
