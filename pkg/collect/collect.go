@@ -162,17 +162,7 @@ func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
 
 // readNodes reads, once per node, the Node and its Lease for every pod target.
 func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
-	podsByNode := map[string][]*snapshot.Target{}
-	for _, t := range needing(s, diagnose.NodeEvidence) {
-		if t.Pod != nil {
-			podsByNode[t.Pod.Spec.NodeName] = append(podsByNode[t.Pod.Spec.NodeName], t)
-		}
-	}
-	names := make([]string, 0, len(podsByNode))
-	for n := range podsByNode {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	podsByNode, names := podsByNode(s)
 	// One Node and one Lease read per node, shared by all its pods.
 	nodeAPI := c.Clients.Typed.CoreV1().Nodes()
 	nodes, nodeErrs := getOrList(ctx, c, names, nodeAPI.Get,
@@ -204,6 +194,23 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 			s.Leases[name] = l
 		}
 	}
+}
+
+// podsByNode groups the pod targets that need their node's evidence by
+// spec.nodeName ("" for unscheduled pods), with the node names sorted.
+func podsByNode(s *snapshot.Snapshot) (map[string][]*snapshot.Target, []string) {
+	byNode := map[string][]*snapshot.Target{}
+	for _, t := range needing(s, diagnose.NodeEvidence) {
+		if t.Pod != nil {
+			byNode[t.Pod.Spec.NodeName] = append(byNode[t.Pod.Spec.NodeName], t)
+		}
+	}
+	names := make([]string, 0, len(byNode))
+	for n := range byNode {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return byNode, names
 }
 
 // readEvents reads the events about each pod target (the kubelet's Killing,
@@ -287,8 +294,13 @@ func concurrently(readers ...func()) {
 // parallel runs fn(0..n-1) with at most scanConcurrency at once; each call
 // writes only its own slot, and the caller merges the results in order.
 func (c *Collector) parallel(n int, fn func(i int)) {
+	bounded(scanConcurrency, n, fn)
+}
+
+// bounded runs fn(0..n-1) with at most limit at once.
+func bounded(limit, n int, fn func(i int)) {
 	var g errgroup.Group
-	g.SetLimit(scanConcurrency)
+	g.SetLimit(limit)
 	for i := range n {
 		g.Go(func() error { fn(i); return nil })
 	}

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
@@ -35,28 +33,12 @@ func (c *Collector) readKubelets(ctx context.Context, s *snapshot.Snapshot) {
 	if !c.Kubelet {
 		return
 	}
-	podsByNode := map[string][]*snapshot.Target{}
-	for _, t := range needing(s, diagnose.NodeEvidence) {
-		if t.Pod != nil && t.Pod.Spec.NodeName != "" {
-			podsByNode[t.Pod.Spec.NodeName] = append(podsByNode[t.Pod.Spec.NodeName], t)
-		}
-	}
-	names := make([]string, 0, len(podsByNode))
-	for n := range podsByNode {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	podsByNode, names := podsByNode(s)
+	names = slices.DeleteFunc(names, func(n string) bool { return n == "" }) // unscheduled: no kubelet
 	views := make([]*snapshot.Kubelet, len(names))
-	sem := make(chan struct{}, kubeletConcurrency)
-	var wg sync.WaitGroup
-	for i, node := range names {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			views[i] = c.readKubelet(ctx, node, podsByNode[node])
-		})
-	}
-	wg.Wait()
+	bounded(kubeletConcurrency, len(names), func(i int) {
+		views[i] = c.readKubelet(ctx, names[i], podsByNode[names[i]])
+	})
 	s.Kubelets = map[string]*snapshot.Kubelet{}
 	for i, node := range names {
 		if views[i] != nil {

@@ -244,12 +244,14 @@ func kubeletCleanupPending(pod *corev1.Pod, tm timing, v *kubeletView) report.Ca
 		fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (the kubelet's final delete sets 0)", tm.grace),
 		"no container reports state.running",
 	}
-	switch present, known := v.cgroup(); {
-	case known && present:
+	cgroup, known := v.cgroup()
+	vols, _ := v.volumes() // known with the cgroup: both come from /stats/summary
+	switch {
+	case known && cgroup:
 		confidence = 0.85
 		summary = fmt.Sprintf("the kubelet on %s still reports the pod's cgroup: it sends its final delete once the cgroup is removed (%s past the deadline)", v.node, report.HumanDuration(tm.overdue))
 		evidence = append(evidence, v.says("/stats/summary", "reports the pod's cgroup (CPU and memory stats)"))
-	case known:
+	case known && len(vols) == 0:
 		confidence = 0.3
 		summary = fmt.Sprintf("the kubelet on %s reports the pod's containers, volumes and cgroup gone but has not sent its final delete (%s past the deadline)", v.node, report.HumanDuration(tm.overdue))
 		evidence = append(evidence, v.says("/stats/summary", "no cgroup stats and no volume for the pod"))
