@@ -44,36 +44,37 @@ type program struct {
 	count func(stdout string) (int64, string)
 }
 
-// measure runs p n times through the proxy and keeps the median wall time,
-// with the requests, bytes and peak RSS of that run.
-func measure(px *Proxy, c string, p program, n int) (Result, error) {
-	var samples []Sample
-	for range n {
-		cmd := p.cmd()
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		px.Reset()
-		start := time.Now()
-		err := cmd.Run()
-		wall := time.Since(start)
-		req, by := px.Reset()
-		s := Sample{Wall: wall, Requests: req, Bytes: by}
-		if ee, ok := err.(*exec.ExitError); ok {
-			s.Exit = ee.ExitCode()
-		} else if err != nil {
-			return Result{}, fmt.Errorf("%s: %w", p.name, err)
-		}
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			s.RSSKiB = ru.Maxrss // the largest of the process and its children
-		}
-		s.Objects, s.Top = p.count(out.String())
-		if s.Exit == 1 && p.name != oneLinerName { // the one-liner exits 1 on any failing type
-			return Result{}, fmt.Errorf("%s failed: %s", p.name, strings.TrimSpace(errOut.String()))
-		}
-		samples = append(samples, s)
+// sample runs p once through the proxy.
+func sample(px *Proxy, p program) (Sample, error) {
+	cmd := p.cmd()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	px.Reset()
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	req, by := px.Reset()
+	s := Sample{Wall: wall, Requests: req, Bytes: by}
+	if ee, ok := err.(*exec.ExitError); ok {
+		s.Exit = ee.ExitCode()
+	} else if err != nil {
+		return s, fmt.Errorf("%s: %w", p.name, err)
 	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.RSSKiB = ru.Maxrss // the largest of the process and its children
+	}
+	s.Objects, s.Top = p.count(out.String())
+	if s.Exit == 1 && p.name != oneLinerName { // the one-liner exits 1 on any failing type
+		return s, fmt.Errorf("%s failed: %s", p.name, strings.TrimSpace(errOut.String()))
+	}
+	return s, nil
+}
+
+// median is the sample of median wall time, with the requests, bytes and
+// peak RSS of that run.
+func median(c string, p program, samples []Sample) Result {
 	sort.Slice(samples, func(i, j int) bool { return samples[i].Wall < samples[j].Wall })
-	return Result{Case: c, Program: p.name, Sample: samples[len(samples)/2], Runs: n}, nil
+	return Result{Case: c, Program: p.name, Sample: samples[len(samples)/2], Runs: len(samples)}
 }
 
 const (

@@ -12,7 +12,7 @@ func report(o Options, sz sizes, results []Result, took time.Duration) string {
 	fmt.Fprintf(&b, "# Performance\n\n")
 	fmt.Fprintf(&b, "Measured by `make bench` (scale %s) on %s, %s; the whole bench took %s.\n",
 		o.Scale, machine(), time.Now().UTC().Format("2006-01-02"), took.Round(time.Second))
-	fmt.Fprintf(&b, "Each figure is the median of %d runs. Every program reaches the lab's apiserver through a counting proxy:\n", o.Runs)
+	fmt.Fprintf(&b, "Each figure is the median of %d runs, taken in rounds after a warm-up round (each round runs every program of the case once, so the order they run in favours none). Every program reaches the lab's apiserver through a counting proxy:\n", o.Runs)
 	b.WriteString("requests and bytes are what the program asked for and received; peak RSS is the largest of the process and its children.\n")
 	b.WriteString("The floor program (`bench floor`) discovers the types and lists each with the metadata client, 16 at a time, pages of 500, and does nothing else.\n")
 	b.WriteString("The one-liner is `kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n NS`.\n\n")

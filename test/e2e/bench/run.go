@@ -276,16 +276,28 @@ func snapshotSizes(plugin, kubeconfig string, args ...string) (plain, gz int64, 
 	return sizes[0], sizes[1], nil
 }
 
-// measureAll measures each program on a case, in turn.
+// measureAll measures the programs of a case in rounds: one unrecorded
+// warm-up round, then runs rounds each running every program once, so that
+// none of them pays alone for a cold apiserver or the machine's drift (the
+// first program measured used to run slower than the others).
 func measureAll(px *Proxy, c string, progs []program, runs int) ([]Result, error) {
-	var out []Result
-	for _, p := range progs {
-		r, err := measure(px, c, p, runs)
-		if err != nil {
-			return out, err
+	samples := make([][]Sample, len(progs))
+	for round := range runs + 1 {
+		for i, p := range progs {
+			s, err := sample(px, p)
+			if err != nil {
+				return nil, err
+			}
+			if round > 0 {
+				samples[i] = append(samples[i], s)
+			}
 		}
+	}
+	out := make([]Result, len(progs))
+	for i, p := range progs {
+		out[i] = median(c, p, samples[i])
+		r := out[i]
 		progress("case %s: %s: %s, %d requests, %d objects", c, p.name, r.Wall.Round(time.Millisecond), r.Requests, r.Objects)
-		out = append(out, r)
 	}
 	return out, nil
 }
