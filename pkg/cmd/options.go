@@ -283,6 +283,8 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 			}
 		}
 		return nil
+	case "json":
+		return report.WriteJSON(o.Out, r)
 	}
 	u, err := report.ToUnstructured(r)
 	if err != nil {
