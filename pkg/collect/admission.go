@@ -54,10 +54,18 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 	default:
 		a.Policies, a.PolicyBindings = p.Items, b.Items
 	}
-	for _, svc := range webhookServices(a) {
-		c.readServiceEndpoints(ctx, a, svc[0], svc[1])
+	// The namespaces' labels are read only for webhooks and policies to
+	// match against; both reads write their own part, so they run at once.
+	if len(a.Validating)+len(a.Mutating)+len(a.Policies) > 0 {
+		concurrently(
+			func() {
+				for _, svc := range webhookServices(a) {
+					c.readServiceEndpoints(ctx, a, svc[0], svc[1])
+				}
+			},
+			func() { c.readTargetNamespaces(ctx, s) },
+		)
 	}
-	c.readTargetNamespaces(ctx, s)
 	s.Admission = a
 }
 

@@ -163,15 +163,27 @@ func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
 // readNodes reads, once per node, the Node and its Lease for every pod target.
 func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	podsByNode, names := podsByNode(s)
-	// One Node and one Lease read per node, shared by all its pods.
+	// One Node and one Lease read per node, shared by all its pods; the two
+	// reads at once.
+	var (
+		nodes               map[string]*corev1.Node
+		leases              map[string]*coordinationv1.Lease
+		nodeErrs, leaseErrs map[string]error
+	)
 	nodeAPI := c.Clients.Typed.CoreV1().Nodes()
-	nodes, nodeErrs := getOrList(ctx, c, names, nodeAPI.Get,
-		lister(nodeAPI.List, func(l *corev1.NodeList) []corev1.Node { return l.Items }),
-		func(n *corev1.Node) string { return n.Name })
 	leaseAPI := c.Clients.Typed.CoordinationV1().Leases(corev1.NamespaceNodeLease)
-	leases, leaseErrs := getOrList(ctx, c, names, leaseAPI.Get,
-		lister(leaseAPI.List, func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items }),
-		func(l *coordinationv1.Lease) string { return l.Name })
+	concurrently(
+		func() {
+			nodes, nodeErrs = getOrList(ctx, c, names, nodeAPI.Get,
+				lister(nodeAPI.List, func(l *corev1.NodeList) []corev1.Node { return l.Items }),
+				func(n *corev1.Node) string { return n.Name })
+		},
+		func() {
+			leases, leaseErrs = getOrList(ctx, c, names, leaseAPI.Get,
+				lister(leaseAPI.List, func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items }),
+				func(l *coordinationv1.Lease) string { return l.Name })
+		},
+	)
 	for _, name := range names {
 		skip := func(sk report.Skip) {
 			for _, t := range podsByNode[name] {

@@ -1,0 +1,50 @@
+package collect
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// A target's namespace is read for its labels only when a webhook or a
+// policy could match on them: without any, no read (nor a skip if it is
+// forbidden).
+func TestReadAdmissionReadsNamespacesOnlyToMatch(t *testing.T) {
+	for _, webhook := range []bool{false, true} {
+		objs := []runtime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "a"}}}}
+		if webhook {
+			objs = append(objs, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "guard"}})
+		}
+		fake := kubefake.NewClientset(objs...)
+		s := snapshot.New(time.Now())
+		s.Targets = append(s.Targets, podTarget(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop",
+			Finalizers: []string{"example.com/hold"}, DeletionTimestamp: &metav1.Time{}}}))
+		c := &Collector{Clients: &kube.Clients{Typed: fake}}
+		c.readAdmission(context.Background(), s)
+		if s.Admission == nil {
+			t.Fatalf("webhook %v: no admission read", webhook)
+		}
+		reads := 0
+		for _, a := range fake.Actions() {
+			if a.GetResource().Resource == "namespaces" {
+				reads++
+			}
+		}
+		ns := s.Namespaces["shop"]
+		switch {
+		case webhook && (reads != 1 || ns == nil || ns.Labels["team"] != "a"):
+			t.Errorf("with a webhook: %d namespace reads, namespace %v; want one read and its labels", reads, ns)
+		case !webhook && (reads != 0 || ns != nil):
+			t.Errorf("without webhooks or policies: %d namespace reads, namespace %v; want none", reads, ns)
+		}
+	}
+}
