@@ -322,3 +322,26 @@ func TestSortBy(t *testing.T) {
 		t.Errorf("a broken expression: %v", err)
 	}
 }
+
+// WriteJSON streams the items, yet writes the bytes json.Encoder writes for
+// the whole report: with items, nested ones, and none (`"items": []`).
+func TestWriteJSONIsTheStandardEncoding(t *testing.T) {
+	full := sample()
+	if len(full.Items) < 2 {
+		t.Fatalf("the sample report has %d items, want several", len(full.Items))
+	}
+	for name, r := range map[string]Report{"items": full, "one item": {APIVersion: full.APIVersion, Kind: full.Kind, Items: full.Items[:1]}, "no items": {APIVersion: full.APIVersion, Kind: full.Kind, Items: []Item{}}} {
+		var want, got bytes.Buffer
+		e := json.NewEncoder(&want)
+		e.SetIndent("", "    ")
+		if err := e.Encode(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteJSON(&got, r); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%s: WriteJSON differs from json.Encoder:\n%s\nwant:\n%s", name, got.String(), want.String())
+		}
+	}
+}
