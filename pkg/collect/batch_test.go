@@ -118,3 +118,20 @@ func TestReadPods(t *testing.T) {
 		}
 	}
 }
+
+// A listed object is kept without its managedFields, and the page it came
+// from is left as it was.
+func TestMetadataToUnstructuredDropsManagedFields(t *testing.T) {
+	p := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "shop", Finalizers: []string{"example.com/hold"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}}}
+	u, err := metadataToUnstructured(p, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GetManagedFields() != nil || len(u.GetFinalizers()) != 1 || u.GetKind() != "ConfigMap" || u.GetNamespace() != "shop" {
+		t.Errorf("kept %v", u.Object)
+	}
+	if len(p.ManagedFields) != 1 {
+		t.Errorf("the listed object lost its managedFields: %v", p.ManagedFields)
+	}
+}

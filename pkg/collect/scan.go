@@ -229,8 +229,13 @@ func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Sco
 	}
 }
 
+// metadataToUnstructured keeps a listed object for diagnosis, without its
+// managedFields: no rule reads them, and they are most of a metadata
+// object's size and of its conversion's time.
 func metadataToUnstructured(p *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	kept := *p
+	kept.ManagedFields = nil
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&kept)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s: %w", p.Name, err)
 	}
