@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -71,13 +72,16 @@ func New(getter genericclioptions.RESTClientGetter) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building dynamic client: %w", err)
 	}
-	disc, err := getter.ToDiscoveryClient()
+	// The scan's discovery, read fresh each run, is kept in memory: writing
+	// it to kubectl's disk cache, a file per group version, cost more than
+	// reading it. The mapper that resolves TYPE arguments keeps that cache.
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("building discovery client: %w", err)
 	}
 	mapper, err := getter.ToRESTMapper()
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Typed: typed, Metadata: md, Dynamic: dyn, Discovery: disc, Mapper: mapper}, nil
+	return &Clients{Typed: typed, Metadata: md, Dynamic: dyn, Discovery: memory.NewMemCacheClient(disc), Mapper: mapper}, nil
 }
