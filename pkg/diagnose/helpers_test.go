@@ -130,6 +130,12 @@ func expectGradedSteps(t *testing.T, it report.Item) {
 			if r == 0 || !strings.HasPrefix(s.Risk, string(s.RiskLevel)) {
 				t.Errorf("%s: step %q: riskLevel %q, risk %q", c.Code, s.Action, s.RiskLevel, s.Risk)
 			}
+			switch mutating, reads := kubectlVerbs(s.Command); {
+			case s.RiskLevel == report.RiskNone && mutating:
+				t.Errorf("%s: step %q is graded none but its command changes the cluster: %s", c.Code, s.Action, s.Command)
+			case s.RiskLevel != report.RiskNone && reads && !mutating:
+				t.Errorf("%s: step %q is graded %s but its command only reads: %s", c.Code, s.Action, s.RiskLevel, s.Command)
+			}
 			if strings.HasPrefix(s.Risk, "none (doing it:") {
 				continue
 			}
@@ -142,6 +148,27 @@ func expectGradedSteps(t *testing.T, it report.Item) {
 			expectGradedSteps(t, b)
 		}
 	}
+}
+
+// kubectlVerbs says whether a step's command runs a kubectl verb that
+// changes the cluster, and whether it runs one that only reads: a step's
+// grade must agree with what its command does.
+func kubectlVerbs(command string) (mutating, reads bool) {
+	// Commands generated for a shell to run (jq ... | sh) change the cluster.
+	mutating = strings.HasSuffix(strings.TrimSpace(command), "| sh")
+	fields := strings.Fields(command)
+	for i, f := range fields {
+		if f != "kubectl" || i+1 == len(fields) {
+			continue
+		}
+		switch fields[i+1] {
+		case "get", "describe", "logs", "events", "auth", "top", "api-resources", "explain", "terminating", "version":
+			reads = true
+		default:
+			mutating = true
+		}
+	}
+	return mutating, reads
 }
 
 // expectCheck checks one line of the reclaim checklist.

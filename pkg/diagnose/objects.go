@@ -114,7 +114,8 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	}
 	return []report.Cause{report.Cause{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
-			fix("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", kubectl(t.Ref.Namespace, "get", "pods", "-o", "wide"), report.RiskHigh,
+			read("See the pods that use the claim and their nodes", kubectl(t.Ref.Namespace, append(append([]string{"get", "pods"}, targetNames(t.ClaimUsers)...), "-o", "wide")...)),
+			fix("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", "", report.RiskHigh,
 				"the workload loses its storage and stops"),
 			never("Never remove kubernetes.io/pvc-protection while a pod uses the claim",
 				"the volume can be deleted under a running pod: data loss"),
@@ -308,9 +309,13 @@ func refName(r report.ObjectRef) string {
 }
 
 func podNames(ts []*snapshot.Target) string {
+	return strings.Join(targetNames(ts), ", ")
+}
+
+func targetNames(ts []*snapshot.Target) []string {
 	names := make([]string, 0, len(ts))
 	for _, t := range ts {
 		names = append(names, t.Ref.Name)
 	}
-	return strings.Join(names, ", ")
+	return names
 }
