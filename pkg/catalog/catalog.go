@@ -32,6 +32,7 @@ const (
 	PVCInUse                     Code = "PVCInUse"
 	PVBound                      Code = "PVBound"
 	VolumeDetachFailed           Code = "VolumeDetachFailed"
+	VolumeDeleteFailed           Code = "VolumeDeleteFailed"
 	LoadBalancerCleanupPending   Code = "LoadBalancerCleanupPending"
 	CRDInstancesRemaining        Code = "CRDInstancesRemaining"
 	ConversionWebhookFailing     Code = "ConversionWebhookFailing"
@@ -76,6 +77,7 @@ var entries = map[Code]Entry{
 	VolumeTeardownPending:        {"volumes not unmounted", 30},
 	ResourceClaimCleanupPending:  {"DRA claims not unprepared", 30},
 	VolumeDetachFailed:           {"volume detach failed", 30},
+	VolumeDeleteFailed:           {"backend volume not deleted", 30},
 	LoadBalancerCleanupPending:   {"load balancer not deleted", 30},
 	PVCInUse:                     {"claim still used by pods", 35},
 	PVBound:                      {"volume still bound", 35},

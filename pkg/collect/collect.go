@@ -226,16 +226,18 @@ func podsByNode(s *snapshot.Snapshot) (map[string][]*snapshot.Target, []string) 
 }
 
 // readEvents reads the events about each pod target (the kubelet's Killing,
-// FailedKillPod, ExceededGracePeriod...) and service target (the cloud
-// controller's DeleteLoadBalancerFailed), matched by involvedObject.uid.
+// FailedKillPod, ExceededGracePeriod...), service target (the cloud
+// controller's DeleteLoadBalancerFailed) and volume target (the
+// provisioner's VolumeFailedDelete), matched by involvedObject.uid.
 func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 	byNS := map[string][]*snapshot.Target{}
 	var namespaces []string
 	for _, t := range needing(s, diagnose.EventEvidence) {
-		if byNS[t.Ref.Namespace] == nil {
-			namespaces = append(namespaces, t.Ref.Namespace)
+		ns := eventNamespace(t)
+		if byNS[ns] == nil {
+			namespaces = append(namespaces, ns)
 		}
-		byNS[t.Ref.Namespace] = append(byNS[t.Ref.Namespace], t)
+		byNS[ns] = append(byNS[ns], t)
 	}
 	// A field selector cannot ask for several objects at once: one small
 	// list per object, in parallel; or, for many objects in a namespace, one
@@ -258,7 +260,7 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 	events := make([][]corev1.Event, len(single))
 	errs := make([]error, len(single))
 	c.parallel(len(single), func(i int) {
-		list, err := c.Clients.Typed.CoreV1().Events(single[i].Ref.Namespace).List(ctx, metav1.ListOptions{
+		list, err := c.Clients.Typed.CoreV1().Events(eventNamespace(single[i])).List(ctx, metav1.ListOptions{
 			FieldSelector: "involvedObject.uid=" + string(single[i].Object.GetUID()),
 		})
 		if err != nil {
@@ -274,6 +276,15 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		s.Events[t.Object.GetUID()] = events[i]
 	}
+}
+
+// eventNamespace is where the events about a target are: its namespace, or
+// default for a cluster-scoped object (where both event recorders put them).
+func eventNamespace(t *snapshot.Target) string {
+	if t.Ref.Namespace == "" {
+		return metav1.NamespaceDefault
+	}
+	return t.Ref.Namespace
 }
 
 // namespaceEvents reads every event of a namespace, by involvedObject.uid.

@@ -58,6 +58,17 @@ func podEventsOf(events []corev1.Event) podEvents {
 	return pe
 }
 
+// latestEvent is the most recent of the events with a reason, or nil.
+func latestEvent(events []corev1.Event, reason string) *corev1.Event {
+	var latest *corev1.Event
+	for i, e := range events {
+		if e.Reason == reason && (latest == nil || eventTime(e).After(eventTime(*latest))) {
+			latest = &events[i]
+		}
+	}
+	return latest
+}
+
 // eventTime is when an event last happened, whichever API wrote it.
 func eventTime(e corev1.Event) time.Time {
 	switch {

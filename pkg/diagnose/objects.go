@@ -144,6 +144,37 @@ func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 		never("Never remove kubernetes.io/pv-protection from a Bound volume", "the claim is left pointing at a deleted volume; its pods fail to mount"))}
 }
 
+// volumeDeleteCause: with reclaimPolicy Delete, the provisioner that made a
+// volume (the CSI external-provisioner, or the PV controller for in-tree
+// plugins) deletes the backend volume, then removes its finalizer; it
+// records a VolumeFailedDelete event on the volume while it cannot.
+func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+	pv := t.Volume
+	if pv == nil || pv.Status.Phase == corev1.VolumeBound {
+		return nil // a Bound volume waits for its claim first (PVBound)
+	}
+	owner := catalog.FinalizerOwner(f.name).Owner
+	evidence := []string{fmt.Sprintf("status.phase: %s", pv.Status.Phase), fmt.Sprintf("spec.persistentVolumeReclaimPolicy: %s", pv.Spec.PersistentVolumeReclaimPolicy)}
+	if csi := pv.Spec.CSI; csi != nil {
+		evidence = append(evidence, fmt.Sprintf("spec.csi: driver %s, volumeHandle %s", csi.Driver, csi.VolumeHandle))
+		owner += " of driver " + csi.Driver
+	}
+	failure := latestEvent(s.Events[t.Object.GetUID()], "VolumeFailedDelete")
+	steps := []report.Step{
+		read("Read the volume's events and the provisioner's logs", kubectl("", "describe", "pv", pv.Name)),
+		repair("Fix what blocks the provisioner (its controller not running, credentials, the backend volume still attached or in use) or delete the volume in the storage backend", ""),
+		fix("Only once the backend volume is deleted, or to keep it on purpose: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name), report.RiskHigh,
+			"a backend volume still there is orphaned: it keeps its data and its cost, and nothing in the cluster points at it any more"),
+	}
+	if failure != nil {
+		return []report.Cause{cause(catalog.VolumeDeleteFailed, settling(report.Critical, tm), 0.9,
+			"the "+owner+" fails to delete the backend volume: "+failure.Message, append(evidence, describeEvent(failure, s.Now)), steps...)}
+	}
+	return []report.Cause{cause(catalog.VolumeDeleteFailed, settling(report.Warning, tm), 0.5,
+		"the backend volume is not deleted yet and no failure is reported: the "+owner+" may not be running",
+		append(evidence, noEventSeen("VolumeFailedDelete")), steps...)}
+}
+
 // detachCause: the CSI external-attacher keeps a volume (or its
 // VolumeAttachment) until it is detached from the node.
 func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
@@ -192,12 +223,7 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	for _, in := range t.Service.Status.LoadBalancer.Ingress {
 		evidence = append(evidence, fmt.Sprintf("status.loadBalancer.ingress: %s%s", in.IP, in.Hostname))
 	}
-	var failure *corev1.Event
-	for i, e := range s.Events[t.Object.GetUID()] {
-		if e.Reason == "DeleteLoadBalancerFailed" && (failure == nil || eventTime(e).After(eventTime(*failure))) {
-			failure = &s.Events[t.Object.GetUID()][i]
-		}
-	}
+	failure := latestEvent(s.Events[t.Object.GetUID()], "DeleteLoadBalancerFailed")
 	steps := []report.Step{
 		read("Read the service's events and the cloud-controller-manager's logs", kubectl(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
 		repair("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", ""),

@@ -188,3 +188,34 @@ func TestForegroundDeletionChain(t *testing.T) {
 		t.Errorf("unread dependents: nested %s, want FinalizerPending", got)
 	}
 }
+
+// A released CSI volume whose provisioner has not deleted the backend
+// volume: a VolumeFailedDelete event makes it critical with the backend's
+// message; without one, a warning; a Bound volume waits for its claim first.
+func TestVolumeDelete(t *testing.T) {
+	pv := heldObject("PersistentVolume", "persistentvolumes", "pv-2", 10*time.Minute, "external-provisioner.volume.kubernetes.io/finalizer")
+	pv.Volume = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-2"},
+		Spec: corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.example.com", VolumeHandle: "vol-123"}}},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeReleased}}
+	it := Diagnose(snapOf(pv)).Items[0]
+	expectCauses(t, it, []string{"VolumeDeleteFailed"}, report.Warning, "no VolumeFailedDelete event seen")
+	if !strings.Contains(it.Causes[0].Summary, "CSI external-provisioner of driver ebs.csi.example.com may not be running") {
+		t.Errorf("summary: %q", it.Causes[0].Summary)
+	}
+
+	s := snapOf(pv)
+	s.Events[pv.Object.GetUID()] = []corev1.Event{{Reason: "VolumeFailedDelete", Type: "Warning", Message: "rpc error: code = FailedPrecondition desc = volume vol-123 is attached", LastTimestamp: *ago(time.Minute)}}
+	it = Diagnose(s).Items[0]
+	expectCauses(t, it, []string{"VolumeDeleteFailed"}, report.Critical, "event Warning VolumeFailedDelete")
+	if !strings.Contains(it.Causes[0].Summary, "fails to delete the backend volume: rpc error") {
+		t.Errorf("summary: %q", it.Causes[0].Summary)
+	}
+	last := it.Causes[0].Remediation[len(it.Causes[0].Remediation)-1]
+	if last.RiskLevel != report.RiskHigh || !strings.Contains(last.Command, `"path":"/metadata/finalizers/0"`) {
+		t.Errorf("last step: %+v", last)
+	}
+
+	pv.Volume.Status.Phase = corev1.VolumeBound
+	expectCauses(t, Diagnose(snapOf(pv)).Items[0], []string{"FinalizerPending"}, report.Warning, "")
+}

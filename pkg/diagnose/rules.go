@@ -150,6 +150,7 @@ func init() {
 		catalog.PVCInUse:                   {needs: evidence(ClaimUserEvidence), explain: claimInUseCause},
 		catalog.PVBound:                    {needs: evidence(0), explain: volumeBoundCause},
 		catalog.VolumeDetachFailed:         {needs: evidence(AttachmentEvidence), explain: detachCause},
+		catalog.VolumeDeleteFailed:         {needs: evidence(EventEvidence), explain: volumeDeleteCause},
 		catalog.LoadBalancerCleanupPending: {needs: evidence(EventEvidence), explain: loadBalancerCause},
 		catalog.FinalizerPending:           {needs: pendingNeeds, explain: orphanCause},
 		// Kubernetes' own finalizers the generic FinalizerPending explains.

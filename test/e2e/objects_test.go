@@ -32,6 +32,7 @@ func TestStuckObjects(t *testing.T) {
 	must(env.BoundVolume(ctx, ns, "archive", "pv-objects-archive"))
 	must(env.FailedDetach(ctx, "csi-objects-detach", "csi.e2e.example.com", liveNode, "pv-objects-gone", "rpc error: disk is busy at the backend"))
 	must(env.FailedLoadBalancerCleanup(ctx, ns, "web", "Error deleting load balancer: quota exceeded"))
+	must(env.FailedVolumeDelete(ctx, "pv-objects-released", "ebs.csi.e2e.example.com", "rpc error: code = FailedPrecondition desc = volume is still attached"))
 	// A webhook whose backend is gone refuses the UPDATE that removes a finalizer.
 	must(env.DownWebhookFor(ctx, "cm-update-guard", scenario.Intercept{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 		Resource: "configmaps", NamespaceSelector: scenario.InNamespace(ns), ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}}}))
@@ -59,6 +60,7 @@ func TestStuckObjects(t *testing.T) {
 		{[]string{"pv/pv-objects-archive"}, "PVBound", "warning", "Bound to claim " + ns + "/archive", "spec.claimRef: " + ns + "/archive"},
 		{[]string{"volumeattachment/csi-objects-detach"}, "VolumeDetachFailed", "critical", "detach failed: csi-objects-detach from node " + liveNode + ": rpc error: disk is busy", "status.detachError at"},
 		{[]string{"service/web", "-n", ns}, "LoadBalancerCleanupPending", "critical", "quota exceeded", "event Warning DeleteLoadBalancerFailed"},
+		{[]string{"pv/pv-objects-released"}, "VolumeDeleteFailed", "critical", "CSI external-provisioner of driver ebs.csi.e2e.example.com fails to delete the backend volume: rpc error", "event Warning VolumeFailedDelete"},
 		{[]string{"configmap/guarded", "-n", ns}, "AdmissionWebhookDenied", "critical", "refuses UPDATE configmaps (the patch that removes a finalizer)", "service webhook-cm-update-guard/guard: 0 ready endpoints"},
 	}
 	for _, tc := range cases {
@@ -79,7 +81,7 @@ func TestStuckObjects(t *testing.T) {
 	}
 	want := map[string]string{
 		"ConfigMap/" + ns + "/owner": "ForegroundDeletionBlocked", "ConfigMap/" + ns + "/dependent": "FinalizerPending",
-		"PersistentVolumeClaim/" + ns + "/data": "PVCInUse", "PersistentVolume//pv-objects-archive": "PVBound",
+		"PersistentVolumeClaim/" + ns + "/data": "PVCInUse", "PersistentVolume//pv-objects-archive": "PVBound", "PersistentVolume//pv-objects-released": "VolumeDeleteFailed",
 		"VolumeAttachment//csi-objects-detach": "VolumeDetachFailed", "Service/" + ns + "/web": "LoadBalancerCleanupPending",
 		"ConfigMap/" + ns + "/guarded": "AdmissionWebhookDenied", "Pod/" + ns + "/slow-0": "WithinGracePeriod",
 	}

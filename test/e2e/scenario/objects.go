@@ -123,6 +123,36 @@ func (e *Env) FailedLoadBalancerCleanup(ctx context.Context, ns, name, message s
 	return err
 }
 
+// FailedVolumeDelete creates a CSI volume made by an external provisioner
+// (the pv.kubernetes.io/provisioned-by annotation: the PV controller leaves
+// its deletion to that provisioner), released by a claim that is gone, held
+// by the provisioner's finalizer; records the VolumeFailedDelete event the
+// provisioner writes (in namespace default, as for every cluster-scoped
+// object), then deletes the volume.
+func (e *Env) FailedVolumeDelete(ctx context.Context, name, driver, message string) error {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"external-provisioner.volume.kubernetes.io/finalizer"},
+		Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": driver}},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: "default", Name: name + "-claim-gone", UID: "00000000-0000-0000-0000-000000000000"},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "vol-" + name}}}}
+	created, err := e.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	if err := e.Client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: name + ".", Namespace: metav1.NamespaceDefault},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolume", Name: name, UID: created.UID},
+		Reason:         "VolumeFailedDelete", Message: message, Type: corev1.EventTypeWarning,
+		Source: corev1.EventSource{Component: driver + "_csi-provisioner"}, FirstTimestamp: now, LastTimestamp: now, Count: 1}
+	_, err = e.Client.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{})
+	return err
+}
+
 // ConfigMapWithFinalizer creates a configmap held by finalizer and deletes it.
 func (e *Env) ConfigMapWithFinalizer(ctx context.Context, ns, name, finalizer string) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{finalizer}}}
