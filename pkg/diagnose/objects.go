@@ -159,20 +159,25 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		evidence = append(evidence, fmt.Sprintf("spec.csi: driver %s, volumeHandle %s", csi.Driver, csi.VolumeHandle))
 		owner += " of driver " + csi.Driver
 	}
-	failure := latestEvent(s.Events[t.Object.GetUID()], "VolumeFailedDelete")
-	steps := []report.Step{
+	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, "VolumeFailedDelete", owner, "backend volume", evidence,
 		read("Read the volume's events and the provisioner's logs", kubectl("", "describe", "pv", pv.Name)),
 		repair("Fix what blocks the provisioner (its controller not running, credentials, the backend volume still attached or in use) or delete the volume in the storage backend", ""),
 		fix("Only once the backend volume is deleted, or to keep it on purpose: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name), report.RiskHigh,
-			"a backend volume still there is orphaned: it keeps its data and its cost, and nothing in the cluster points at it any more"),
+			"a backend volume still there is orphaned: it keeps its data and its cost, and nothing in the cluster points at it any more"))
+}
+
+// externalCleanupCause: a controller deletes something outside the cluster
+// (a cloud load balancer, a backend volume), then removes its finalizer; it
+// records a failureReason event on the object while it cannot. Without that
+// event the controller may not be running (events expire: a warning only).
+func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, failureReason, controller, thing string, evidence []string, steps ...report.Step) []report.Cause {
+	if failure := latestEvent(s.Events[t.Object.GetUID()], failureReason); failure != nil {
+		return []report.Cause{cause(code, settling(report.Critical, tm), 0.9,
+			"the "+controller+" fails to delete the "+thing+": "+failure.Message, append(evidence, describeEvent(failure, s.Now)), steps...)}
 	}
-	if failure != nil {
-		return []report.Cause{cause(catalog.VolumeDeleteFailed, settling(report.Critical, tm), 0.9,
-			"the "+owner+" fails to delete the backend volume: "+failure.Message, append(evidence, describeEvent(failure, s.Now)), steps...)}
-	}
-	return []report.Cause{cause(catalog.VolumeDeleteFailed, settling(report.Warning, tm), 0.5,
-		"the backend volume is not deleted yet and no failure is reported: the "+owner+" may not be running",
-		append(evidence, noEventSeen("VolumeFailedDelete")), steps...)}
+	return []report.Cause{cause(code, settling(report.Warning, tm), 0.5,
+		"the "+thing+" is not deleted yet and no failure is reported: the "+controller+" may not be running",
+		append(evidence, noEventSeen(failureReason)), steps...)}
 }
 
 // detachCause: the CSI external-attacher keeps a volume (or its
@@ -223,20 +228,11 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	for _, in := range t.Service.Status.LoadBalancer.Ingress {
 		evidence = append(evidence, fmt.Sprintf("status.loadBalancer.ingress: %s%s", in.IP, in.Hostname))
 	}
-	failure := latestEvent(s.Events[t.Object.GetUID()], "DeleteLoadBalancerFailed")
-	steps := []report.Step{
+	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, "DeleteLoadBalancerFailed", "cloud-controller-manager", "cloud load balancer", evidence,
 		read("Read the service's events and the cloud-controller-manager's logs", kubectl(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
 		repair("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", ""),
-		fix("Only once the load balancer is gone from the cloud: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "service.kubernetes.io/load-balancer-cleanup"), report.RiskHigh,
-			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"),
-	}
-	if failure != nil {
-		return []report.Cause{cause(catalog.LoadBalancerCleanupPending, settling(report.Critical, tm), 0.9,
-			"the cloud controller fails to delete the load balancer: "+failure.Message, append(evidence, describeEvent(failure, s.Now)), steps...)}
-	}
-	return []report.Cause{cause(catalog.LoadBalancerCleanupPending, settling(report.Warning, tm), 0.5,
-		"the cloud load balancer is not deleted yet and no failure is reported: the cloud-controller-manager may not be running",
-		append(evidence, noEventSeen("DeleteLoadBalancerFailed")), steps...)}
+		fix("Only once the load balancer is gone from the cloud: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name), report.RiskHigh,
+			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"))
 }
 
 // finalizerUpdateRefusals finds webhooks whose service is down that match
