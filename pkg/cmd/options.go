@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -50,6 +51,8 @@ type Options struct {
 	// file a run reads its evidence from instead of the cluster.
 	SaveSnapshot string
 	Replay       string
+	// ReplayMaxSize caps the snapshot file --snapshot reads (and what it holds).
+	ReplayMaxSize resource.QuantityValue
 	// Kubelet also reads what the pods' kubelets report (nodes/proxy).
 	Kubelet bool
 
@@ -91,7 +94,7 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or just past it and progressing).")
 	o.addSaveSnapshotFlag(cmd)
 	cmd.Flags().BoolVar(&o.Kubelet, "kubelet", false, "Also ask each stuck pod's kubelet, through the apiserver's node proxy (/pods, /stats/summary), whether its containers, volumes and cgroup are gone. Needs get on nodes/proxy, a powerful permission (https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/rbac.md): off by default.")
-	cmd.Flags().StringVar(&o.Replay, "snapshot", "", "Diagnose from a file --save-snapshot wrote instead of the cluster (no kubeconfig needed, nothing dialled): the saved run's report, its clock included. Arguments and -n/-A/-l/--kind, if given, must be the saved run's.")
+	o.addReplayFlags(cmd)
 	o.addOutputFlags(cmd)
 }
 
@@ -192,7 +195,7 @@ func (o *Options) Diagnose(ctx context.Context) (report.Report, error) {
 // found and the collector that read them.
 func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found, *collect.Collector, error) {
 	if o.Replay != "" {
-		snap, err := o.replay()
+		snap, err := o.replay(ctx)
 		if err != nil {
 			return report.Report{}, nil, nil, err
 		}

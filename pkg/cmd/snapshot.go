@@ -1,9 +1,13 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
@@ -24,6 +28,12 @@ func (o *Options) selection() snapfile.Selection {
 	}
 }
 
+func (o *Options) addReplayFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.Replay, "snapshot", "", "Diagnose from a file --save-snapshot wrote instead of the cluster (no kubeconfig needed, nothing dialled): the saved run's report, its clock included. Arguments and -n/-A/-l/--kind, if given, must be the saved run's.")
+	o.ReplayMaxSize.Quantity = *resource.NewQuantity(snapfile.DefaultMaxBytes, resource.BinarySI)
+	cmd.Flags().Var(&o.ReplayMaxSize, "snapshot-max-size", "The largest snapshot --snapshot reads, compressed or decompressed (e.g. 256Mi); a file holding more objects than a file of that size would is refused too. A snapshot may come from a stranger: the limit keeps a hostile file from taking the machine's memory.")
+}
+
 // save writes the run's evidence to --save-snapshot's file, if asked.
 func (o *Options) save(snap *snapshot.Snapshot) error {
 	if o.SaveSnapshot == "" {
@@ -39,8 +49,11 @@ func (o *Options) save(snap *snapshot.Snapshot) error {
 // replay loads --snapshot's file and takes the saved run's selection: a
 // replay can only show what the saved run read, so a selection given on the
 // command line must be the saved one.
-func (o *Options) replay() (*snapshot.Snapshot, error) {
-	saved, err := snapfile.Load(o.Replay)
+func (o *Options) replay(ctx context.Context) (*snapshot.Snapshot, error) {
+	if o.ReplayMaxSize.Value() <= 0 {
+		return nil, fmt.Errorf("--snapshot-max-size must be positive, got %s", o.ReplayMaxSize.String())
+	}
+	saved, err := snapfile.LoadLimited(ctx, o.Replay, snapfile.Limits{MaxBytes: o.ReplayMaxSize.Value()})
 	if err != nil {
 		return nil, fmt.Errorf("reading the snapshot: %w", err)
 	}

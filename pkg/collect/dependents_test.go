@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // A chain of owners each waiting in foreground deletion on the next is
@@ -32,20 +34,20 @@ func TestAttachDependentsIsBoundedAndCycleSafe(t *testing.T) {
 		c.attachDependents(context.Background(), root, children, true, 0, map[types.UID]bool{"0": true})
 		depth := 0
 		for cur := root; len(cur.Dependents) > 0; cur = cur.Dependents[0] {
-			if cur.Dependents == nil {
-				t.Errorf("depth %d: dependents not read", depth)
-			}
 			depth++
+		}
+		if err := (&snapshot.Snapshot{Targets: []*snapshot.Target{root}}).CheckGraph(100); err != nil {
+			t.Errorf("the chain the collector built: %v", err)
 		}
 		return depth
 	}
 
 	long := map[types.UID][]owned{}
-	for i := 1; i <= 3*maxDependentDepth; i++ {
+	for i := 1; i <= 3*snapshot.MaxDepth; i++ {
 		long[types.UID(fmt.Sprint(i-1))] = []owned{{object(i, i-1), m}}
 	}
-	if got := depthOf(long); got != maxDependentDepth {
-		t.Errorf("a chain of %d owners: followed %d deep, want %d", 3*maxDependentDepth, got, maxDependentDepth)
+	if got := depthOf(long); got != snapshot.MaxDepth {
+		t.Errorf("a chain of %d owners: followed %d deep, want %d", 3*snapshot.MaxDepth, got, snapshot.MaxDepth)
 	}
 
 	// 0 -> 1 -> 2 -> 0: object 0 appears once more as 2's dependent, and the walk stops.

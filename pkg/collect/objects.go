@@ -175,10 +175,6 @@ func podTarget(p *corev1.Pod) *snapshot.Target {
 	return &snapshot.Target{Ref: Found{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Object: obj}.Ref(), Object: obj, Pod: p}
 }
 
-// maxDependentDepth bounds how deep a chain of owners waiting on their
-// dependents is followed (Deployment -> ReplicaSet -> Pod is 2).
-const maxDependentDepth = 8
-
 // owned is an object that names an owner in its ownerReferences.
 type owned struct {
 	item    *metav1.PartialObjectMetadata
@@ -245,7 +241,7 @@ func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, ch
 			c.readPod(ctx, d)
 		}
 		uid := d.Object.GetUID()
-		if visited[uid] || depth+1 >= maxDependentDepth || !diagnose.Needs(d).Has(diagnose.DependentEvidence) {
+		if visited[uid] || depth+1 >= snapshot.MaxDepth || !diagnose.Needs(d).Has(diagnose.DependentEvidence) {
 			continue
 		}
 		visited[uid] = true

@@ -53,7 +53,23 @@ func SortItems(items []report.Item) {
 }
 
 func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
+	return diagnoseAt(s, t, 0)
+}
+
+// nested diagnoses t where the diagnosis of an object at parent's depth nests
+// it. Nesting stops at snapshot.MaxDepth, so no graph of targets, however it
+// loops, makes the diagnosis recurse without end.
+func nested(s *snapshot.Snapshot, t *snapshot.Target, parent timing) report.Item {
+	if parent.depth >= snapshot.MaxDepth {
+		return report.Item{Object: t.Ref, Causes: []report.Cause{}, Skipped: []report.Skip{{Check: "diagnosis of " + t.Ref.Resource + "/" + t.Ref.Name,
+			Reason: snapshot.SkipError, Detail: fmt.Sprintf("nested deeper than %d levels", snapshot.MaxDepth)}}}
+	}
+	return diagnoseAt(s, t, parent.depth+1)
+}
+
+func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item {
 	tm := timingOf(t.Object, s.Now)
+	tm.depth = depth
 	item := report.Item{
 		Object:             t.Ref,
 		GracePeriodSeconds: tm.grace,

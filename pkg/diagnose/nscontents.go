@@ -54,7 +54,7 @@ func heldCauses(s *snapshot.Snapshot, t *snapshot.Target, noun, where string, tm
 func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report.Cause, bool) {
 	var stuck []report.Item
 	for _, p := range t.Contents.Pods {
-		if it := diagnoseTarget(s, p); it.Stuck {
+		if it := nested(s, p, tm); it.Stuck {
 			stuck = append(stuck, it)
 		}
 	}
@@ -91,7 +91,7 @@ func podsFirstCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) report.
 	var latest time.Time
 	var evidence []string
 	for _, p := range c.Pods {
-		it := diagnoseTarget(s, p)
+		it := nested(s, p, tm)
 		if d := it.DeletionTimestamp.Time; d.After(latest) {
 			latest = d
 		}
@@ -119,7 +119,7 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, wher
 	examples := make([]report.Item, 0, len(c.Held[finalizer]))
 	var names []string
 	for _, h := range c.Held[finalizer] {
-		examples = append(examples, diagnoseTarget(s, h))
+		examples = append(examples, nested(s, h, tm))
 		names = append(names, h.Ref.Resource+"/"+h.Ref.Name)
 	}
 	held := c.Held[finalizer][0]

@@ -40,7 +40,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	var items []report.Item
 	sev := settling(report.Warning, tm)
 	for _, d := range blocking {
-		it := nestedItem(s, d)
+		it := nestedItem(s, d, tm)
 		items = append(items, it)
 		if it.Severity.Weight() > sev.Weight() && it.Stuck {
 			sev = it.Severity
@@ -100,7 +100,7 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		p := u.Pod
 		evidence = append(evidence, fmt.Sprintf("pod %s/%s: phase %s on node %q, %s, references claim %s", p.Namespace, p.Name, p.Status.Phase, p.Spec.NodeName, deletionState(u), t.Ref.Name))
 		if p.DeletionTimestamp != nil {
-			it := diagnoseTarget(s, u)
+			it := nested(s, u, tm)
 			items = append(items, it)
 			if it.Stuck && it.Severity.Weight() > sev.Weight() {
 				sev = it.Severity
@@ -282,9 +282,9 @@ func blocksOwnerDeletion(d *snapshot.Target, owner types.UID) bool {
 
 // nestedItem diagnoses a blocking object: in full when it is being deleted,
 // otherwise as an item that says it is not deleted yet.
-func nestedItem(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
+func nestedItem(s *snapshot.Snapshot, t *snapshot.Target, parent timing) report.Item {
 	if t.Object.GetDeletionTimestamp() != nil {
-		return diagnoseTarget(s, t)
+		return nested(s, t, parent)
 	}
 	return report.Item{Object: t.Ref, Causes: []report.Cause{}}
 }
@@ -294,7 +294,7 @@ func nestedItem(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 // the objects on the way and the deepest one, whose cause is the root.
 func chainOf(it report.Item) ([]string, report.Item) {
 	var chain []string
-	for range maxChain {
+	for range snapshot.MaxDepth + 1 {
 		chain = append(chain, report.Name(it.Object))
 		if len(it.Causes) == 0 || len(it.Causes[0].BlockedBy) == 0 {
 			break
@@ -303,9 +303,6 @@ func chainOf(it report.Item) ([]string, report.Item) {
 	}
 	return chain, it
 }
-
-// maxChain bounds a chain of nested blockers (the collector bounds it too).
-const maxChain = 10
 
 // nestedSummary names a nested object and its top cause.
 func nestedSummary(it report.Item) string {

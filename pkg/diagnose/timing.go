@@ -15,6 +15,7 @@ type timing struct {
 	terminating time.Duration // since the request
 	overdue     time.Duration // past the deadline; 0 inside it
 	remaining   time.Duration // left until the deadline; 0 past it
+	depth       int           // how deep the object is nested in the report (0: a target)
 }
 
 func timingOf(obj *unstructured.Unstructured, now time.Time) timing {

@@ -12,7 +12,6 @@ package snapfile
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"compress/gzip"
 	"encoding/json"
@@ -171,30 +170,6 @@ func Save(path string, s Saved) (err error) {
 	return w.Flush()
 }
 
-// Load reads a file Save wrote (gzip-compressed or not, whatever its name).
-func Load(path string) (Saved, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Saved{}, err
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	var in io.Reader = r
-	if magic, _ := r.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		gz, err := gzip.NewReader(r)
-		if err != nil {
-			return Saved{}, fmt.Errorf("%s: %w", path, err)
-		}
-		defer gz.Close()
-		in = gz
-	}
-	s, err := Decode(in)
-	if err != nil {
-		return Saved{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
-}
-
 // Encode writes s as the file's JSON document.
 func Encode(w io.Writer, s Saved) error {
 	f, err := toFile(s)
@@ -204,12 +179,12 @@ func Encode(w io.Writer, s Saved) error {
 	return json.NewEncoder(w).Encode(f)
 }
 
-// Decode reads a file's JSON document.
+// Decode reads a file's JSON document within DefaultLimits.
 func Decode(r io.Reader) (Saved, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return Saved{}, err
-	}
+	return DecodeLimited(r, DefaultLimits)
+}
+
+func decode(data []byte) (Saved, error) {
 	var head struct{ APIVersion, Kind string }
 	if err := json.Unmarshal(data, &head); err != nil {
 		return Saved{}, fmt.Errorf("not a snapshot (%v)", err)

@@ -30,12 +30,17 @@ func secretTarget() *snapshot.Target {
 	return &snapshot.Target{Ref: snapshot.ObjectRef{APIVersion: "v1", Kind: "Secret", Resource: "secrets", Namespace: "shop", Name: "token", UID: "uid-token"}, Object: u}
 }
 
+func object(apiVersion, kind, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}}}
+}
+
 // What the rules tell apart survives the trip: nil (not read) and empty
 // (read, none found), targets shared by two parents, struct-keyed maps, the
 // skips' fields reports do not print.
 func TestRoundTripKeepsWhatRulesDistinguish(t *testing.T) {
 	shared := secretTarget()
 	ns := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Namespace", Resource: "namespaces", Name: "shop"},
+		Object:     object("v1", "Namespace", "shop"),
 		Namespace:  &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
 		Dependents: []*snapshot.Target{}, // read, none
 		Contents: &snapshot.Contents{
@@ -44,7 +49,7 @@ func TestRoundTripKeepsWhatRulesDistinguish(t *testing.T) {
 			Held:      map[string][]*snapshot.Target{"example.com/hold": {shared}},
 			Skipped:   []snapshot.Skip{{Check: "widgets.example.com", Reason: snapshot.SkipError, Resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, APIMessage: "conversion webhook failed"}},
 		}}
-	owner := &snapshot.Target{Ref: snapshot.ObjectRef{Name: "owner"}, Dependents: []*snapshot.Target{shared}}
+	owner := &snapshot.Target{Ref: snapshot.ObjectRef{Name: "owner"}, Object: object("apps/v1", "Deployment", "owner"), Dependents: []*snapshot.Target{shared}}
 	in := &snapshot.Snapshot{
 		Now:       time.Date(2026, 11, 23, 1, 2, 3, 456, time.UTC),
 		Targets:   []*snapshot.Target{ns, owner},

@@ -4,6 +4,7 @@
 package snapshot
 
 import (
+	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -237,29 +238,26 @@ type Contents struct {
 
 // AllTargets returns the targets and the objects nested in them, at any
 // depth (a namespace's leftover pods, a namespace's or CRD's held examples,
-// an owner's dependents and theirs, a claim's pods), each once.
+// an owner's dependents and theirs, a claim's pods), each once, in the order
+// a depth-first walk meets them. The walk keeps its own stack: however a
+// graph nests, it neither loops nor grows the call stack.
 func (s *Snapshot) AllTargets() []*Target {
 	var out []*Target
 	seen := map[*Target]bool{}
-	var walk func(ts []*Target)
-	walk = func(ts []*Target) {
-		for _, t := range ts {
-			if seen[t] {
-				continue
-			}
-			seen[t] = true
-			out = append(out, t)
-			if c := t.Contents; c != nil {
-				walk(c.Pods)
-				for _, held := range c.Held {
-					walk(held)
-				}
-			}
-			walk(t.Dependents)
-			walk(t.ClaimUsers)
+	stack := slices.Clone(s.Targets)
+	slices.Reverse(stack)
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if t == nil || seen[t] {
+			continue
 		}
+		seen[t] = true
+		out = append(out, t)
+		children := t.Children()
+		slices.Reverse(children)
+		stack = append(stack, children...)
 	}
-	walk(s.Targets)
 	return out
 }
 
