@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,9 @@ func TestSafe(t *testing.T) {
 		"bidi \u202egnp.exe":              `bidi \u202egnp.exe`,
 		"bad utf8 \xff\xfe":               `bad utf8 \xff\xfe`,
 		"tab\there":                       `tab\there`,
+		"web-0\u3164":                     `web-0\u3164`,
+		"web-0\u0338":                     `web-0\u0338`,
+		"tag\U000e0041":                   `tag\U000e0041`,
 		strings.Repeat("é", maxText) + "": strings.Repeat("é", maxText/2) + "... (2000 more bytes)",
 	} {
 		if got := Safe(in); got != want {
@@ -92,4 +96,63 @@ func TestTimelineIsCapped(t *testing.T) {
 	if out := render(t, r, false); !strings.Contains(out, "... 45 earlier events (-o wide)") {
 		t.Errorf("concise: timeline not capped:\n%s", out)
 	}
+}
+
+// Names that look like another: each is shown with the rune that makes it
+// so escaped, and the text of real scripts is left as it is.
+func TestSafeShowsWhatLooksLikeNothing(t *testing.T) {
+	escaped := map[rune]string{
+		// Hangul and halfwidth fillers, braille blank, musical null notehead.
+		0x115f: "filler", 0x1160: "filler", 0x3164: "filler", 0xffa0: "filler", 0x2800: "braille blank", 0x1d159: "null notehead",
+		// Default_Ignorable_Code_Point beyond Cf: grapheme joiner, Khmer, Mongolian and other variation selectors.
+		0x034f: "CGJ", 0x17b4: "Khmer", 0x17b5: "Khmer", 0x180b: "FVS1", 0x180e: "MVS", 0x180f: "FVS4", 0xfe00: "VS1", 0xfe0f: "VS16", 0xe0100: "VS17", 0xe0000: "reserved ignorable",
+		// Format characters (already escaped): zero-width space and joiners, word joiner, BOM, soft hyphen, tags.
+		0x200b: "ZWSP", 0x200c: "ZWNJ", 0x200d: "ZWJ", 0x2060: "WJ", 0xfeff: "BOM", 0x00ad: "SHY", 0xe0001: "tag",
+		// Whitespace but the ASCII space.
+		0x00a0: "NBSP", 0x1680: "ogham", 0x2000: "en quad", 0x2003: "em", 0x2009: "thin", 0x200a: "hair", 0x2028: "LS", 0x2029: "PS", 0x202f: "NNBSP", 0x205f: "MMSP", 0x3000: "ideographic",
+		// Overlays and enclosing marks.
+		0x0334: "tilde overlay", 0x0335: "short stroke", 0x0336: "long stroke", 0x0337: "short solidus", 0x0338: "long solidus",
+		0x20d2: "vertical line", 0x20d3: "short vertical line", 0x20d8: "ring", 0x20d9: "clockwise ring", 0x20da: "anticlockwise ring",
+		0x20e5: "reverse solidus", 0x20e6: "double vertical stroke", 0x20ea: "leftwards arrow", 0x20eb: "long double solidus",
+		0x1d167: "tremolo", 0x20dd: "enclosing circle", 0x20e0: "circle backslash", 0x20e3: "keycap", 0x1abe: "parentheses overlay",
+		// Noncharacters.
+		0xfffe: "nonchar", 0xffff: "nonchar", 0xfdd0: "nonchar", 0x10ffff: "nonchar",
+	}
+	for r, what := range escaped {
+		want := fmt.Sprintf(`web-0\u%04x`, r)
+		if r > 0xffff {
+			want = fmt.Sprintf(`web-0\U%08x`, r)
+		}
+		if got := Safe("web-0" + string(r)); got != want {
+			t.Errorf("%s %U: Safe = %q, want %q", what, r, got, want)
+		}
+	}
+	for _, s := range []string{
+		"web 0",                // the ASCII space
+		"caf\u00e9 cafe\u0301", // precomposed and combining acute
+		"\u0928\u092e\u0938\u094d\u0924\u0947 \u0939\u093f\u0902\u0926\u0940", // Devanagari: virama, vowel signs, anusvara
+		"\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35",                                // Thai vowel marks
+		"\u05e9\u05b8\u05c1\u05dc\u05d5\u05b9\u05dd",                          // Hebrew points
+		"\ud55c\uad6d\uc5b4 \u1112\u1161\u11ab",                               // Hangul syllables and conjoining jamo
+		"\u65e5\u672c\u8a9e", "\u0645\u064e\u0631\u0652\u062d\u064e\u0628\u064b\u0627", "\U0001f600", "a\u0300\u0308\u0327", "\ufffd",
+	} {
+		if got := Safe(s); got != s {
+			t.Errorf("Safe(%q) = %q: real text escaped", s, got)
+		}
+	}
+}
+
+// Escaped says whether Safe changes a text (cutting it aside).
+func FuzzEscapedAgreesWithSafe(f *testing.F) {
+	for _, s := range []string{"web-0", "web-0\u3164", "\xff", "\ufffd", "a b", "\u00a0", "e\u0301"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > maxText {
+			return
+		}
+		if Escaped(s) != (Safe(s) != s) {
+			t.Fatalf("Escaped(%q) = %v, Safe = %q", s, Escaped(s), Safe(s))
+		}
+	})
 }
