@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
 )
@@ -108,5 +111,64 @@ func TestSnapshotFixtures(t *testing.T) {
 				t.Errorf("%s: the replay differs from %s:\n%s", file, base+ext, got)
 			}
 		}
+	}
+}
+
+// A snapshot holds what the rules read and nothing else: a secret planted in
+// every field a user could put one in never reaches the file, and the
+// replay still prints the live report.
+func TestSnapshotHoldsNoSecrets(t *testing.T) {
+	const secret = "s3cr3t-planted"
+	objs := cluster()
+	for _, o := range objs {
+		m := o.(metav1.Object)
+		m.SetLabels(map[string]string{"token": secret})
+		m.SetAnnotations(map[string]string{"password": secret, "kubectl.kubernetes.io/last-applied-configuration": secret})
+		pod, ok := o.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			Exec:    &corev1.ExecAction{Command: []string{"check", secret}},
+			HTTPGet: &corev1.HTTPGetAction{Path: "/?key=" + secret, HTTPHeaders: []corev1.HTTPHeader{{Name: "Authorization", Value: secret}}}}}
+		c := &pod.Spec.Containers[0]
+		c.Image = "registry.example.com/app:v1"
+		c.Command, c.Args = []string{"app", "--password=" + secret}, []string{secret}
+		c.Env = []corev1.EnvVar{{Name: "PASSWORD", Value: secret}}
+		c.EnvFrom = []corev1.EnvFromSource{{Prefix: secret, SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}}}
+		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe = probe, probe, probe
+		c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain", secret}}}}
+		pod.Spec.InitContainers = []corev1.Container{*c.DeepCopy()}
+		pod.Spec.InitContainers[0].Name = "init"
+		pod.Spec.Volumes = []corev1.Volume{
+			{Name: "flex", VolumeSource: corev1.VolumeSource{FlexVolume: &corev1.FlexVolumeSource{Driver: "example.com/flex", Options: map[string]string{"password": secret}}}},
+			{Name: "csi", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "csi.example.com", VolumeAttributes: map[string]string{"key": secret}}}},
+			{Name: "git", VolumeSource: corev1.VolumeSource{GitRepo: &corev1.GitRepoVolumeSource{Repository: "https://user:" + secret + "@git.example.com/repo"}}},
+		}
+		pod.Spec.Hostname = secret
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: "sidecar",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: secret}}})
+		pod.Status.Message = secret
+	}
+	file := filepath.Join(t.TempDir(), "run.json")
+	live, _, err := execute(t, fakes(t, objs, nil), "why", "-A", "-o", "json", "--save-snapshot", file)
+	if ExitCode(err) != ExitStuck {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), secret); n > 0 {
+		t.Errorf("the snapshot holds the planted secret %d times", n)
+	}
+	for _, written := range []string{"example.com/flex", "csi.example.com"} {
+		if !strings.Contains(string(data), written) {
+			t.Errorf("the snapshot lost %s, which the rules read", written)
+		}
+	}
+	replay, _, err := execute(t, nil, "why", "--snapshot", file, "-o", "json")
+	if ExitCode(err) != ExitStuck || replay != live {
+		t.Errorf("the replay differs from the live report (exit %d)", ExitCode(err))
 	}
 }

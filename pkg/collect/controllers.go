@@ -82,7 +82,16 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 }
 
 func workload(kind string, m metav1.ObjectMeta, desired, ready int32) snapshot.Workload {
-	return snapshot.Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Labels: m.Labels, Desired: desired, Ready: ready}
+	var labels map[string]string
+	for _, l := range snapshot.WorkloadNameLabels {
+		if v, ok := m.Labels[l]; ok {
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[l] = v
+		}
+	}
+	return snapshot.Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Labels: labels, Desired: desired, Ready: ready}
 }
 
 // replicas reads spec.replicas, which defaults to 1.

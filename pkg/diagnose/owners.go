@@ -73,7 +73,10 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []s
 }
 
 func workloadMatches(w snapshot.Workload, tokens []string) bool {
-	fields := []string{w.Name, w.Namespace, w.Labels["app"], w.Labels["app.kubernetes.io/name"], w.Labels["app.kubernetes.io/part-of"], w.Labels["app.kubernetes.io/instance"]}
+	fields := []string{w.Name, w.Namespace}
+	for _, l := range snapshot.WorkloadNameLabels {
+		fields = append(fields, w.Labels[l])
+	}
 	for _, f := range fields {
 		f = strings.ToLower(f)
 		for _, t := range tokens {

@@ -40,7 +40,7 @@ func podRuleCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
 	}
-	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+	if _, mirror := pod.Annotations[snapshot.MirrorPodAnnotation]; mirror {
 		causes = append(causes, mirrorPodCauses(pod, tm, f)...)
 	} else {
 		causes = append(causes, f.node.causes(pod, tm)...)
@@ -58,7 +58,7 @@ func mirrorPodCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 	if len(nodeCauses) == 0 && (!f.node.alive() || tm.overdue < settleTime) {
 		return nil
 	}
-	evidence := []string{fmt.Sprintf("metadata.annotations[%s]: %s (a static pod's mirror)", corev1.MirrorPodAnnotationKey, pod.Annotations[corev1.MirrorPodAnnotationKey])}
+	evidence := []string{fmt.Sprintf("metadata.annotations[%s]: %s (a static pod's mirror)", snapshot.MirrorPodAnnotation, pod.Annotations[snapshot.MirrorPodAnnotation])}
 	sev, summary := report.Warning, fmt.Sprintf("the kubelet on %s has not removed this static pod's mirror %s past the deadline", pod.Spec.NodeName, report.HumanDuration(tm.overdue))
 	for _, c := range nodeCauses {
 		evidence = append(evidence, c.Evidence...)

@@ -219,6 +219,8 @@ func toFile(s Saved) (file, error) {
 		}
 		return out
 	}
+	keys := keysOf(snap)
+	ev := allowedEvidence(snap, keys)
 	f := file{
 		APIVersion:    APIVersion,
 		Kind:          Kind,
@@ -227,40 +229,44 @@ func toFile(s Saved) (file, error) {
 		Now:           snap.Now,
 		Targets:       make([]target, len(all)),
 		Roots:         indexes(snap.Targets),
-		Nodes:         mapValues(snap.Nodes, stripNode),
-		MissingNodes:  snap.MissingNodes,
-		Leases:        mapValues(snap.Leases, stripped),
-		Events:        mapValues(snap.Events, strippedEvents),
-		Volumes:       volumes{Volumes: snap.Volumes, Claims: toEntries(snap.Volumes.Claims)},
-		DRA:           dra{DRA: snap.DRA, Claims: toEntries(snap.DRA.Claims)},
-		Controllers:   snap.Controllers,
-		APIServices:   snap.APIServices,
-		Namespaces:    mapValues(snap.Namespaces, stripped),
-		CRDs:          snap.CRDs,
-		Kubelets:      snap.Kubelets,
-		Skipped:       toSkips(snap.Skipped),
+		Nodes:         ev.Nodes,
+		MissingNodes:  ev.MissingNodes,
+		Leases:        ev.Leases,
+		Events:        ev.Events,
+		Volumes:       volumes{Volumes: ev.Volumes, Claims: toEntries(ev.Volumes.Claims)},
+		DRA:           dra{DRA: ev.DRA, Claims: toEntries(ev.DRA.Claims)},
+		Controllers:   ev.Controllers,
+		APIServices:   ev.APIServices,
+		Namespaces:    ev.Namespaces,
+		CRDs:          ev.CRDs,
+		Kubelets:      ev.Kubelets,
+		Skipped:       toSkips(ev.Skipped),
 	}
 	f.Volumes.Volumes.Claims = nil
 	f.DRA.DRA.Claims = nil
-	if snap.Admission != nil {
-		f.Admission = &admission{Admission: *snap.Admission, ServiceEndpoints: toEntries(snap.Admission.ServiceEndpoints)}
+	if ev.Admission != nil {
+		f.Admission = &admission{Admission: *ev.Admission, ServiceEndpoints: toEntries(ev.Admission.ServiceEndpoints)}
 		f.Admission.Admission.ServiceEndpoints = nil
 	}
 	for i, t := range all {
-		object, err := objectJSON(t)
-		if err != nil {
-			return file{}, fmt.Errorf("saving %s/%s: %w", t.Ref.Resource, t.Ref.Name, err)
+		kept := allowedTarget(t, keys)
+		var object json.RawMessage
+		if kept.Object != nil {
+			var err error
+			if object, err = kept.Object.MarshalJSON(); err != nil {
+				return file{}, fmt.Errorf("saving %s/%s: %w", t.Ref.Resource, t.Ref.Name, err)
+			}
 		}
 		wt := target{
 			Ref:         t.Ref,
 			Object:      object,
-			Pod:         stripped(t.Pod),
-			Namespace:   stripped(t.Namespace),
+			Pod:         kept.Pod,
+			Namespace:   kept.Namespace,
 			Skipped:     toSkips(t.Skipped),
-			Claim:       stripped(t.Claim),
-			Volume:      stripped(t.Volume),
-			Service:     stripped(t.Service),
-			Attachments: t.Attachments,
+			Claim:       kept.Claim,
+			Volume:      kept.Volume,
+			Service:     kept.Service,
+			Attachments: kept.Attachments,
 			Dependents:  indexes(t.Dependents),
 			ClaimUsers:  indexes(t.ClaimUsers),
 		}

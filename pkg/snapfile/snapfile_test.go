@@ -17,6 +17,8 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
 func secretTarget() *snapshot.Target {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
@@ -92,15 +94,16 @@ func TestRoundTripKeepsWhatRulesDistinguish(t *testing.T) {
 	}
 }
 
-// A Secret's data, the last-applied annotation (which may copy it) and
-// managed fields are never written; the rest of its metadata is.
+// A Secret's data, the last-applied annotation (which may copy it), any
+// annotation no rule reads and managed fields are never written; the
+// metadata the rules read is.
 func TestSaveLeavesOutPayloads(t *testing.T) {
 	in := &snapshot.Snapshot{Targets: []*snapshot.Target{secretTarget()}}
 	var buf bytes.Buffer
 	if err := Encode(&buf, Saved{Snapshot: in}); err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"aHVudGVyMg", "managedFields", lastApplied} {
+	for _, secret := range []string{"aHVudGVyMg", "managedFields", lastApplied, `"keep"`} {
 		if strings.Contains(buf.String(), secret) {
 			t.Errorf("%s written:\n%s", secret, buf.String())
 		}
@@ -110,7 +113,7 @@ func TestSaveLeavesOutPayloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := saved.Snapshot.Targets[0].Object
-	if got.GetFinalizers()[0] != "example.com/hold" || got.GetAnnotations()["keep"] != "me" {
+	if got.GetFinalizers()[0] != "example.com/hold" || got.GetUID() != "uid-token" || got.GetNamespace() != "shop" {
 		t.Errorf("metadata lost: %v", got.Object)
 	}
 	if in.Targets[0].Object.Object["data"] == nil {

@@ -132,8 +132,9 @@ type Controllers struct {
 // liveness judgement needs.
 type Workload struct {
 	Kind, Namespace, Name string
-	Labels                map[string]string
-	Desired, Ready        int32
+	// Labels holds the workload's WorkloadNameLabels, the only ones read.
+	Labels         map[string]string
+	Desired, Ready int32
 }
 
 // CRD is a CustomResourceDefinition, reduced to what explains a stuck CRD
@@ -210,6 +211,17 @@ type Target struct {
 	Dependents []*Target
 	ClaimUsers []*Target
 }
+
+// WorkloadNameLabels are the labels that name what a workload runs, matched
+// against a finalizer's domain to find its controller.
+var WorkloadNameLabels = []string{"app", "app.kubernetes.io/name", "app.kubernetes.io/part-of", "app.kubernetes.io/instance"}
+
+// MirrorPodAnnotation marks a static pod's mirror in the API.
+const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
+
+// ReadAnnotations are the only annotations any rule reads: a snapshot file
+// keeps these and no other (package snapfile).
+var ReadAnnotations = []string{MirrorPodAnnotation}
 
 // Pods is the core group's pods, as scans count them.
 var Pods = schema.GroupResource{Resource: "pods"}

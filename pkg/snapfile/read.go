@@ -1,0 +1,211 @@
+package snapfile
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// A snapshot is made to be attached to a ticket and replayed by someone
+// else, so Load reads a file from a stranger: it takes regular files only,
+// caps what it reads before it decodes, and checks what it decoded before
+// anything walks it. Every refusal is an error naming what is wrong.
+
+// DefaultMaxBytes is the default of Limits.MaxBytes: a saved run of a few
+// thousand stuck objects takes a few MiB.
+const DefaultMaxBytes = 64 << 20
+
+// bytesPerObject is how many bytes of the limit each JSON object of the file
+// may use at least: an object of a few bytes can become a Go value of more
+// than a kilobyte (an empty pod), so their number is capped too. Saved runs
+// use about 80 bytes per object; a file of many tiny objects is refused long
+// before it could take hundreds of MiB.
+const bytesPerObject = 512
+
+// Limits bound what Load accepts.
+type Limits struct {
+	// MaxBytes caps the file's size and, gzip-compressed, its decompressed
+	// size; the number of JSON objects it holds and of objects its targets
+	// unfold into (see snapshot.CheckGraph) scale with it.
+	MaxBytes int64
+}
+
+// DefaultLimits are Load's limits unless told otherwise.
+var DefaultLimits = Limits{MaxBytes: DefaultMaxBytes}
+
+func (l Limits) maxObjects() int { return int(l.MaxBytes / bytesPerObject) }
+
+// maxUnfolded: saved runs unfold into a few times as many objects as they
+// hold targets, and hold one target per forty JSON objects or more.
+func (l Limits) maxUnfolded() int { return max(l.maxObjects()/8, 1) }
+
+// Load reads a file Save wrote (gzip-compressed or not, whatever its name)
+// within DefaultLimits.
+func Load(path string) (Saved, error) {
+	return LoadLimited(context.Background(), path, DefaultLimits)
+}
+
+// LoadLimited reads a file Save wrote, within limits; ctx ends the read
+// between its steps.
+func LoadLimited(ctx context.Context, path string, limits Limits) (Saved, error) {
+	data, err := readCapped(path, limits.MaxBytes)
+	if err != nil {
+		return Saved{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Saved{}, err
+	}
+	s, err := DecodeLimited(bytes.NewReader(data), limits)
+	if err != nil {
+		return Saved{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, ctx.Err()
+}
+
+// readCapped reads a regular file of at most max bytes, decompressed when it
+// is gzip, into memory.
+func readCapped(path string, max int64) ([]byte, error) {
+	// Stat before open: opening a FIFO with no writer would block.
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, info, max); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err = f.Stat(); err != nil { // the file opened, should the path have changed
+		return nil, err
+	}
+	if err := regular(path, info, max); err != nil {
+		return nil, err
+	}
+	data, err := readAtMost(f, max, "is larger than")
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", path, err)
+	}
+	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		return data, nil
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer gz.Close()
+	data, err = readAtMost(gz, max, "decompresses to more than")
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", path, err)
+	}
+	return data, nil
+}
+
+func regular(path string, info os.FileInfo, max int64) error {
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s): a snapshot is a file --save-snapshot wrote", path, info.Mode().Type())
+	}
+	if info.Size() > max {
+		return fmt.Errorf("%s %w", path, tooLarge("is larger than", max))
+	}
+	return nil
+}
+
+// readAtMost reads r to its end, refusing more than max bytes.
+func readAtMost(r io.Reader, max int64, what string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("could not be read: %w", err)
+	}
+	if int64(len(data)) > max {
+		return nil, tooLarge(what, max)
+	}
+	return data, nil
+}
+
+func tooLarge(what string, max int64) error {
+	return fmt.Errorf("%s %d bytes, this plugin's limit for a snapshot (--snapshot-max-size raises it)", what, max)
+}
+
+// DecodeLimited reads a file's JSON document within limits and checks that
+// its targets can be diagnosed safely.
+func DecodeLimited(r io.Reader, limits Limits) (Saved, error) {
+	data, err := readAtMost(r, limits.MaxBytes, "is larger than")
+	if err != nil {
+		return Saved{}, fmt.Errorf("the snapshot %w", err)
+	}
+	if n, max := countObjects(data, limits.maxObjects()), limits.maxObjects(); n > max {
+		return Saved{}, fmt.Errorf("a snapshot of more than %d JSON objects, this plugin's limit for its size (--snapshot-max-size raises it)", max)
+	}
+	s, err := decode(data)
+	if err != nil {
+		return Saved{}, err
+	}
+	if err := check(s.Snapshot, limits); err != nil {
+		return Saved{}, fmt.Errorf("a damaged snapshot: %w", err)
+	}
+	return s, nil
+}
+
+// countObjects counts the JSON objects in data, stopping past max. It only
+// tells strings apart from the rest: json.Unmarshal judges the syntax.
+func countObjects(data []byte, max int) int {
+	n := 0
+	inString, escaped := false, false
+	for _, b := range data {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && b == '\\':
+			escaped = true
+		case b == '"':
+			inString = !inString
+		case !inString && b == '{':
+			if n++; n > max {
+				return n
+			}
+		}
+	}
+	return n
+}
+
+// check refuses a snapshot its rules could not walk: targets with no object,
+// typed forms the rules rely on that are missing, and target graphs that
+// loop, nest too deep or unfold into too many objects.
+func check(s *snapshot.Snapshot, limits Limits) error {
+	var errs []string
+	for i, t := range s.AllTargets() {
+		name := fmt.Sprintf("target %d (%s/%s)", i, t.Ref.Resource, t.Ref.Name)
+		if t.Object == nil {
+			errs = append(errs, name+" has no object")
+		}
+		for _, p := range t.ClaimUsers {
+			if p.Pod == nil {
+				errs = append(errs, name+": a pod using the claim is not a pod")
+			}
+		}
+		if c := t.Contents; c != nil {
+			for _, p := range c.Pods {
+				if p.Pod == nil {
+					errs = append(errs, name+": a pod it holds is not a pod")
+				}
+			}
+		}
+		if len(errs) > 3 {
+			break
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return s.CheckGraph(limits.maxUnfolded())
+}

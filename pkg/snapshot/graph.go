@@ -1,0 +1,87 @@
+package snapshot
+
+import (
+	"fmt"
+	"sort"
+)
+
+// MaxDepth bounds how deep targets nest (a namespace's pod, an owner's
+// dependent and its own dependents...): the collector follows chains no
+// deeper, the diagnosis nests no deeper, and a snapshot file nesting deeper
+// is refused. Deployment -> ReplicaSet -> Pod is 2.
+const MaxDepth = 8
+
+// Children lists the targets nested in t, which a diagnosis of t may nest:
+// a namespace's pods and held examples (by finalizer), an owner's
+// dependents, a claim's pods.
+func (t *Target) Children() []*Target {
+	var out []*Target
+	if c := t.Contents; c != nil {
+		out = append(out, c.Pods...)
+		finalizers := make([]string, 0, len(c.Held))
+		for f := range c.Held {
+			finalizers = append(finalizers, f)
+		}
+		sort.Strings(finalizers)
+		for _, f := range finalizers {
+			out = append(out, c.Held[f]...)
+		}
+	}
+	out = append(out, t.Dependents...)
+	return append(out, t.ClaimUsers...)
+}
+
+// CheckGraph proves the targets can be walked safely: no target nests itself
+// (directly or not), none nests deeper than MaxDepth, and unfolding every
+// shared target where it is nested (as a report does) yields at most
+// maxUnfolded objects. A live run builds such a graph by construction; a
+// snapshot file from elsewhere is checked before anything walks it.
+func (s *Snapshot) CheckGraph(maxUnfolded int) error {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := map[*Target]int{}
+	unfolded := map[*Target]int{} // the size of a target's tree, capped at maxUnfolded+1
+	height := map[*Target]int{}   // how deep its tree goes below it
+	var visit func(t *Target, depth int) error
+	visit = func(t *Target, depth int) error {
+		if t == nil {
+			return fmt.Errorf("a nested target is missing")
+		}
+		switch state[t] {
+		case onPath:
+			return fmt.Errorf("target %s/%s nests itself", t.Ref.Resource, t.Ref.Name)
+		case done:
+			if depth+height[t] > MaxDepth {
+				return fmt.Errorf("targets nest deeper than %d levels", MaxDepth)
+			}
+			return nil
+		}
+		if depth > MaxDepth {
+			return fmt.Errorf("targets nest deeper than %d levels", MaxDepth)
+		}
+		state[t] = onPath
+		size, h := 1, 0
+		for _, c := range t.Children() {
+			if err := visit(c, depth+1); err != nil {
+				return err
+			}
+			size = min(size+unfolded[c], maxUnfolded+1)
+			h = max(h, height[c]+1)
+		}
+		state[t], unfolded[t], height[t] = done, size, h
+		return nil
+	}
+	total := 0
+	for _, t := range s.Targets {
+		if err := visit(t, 0); err != nil {
+			return err
+		}
+		if total = min(total+unfolded[t], maxUnfolded+1); total > maxUnfolded {
+			return fmt.Errorf("its targets unfold into more than %d nested objects", maxUnfolded)
+		}
+	}
+	return nil
+}
