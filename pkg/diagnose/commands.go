@@ -2,11 +2,15 @@ package diagnose
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"al.essio.dev/pkg/shellescape"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 // Suggested commands are pasted into a shell by people who trust them, and
@@ -15,10 +19,68 @@ import (
 // word is shell-quoted (al.essio.dev/pkg/shellescape earns its place: a
 // small, well-kept quoter that leaves plain words as they are), and JSON
 // is built by a marshaller, never by pasting strings.
+//
+// A word holding a rune the report shows escaped (report.Escaped: a control,
+// an invisible filler, a space that is not ASCII's, an overlay, bytes that
+// are not UTF-8) is written in ANSI-C quotes, $'...', with those runes as
+// \xHH escapes of their UTF-8 bytes: the command names the exact object and
+// shows what is odd in its name (a name ending in U+3164 prints as
+// $'web-0\xe3\x85\xa4', not as a 'web-0' that hides it), and the renderer,
+// which escapes what it prints, has nothing left to escape in it (its \u3164
+// inside '...' would name another object). $'...' is bash's and zsh's (also
+// ksh's, and POSIX sh's since 2024, but not dash's): suggested commands are
+// for bash and zsh (docs/runbooks.md). \xHH, not \uXXXX: bash turns \u
+// into the locale's charset, and into the literal text \u3164 in the C
+// locale, and bash 3.2 (macOS) has no \u.
 
 // command is one program and its arguments, each a shell word.
 func command(program string, args ...string) string {
-	return shellescape.QuoteCommand(append([]string{program}, args...))
+	words := make([]string, 0, 1+len(args))
+	for _, w := range append([]string{program}, args...) {
+		words = append(words, shellWord(w))
+	}
+	return strings.Join(words, " ")
+}
+
+// shellWord quotes one word: as shellescape does (plain words stay plain),
+// or in ANSI-C quotes when the report would show some of it escaped.
+func shellWord(s string) string {
+	if !report.Escaped(s) {
+		return shellescape.Quote(s)
+	}
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == 0:
+			// No argument can hold NUL: a shell cuts $'web-0\x00x' to web-0,
+			// another object. The word is written as its text, \x00, as the
+			// report shows it: it names no object but one of that name.
+			b.WriteString(`\\x00`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == utf8.RuneError && size == 1, report.EscapedRune(r):
+			for _, c := range []byte(s[i : i+size]) {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			}
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\'', r == '!':
+			// ' would end the quote; ! written \x21 leaves no interactive
+			// shell's history expansion to know $'...' to leave it alone.
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteString("'")
+	return b.String()
 }
 
 // pipe joins commands into a pipeline.

@@ -46,11 +46,16 @@ func stubs(t *testing.T) (dir, log string) {
 	return dir, log
 }
 
+// shell is what suggested commands are for, bash (and zsh): a name the
+// report shows escaped is quoted $'...', which dash, often sh, reads as $
+// and '...'.
+const shell = "bash"
+
 // run runs a suggested command in a shell and returns each program call's argv.
 func runSuggested(t *testing.T, dir, log, cmd string) [][]string {
 	t.Helper()
 	_ = os.Remove(log)
-	c := exec.Command("sh", "-c", cmd)
+	c := exec.Command(shell, "-c", cmd)
 	c.Dir = dir
 	c.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"), "CALLS="+log)
 	var stderr bytes.Buffer
@@ -138,16 +143,21 @@ func TestSuggestedCommandsQuoteClusterNames(t *testing.T) {
 
 // Any string quoted as a word reaches the program whole.
 func FuzzCommandQuoting(f *testing.F) {
-	for _, s := range []string{hostilePod, hostileNamespace, hostileNode, hostileWebhook, hostileFinalizer, "", "a b", "'", "\\", "$HOME", "!x", "\n", "é"} {
+	for _, s := range []string{hostilePod, hostileNamespace, hostileNode, hostileWebhook, hostileFinalizer, "", "a b", "'", "\\", "$HOME", "!x", "\n", "é",
+		"web-0\u3164", "web-0\u0338", "a\u00a0'!\\b", "\x1b[2J\x7f\u009b", "\xff\xed\xa0\x80", "\u202e\U000e0041", "$'x'"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if strings.ContainsRune(s, 0) {
 			t.Skip("argv cannot hold NUL")
 		}
-		out, err := exec.Command("sh", "-c", command("printf", "%s", s)).Output()
+		cmd := command("printf", "%s", s)
+		out, err := exec.Command(shell, "-c", cmd).Output()
 		if err != nil || string(out) != s {
 			t.Fatalf("%q -> %q (%v)", s, out, err)
+		}
+		if len(cmd) < 2000 && report.Safe(cmd) != cmd {
+			t.Fatalf("%q is quoted %q, which the report shows as %q", s, cmd, report.Safe(cmd))
 		}
 	})
 }
