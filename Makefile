@@ -42,11 +42,18 @@ lab-down: ## Stop the lab that `make demo` left running
 	cd test/e2e && go run ./cmd/lab down -dir $(LAB_RUN)
 
 .PHONY: test
-test: lint unit e2e bench-smoke release-check ## Everything: lint, unit and golden tests, e2e on the lab, a tiny bench, release files
+test: lint unit fuzz e2e bench-smoke release-check ## Everything: lint, unit and golden tests, fuzzing, e2e on the lab, a tiny bench, release files
 
 .PHONY: unit
 unit: host-tools ## Unit, golden-output and command tests (no cluster)
 	go test -race -count=1 ./...
+
+# Inputs that gain coverage are kept unminimized: minimizing a snapshot-sized
+# input takes longer than the whole bound.
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Fuzz a stranger's snapshot through load, diagnosis and every output format, for FUZZTIME
+	go test -run='^$$' -fuzz='^FuzzReplay$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=1x ./pkg/cmd/
 
 .PHONY: host-tools
 host-tools: ## jq, which the suggested commands use and the tests run for real (apt, once)
