@@ -323,9 +323,11 @@ func (c *Collector) parallel(n int, fn func(i int)) {
 // bounded runs fn(0..n-1) with at most limit at once.
 func bounded(limit, n int, fn func(i int)) {
 	var g errgroup.Group
+	var p carried
 	g.SetLimit(limit)
 	for i := range n {
-		g.Go(func() error { fn(i); return nil })
+		g.Go(func() error { defer p.catch(); fn(i); return nil })
 	}
 	_ = g.Wait()
+	p.raise()
 }

@@ -60,15 +60,18 @@ func (c *Collector) Follow(ctx context.Context, found []Found, sleep Sleep, out 
 		g.pending[f.Object.GetName()] = f
 	}
 	done := make(chan struct{})
+	var p carried
 	for _, g := range order {
 		go func() {
 			defer func() { done <- struct{}{} }()
+			defer p.catch()
 			c.followGroup(ctx, g, sleep, out)
 		}()
 	}
 	for range order {
 		<-done
 	}
+	p.raise()
 }
 
 func (c *Collector) followGroup(ctx context.Context, g *followGroup, sleep Sleep, out chan<- Change) {

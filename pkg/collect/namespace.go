@@ -174,9 +174,11 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 	tr := c.track("objects "+where, len(mappings))
 	defer tr.finish()
 	g, gctx := errgroup.WithContext(ctx)
+	var p carried
 	g.SetLimit(scanConcurrency)
 	for _, m := range mappings {
 		g.Go(func() error {
+			defer p.catch()
 			err := c.listEach(gctx, m, scope, tr, func(items []metav1.PartialObjectMetadata) error {
 				mu.Lock() // once a page, not once an object
 				defer mu.Unlock()
@@ -198,6 +200,7 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 		})
 	}
 	_ = g.Wait() // every error is recorded as a skip
+	p.raise()
 	sort.Slice(skips, func(i, j int) bool { return skips[i].Check < skips[j].Check })
 	return skips
 }

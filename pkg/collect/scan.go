@@ -131,9 +131,11 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 	tr := c.track(phase, len(mappings))
 	defer tr.finish()
 	g, ctx := errgroup.WithContext(ctx)
+	var p carried
 	g.SetLimit(scanConcurrency)
 	for _, m := range mappings {
 		g.Go(func() error {
+			defer p.catch()
 			items, err := c.listTerminating(ctx, m, scope, tr)
 			mu.Lock()
 			defer mu.Unlock()
@@ -155,6 +157,7 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	p.raise()
 	if listed == 0 && firstErr != nil {
 		// Nothing could be read: saying "nothing stuck" would be a lie.
 		return nil, fmt.Errorf("could not list any of the %d resource types in scope: %w", len(mappings), firstErr)
