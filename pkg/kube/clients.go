@@ -44,14 +44,18 @@ type Clients struct {
 
 // Tune sets the user agent (so audit logs name the plugin), the rate limits
 // on every REST config that cli-runtime derives from the flags, and the
-// default of --request-timeout.
-func Tune(flags *genericclioptions.ConfigFlags, userAgent string) {
+// default of --request-timeout; the monitor it returns follows every request
+// of those configs (monitor.go).
+func Tune(flags *genericclioptions.ConfigFlags, userAgent string) *Monitor {
 	*flags.Timeout = DefaultRequestTimeout.String()
+	m := NewMonitor()
 	flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
 		c.UserAgent = userAgent
 		c.QPS, c.Burst = QPS, Burst
+		m.observe(c)
 		return c
 	}
+	return m
 }
 
 // New builds the clients from kubectl's flags.
