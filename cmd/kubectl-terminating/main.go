@@ -4,7 +4,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -15,20 +14,22 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/cmd"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 )
 
 func main() {
+	// The binary also runs the kubeconfig's credential plugin under a guard
+	// that kills it if the run ends first (pkg/kube/guard.go).
+	if len(os.Args) > 1 && os.Args[1] == kube.GuardArg {
+		os.Exit(kube.RunGuard(os.Args[2:]))
+	}
 	// client-go logs retries and discovery errors through klog; the plugin
 	// reports what matters itself, on one line.
 	silenceKlog()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := cmd.NewRoot(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	err := root.ExecuteContext(ctx)
+	code := cmd.Execute(ctx, root, os.Stderr)
 	stop()
-	code := cmd.ExitCode(err)
-	if code == cmd.ExitError {
-		fmt.Fprintln(os.Stderr, "error: "+cmd.Explain(err))
-	}
 	os.Exit(code)
 }
 

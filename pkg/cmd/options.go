@@ -63,6 +63,10 @@ type Options struct {
 	requests  []collect.Request
 	printer   printers.ResourcePrinter
 
+	// monitor follows the clients' requests (kube.Tune): what a run that
+	// stalls waits for, and the apiserver's health.
+	monitor *kube.Monitor
+
 	// Test seams.
 	newClients func() (*kube.Clients, error)
 	now        func() time.Time
@@ -363,17 +367,27 @@ func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Repor
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	ctx := cmd.Context()
+	// Everything from here is bounded: the clients, the credential plugin,
+	// discovery, the reads (settle); and a stall makes the apiserver's
+	// health the run's error (Begin).
+	sig, stop := o.monitor.Begin(cmd.Context())
+	defer stop()
+	ctx, bound := sig, ""
 	// A watch runs until its objects are gone, unless --timeout is given.
 	if o.Timeout > 0 && (!o.Watch || cmd.Flags().Changed("timeout")) {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		ctx, cancel = context.WithTimeout(sig, o.Timeout)
 		defer cancel()
+		bound = "--timeout " + o.Timeout.String()
 	}
 	if o.Watch {
-		return o.watchList(ctx, o.style())
+		return o.settle(sig, ctx, bound, finalRead, func() error { return o.watchList(ctx, o.style()) })
 	}
-	r, err := o.Diagnose(ctx)
+	var r report.Report
+	err := o.settle(sig, ctx, bound, 0, func() (err error) {
+		r, err = o.Diagnose(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}

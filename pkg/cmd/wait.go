@@ -47,7 +47,16 @@ printed so).`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.wait(cmd.Context())
+			// --timeout bounds everything from here (the clients, the
+			// credential plugin, discovery, finding the objects, the wait);
+			// the diagnosis made at the timeout has its own finalRead past
+			// it; a stall makes the apiserver's health the run's error.
+			sig, stop := o.monitor.Begin(cmd.Context())
+			defer stop()
+			run, cancel := context.WithTimeout(sig, o.Timeout)
+			defer cancel()
+			bound := "--timeout " + o.Timeout.String()
+			return o.settle(sig, run, bound, finalRead, func() error { return o.wait(sig, run, bound) })
 		},
 	}
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long to wait before printing the diagnosis of what is left and exiting 2.")
@@ -59,21 +68,31 @@ printed so).`,
 	return cmd
 }
 
-// wait watches the objects until they are gone or the timeout passes.
-func (o *Options) wait(ctx context.Context) error {
-	clients, err := o.newClients()
-	if err != nil {
+// wait watches the objects until they are gone or the timeout passes. run
+// is ctx bounded by --timeout: it bounds finding the objects; the wait
+// itself ends at the options' clock's timer, set to the same deadline.
+func (o *Options) wait(ctx, run context.Context, bound string) error {
+	start := o.clock.Now()
+	var (
+		c     *collect.Collector
+		found []collect.Found
+	)
+	err := o.settle(ctx, run, bound, 0, func() error {
+		clients, err := o.newClients()
+		if err != nil {
+			return err
+		}
+		c = o.collector(clients)
+		found, err = c.Resolve(run, o.requests, collect.Scope{Namespace: o.namespace, LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector}, true)
+		if err != nil {
+			return err
+		}
+		for _, name := range o.alreadyGone(clients, found) {
+			fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(name))
+		}
+		found, err = o.beingDeleted(found)
 		return err
-	}
-	c := o.collector(clients)
-	found, err := c.Resolve(ctx, o.requests, collect.Scope{Namespace: o.namespace, LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector}, true)
-	if err != nil {
-		return err
-	}
-	for _, name := range o.alreadyGone(clients, found) {
-		fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(name))
-	}
-	found, err = o.beingDeleted(found)
+	})
 	if err != nil {
 		return err
 	}
@@ -86,7 +105,7 @@ func (o *Options) wait(ctx context.Context) error {
 	changes := make(chan collect.Change)
 	go c.Follow(ctx, found, o.sleep, changes)
 
-	deadline := o.clock.NewTimer(o.Timeout)
+	deadline := o.clock.NewTimer(max(o.Timeout-o.clock.Since(start), 0))
 	defer deadline.Stop()
 	var tick <-chan time.Time
 	if o.isTerminal(o.ErrOut) {
@@ -94,15 +113,16 @@ func (o *Options) wait(ctx context.Context) error {
 		defer ticker.Stop()
 		tick = ticker.C()
 	}
-	readPending := func() *snapshot.Snapshot {
+	stillPending := func() []collect.Found {
 		still := make([]collect.Found, 0, len(pending))
 		for _, f := range found { // in the order they were asked for
 			if p, ok := pending[waitKey(f)]; ok {
 				still = append(still, p)
 			}
 		}
-		return reread(ctx, c, still)
+		return still
 	}
+	readPending := func() *snapshot.Snapshot { return reread(ctx, c, stillPending()) }
 	retrying, lastLine := retryNotice{out: o.ErrOut, until: " until the timeout"}, ""
 	showProgress := func() {
 		if line := progressLine(diagnose.Diagnose(readPending())); line != lastLine {
@@ -132,7 +152,20 @@ func (o *Options) wait(ctx context.Context) error {
 		case <-tick:
 			showProgress()
 		case <-deadline.C():
-			snap := readPending()
+			// The diagnosis of what is left has its own budget past the
+			// timeout (docs/runbooks.md): reads not made by then are
+			// reported under skipped.
+			final, cancel := context.WithTimeout(ctx, finalRead)
+			defer cancel()
+			snap := reread(final, c, stillPending())
+			if ctx.Err() != nil {
+				return ctx.Err() // interrupted, or the apiserver is not ready
+			}
+			if final.Err() != nil {
+				if h := o.monitor.Health(ctx); h.NotReady() {
+					return &kube.NotReadyError{Health: h}
+				}
+			}
 			if err := o.save(snap); err != nil {
 				return err
 			}
