@@ -307,11 +307,7 @@ func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.U
 
 // concurrently runs the readers at once and waits for all of them.
 func concurrently(readers ...func()) {
-	var wg sync.WaitGroup
-	for _, r := range readers {
-		wg.Go(r)
-	}
-	wg.Wait()
+	bounded(len(readers), len(readers), func(i int) { readers[i]() })
 }
 
 // parallel runs fn(0..n-1) with at most scanConcurrency at once; each call
