@@ -181,23 +181,18 @@ func (f fields) keep(v any) any {
 	return nil // a scalar where an object was expected: nothing of it is allowed
 }
 
-// allow returns a copy of a typed object holding only what its allow-list
-// keeps, labels and annotations filtered by keys.
-func allow[T any](o *T, keys keptKeys) *T {
-	if o == nil {
-		return nil
-	}
-	f, ok := allowed[reflect.TypeFor[T]()]
-	if !ok {
-		panic("snapfile: no allow-list for " + reflect.TypeFor[T]().String()) // caught by TestEveryKindHasAnAllowList
-	}
+// allowAny returns a copy of a typed object (a pointer to a value of type t)
+// holding only what its allow-list keeps, labels and annotations filtered by
+// keys; nil when it cannot be converted.
+func allowAny(o any, t reflect.Type, keys keptKeys) any {
+	f := allowed[t]
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
 		return nil
 	}
-	kept := f.keep(m).(map[string]any)
+	kept, _ := f.keep(m).(map[string]any)
 	keys.filter(kept)
-	out := new(T)
+	out := reflect.New(t).Interface()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(kept, out); err != nil {
 		return nil
 	}
@@ -280,75 +275,4 @@ func keysOf(s *snapshot.Snapshot) keptKeys {
 		}
 	}
 	return k
-}
-
-// allowAll keeps what the allow-list of their type allows of values in a slice.
-func allowAll[T any](in []T, keys keptKeys) []T {
-	if in == nil {
-		return nil
-	}
-	out := make([]T, len(in))
-	for i := range in {
-		if a := allow(&in[i], keys); a != nil {
-			out[i] = *a
-		}
-	}
-	return out
-}
-
-// allowedEvidence is a copy of the snapshot's run-wide evidence (its targets
-// are written one by one) holding only what the allow-lists keep.
-func allowedEvidence(s *snapshot.Snapshot, k keptKeys) snapshot.Snapshot {
-	c := *s
-	c.Nodes = mapValues(s.Nodes, func(n *corev1.Node) *corev1.Node { return allow(n, k) })
-	c.Leases = mapValues(s.Leases, func(l *coordinationv1.Lease) *coordinationv1.Lease { return allow(l, k) })
-	c.Events = mapValues(s.Events, func(e []corev1.Event) []corev1.Event { return allowAll(e, k) })
-	c.Namespaces = mapValues(s.Namespaces, func(n *corev1.Namespace) *corev1.Namespace { return allow(n, k) })
-	c.Volumes = snapshot.Volumes{
-		Claims:            mapValues(s.Volumes.Claims, func(v *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim { return allow(v, k) }),
-		PersistentVolumes: mapValues(s.Volumes.PersistentVolumes, func(v *corev1.PersistentVolume) *corev1.PersistentVolume { return allow(v, k) }),
-		CSINodes:          mapValues(s.Volumes.CSINodes, func(v *storagev1.CSINode) *storagev1.CSINode { return allow(v, k) }),
-		CSIDrivers:        mapValues(s.Volumes.CSIDrivers, func(v *storagev1.CSIDriver) *storagev1.CSIDriver { return allow(v, k) }),
-		Attachments:       allowAll(s.Volumes.Attachments, k),
-	}
-	c.DRA = snapshot.DRA{
-		Claims: mapValues(s.DRA.Claims, func(v *resourcev1.ResourceClaim) *resourcev1.ResourceClaim { return allow(v, k) }),
-		Slices: mapValues(s.DRA.Slices, func(v []resourcev1.ResourceSlice) []resourcev1.ResourceSlice { return allowAll(v, k) }),
-	}
-	if a := s.Admission; a != nil {
-		c.Admission = &snapshot.Admission{
-			Validating: allowAll(a.Validating, k), Mutating: allowAll(a.Mutating, k),
-			Policies: allowAll(a.Policies, k), PolicyBindings: allowAll(a.PolicyBindings, k),
-			ServiceEndpoints: a.ServiceEndpoints,
-		}
-	}
-	c.Kubelets = mapValues(s.Kubelets, func(kl *snapshot.Kubelet) *snapshot.Kubelet {
-		if kl == nil {
-			return nil
-		}
-		out := *kl
-		out.Pods = mapValues(kl.Pods, func(p *snapshot.KubeletPod) *snapshot.KubeletPod {
-			if p == nil {
-				return nil
-			}
-			q := *p
-			q.Containers = allowAll(p.Containers, k)
-			return &q
-		})
-		return &out
-	})
-	return c
-}
-
-// allowedTarget is a target's own objects as the allow-lists keep them; its
-// nested targets are left to the caller.
-func allowedTarget(t *snapshot.Target, k keptKeys) snapshot.Target {
-	c := *t
-	if t.Object != nil {
-		c.Object = allowObject(t.Object, k)
-	}
-	c.Pod, c.Namespace = allow(t.Pod, k), allow(t.Namespace, k)
-	c.Claim, c.Volume, c.Service = allow(t.Claim, k), allow(t.Volume, k), allow(t.Service, k)
-	c.Attachments = allowAll(t.Attachments, k)
-	return c
 }

@@ -33,9 +33,9 @@ type Skip struct {
 	Reason SkipReason `json:"reason"`
 	Detail string     `json:"detail,omitempty"`
 	// Resource is the type a failed list was of, for the rules (not printed).
-	Resource schema.GroupVersionResource `json:"-"`
+	Resource schema.GroupVersionResource `json:"-" snapfile:"resource"`
 	// APIMessage is the apiserver's own message when it answered with an
 	// error status (a conversion webhook's failure, say): Kubernetes' text,
 	// which only its isolated parsers read (not printed).
-	APIMessage string `json:"-"`
+	APIMessage string `json:"-" snapfile:"apiMessage"`
 }

@@ -23,44 +23,45 @@ import (
 // read that found nothing leaves an empty value.
 type Snapshot struct {
 	// Now is the clock every duration is computed against.
-	Now time.Time
-	// Targets are the objects with a deletionTimestamp to diagnose.
-	Targets []*Target
+	Now time.Time `json:"now"`
+	// Targets are the objects with a deletionTimestamp to diagnose (in a
+	// snapshot file, the roots of its table of targets).
+	Targets []*Target `json:"roots"`
 	// Nodes holds the nodes the targets run on, by name.
-	Nodes map[string]*corev1.Node
+	Nodes map[string]*corev1.Node `json:"nodes"`
 	// MissingNodes holds node names that were looked up and do not exist.
-	MissingNodes map[string]bool
+	MissingNodes map[string]bool `json:"missingNodes"`
 	// Leases holds the kube-node-lease Lease of each node in Nodes, by node name.
-	Leases map[string]*coordinationv1.Lease
+	Leases map[string]*coordinationv1.Lease `json:"leases"`
 	// Events holds the events about each target, by involvedObject.uid.
 	// Events expire (one hour by default): their absence proves nothing.
-	Events map[types.UID][]corev1.Event
+	Events map[types.UID][]corev1.Event `json:"events"`
 	// Admission holds what can refuse a DELETE or UPDATE: webhooks, policies,
 	// and the endpoints of the webhooks' services.
-	Admission *Admission
+	Admission *Admission `json:"admission"`
 	// Volumes holds what the pods' volumes lead to, for pods whose kubelet
 	// must unmount them (state C).
-	Volumes Volumes
+	Volumes Volumes `json:"volumes"`
 	// DRA holds the resource claims of pods whose kubelet must unprepare them
 	// (containers stopped, no terminal phase yet) and their drivers' slices.
-	DRA DRA
+	DRA DRA `json:"dra"`
 	// Controllers lists the workloads that could own third-party finalizers,
 	// read when a target waits on one. Nil: not read.
-	Controllers *Controllers
+	Controllers *Controllers `json:"controllers"`
 	// APIServices holds the aggregated APIServices, read when discovery failed.
-	APIServices []APIService
+	APIServices []APIService `json:"apiServices"`
 	// Namespaces holds the namespaces of the targets, by name (their labels
 	// decide which webhooks apply).
-	Namespaces map[string]*corev1.Namespace
+	Namespaces map[string]*corev1.Namespace `json:"namespaces"`
 	// CRDs holds the CustomResourceDefinitions by name, read when a target is
 	// a CRD or a namespace's content deletion failed (conversion webhooks).
-	CRDs map[string]*CRD
+	CRDs map[string]*CRD `json:"crds"`
 	// Kubelets holds what the kubelets of the pod targets' nodes report
 	// through the apiserver's node proxy (--kubelet), by node name; a
 	// missing key: not read.
-	Kubelets map[string]*Kubelet
+	Kubelets map[string]*Kubelet `json:"kubelets"`
 	// Skipped lists run-wide reads that could not be made.
-	Skipped []Skip
+	Skipped []Skip `json:"skipped"`
 }
 
 // Kubelet is a node's kubelet's own view of the pod targets on that node:
@@ -184,32 +185,30 @@ type Admission struct {
 
 // Target is one object to diagnose, with its typed form where a rule needs it.
 type Target struct {
-	Ref    ObjectRef
-	Object *unstructured.Unstructured
+	Ref    ObjectRef                  `json:"ref"`
+	Object *unstructured.Unstructured `json:"object"`
 	// Pod is set when the target is a pod.
-	Pod *corev1.Pod
+	Pod *corev1.Pod `json:"pod"`
 	// Namespace is set when the target is a namespace.
-	Namespace *corev1.Namespace
+	Namespace *corev1.Namespace `json:"namespace"`
 	// Skipped lists reads about this target that could not be made.
-	Skipped []Skip
+	Skipped []Skip `json:"skipped"`
 	// Contents is the live scan of what a terminating namespace or CRD still
 	// holds; nil if not scanned.
-	Contents *Contents
-
+	Contents *Contents `json:"contents"`
 	// Typed forms of the kinds whose finalizer rules read more than metadata.
-	Claim   *corev1.PersistentVolumeClaim
-	Volume  *corev1.PersistentVolume
-	Service *corev1.Service
+	Claim   *corev1.PersistentVolumeClaim `json:"claim"`
+	Volume  *corev1.PersistentVolume      `json:"volume"`
+	Service *corev1.Service               `json:"service"`
 	// Attachments are the VolumeAttachments of a PersistentVolume, or the
 	// VolumeAttachment the target is.
-	Attachments []storagev1.VolumeAttachment
-
+	Attachments []storagev1.VolumeAttachment `json:"attachments"`
 	// Dependents are the objects whose ownerReferences name the target
 	// (foregroundDeletion, orphan); ClaimUsers the pods that reference a
 	// claim (pvc-protection). Nil: not read; a read that found none leaves
 	// an empty slice.
-	Dependents []*Target
-	ClaimUsers []*Target
+	Dependents []*Target `json:"dependents"`
+	ClaimUsers []*Target `json:"claimUsers"`
 }
 
 // WorkloadNameLabels are the labels that name what a workload runs, matched
@@ -231,21 +230,21 @@ var Pods = schema.GroupResource{Resource: "pods"}
 type Contents struct {
 	// Counts holds the objects left by type; ByNamespace by namespace ("" for
 	// cluster-scoped objects).
-	Counts      map[schema.GroupResource]int
-	ByNamespace map[string]int
+	Counts      map[schema.GroupResource]int `json:"counts"`
+	ByNamespace map[string]int               `json:"byNamespace"`
 	// Resources is every type scanned, with the version it was listed in.
-	Resources map[schema.GroupResource]schema.GroupVersionResource
+	Resources map[schema.GroupResource]schema.GroupVersionResource `json:"resources"`
 	// NotDeleted counts by type the objects left that have no
 	// deletionTimestamp: their deletion has not been requested (yet).
-	NotDeleted map[schema.GroupResource]int
+	NotDeleted map[schema.GroupResource]int `json:"notDeleted"`
 	// Finalizers counts the objects being deleted that each finalizer holds.
-	Finalizers map[string]int
+	Finalizers map[string]int `json:"finalizers"`
 	// Held keeps a few examples of the objects (pods aside) each finalizer holds, as targets.
-	Held map[string][]*Target
+	Held map[string][]*Target `json:"held"`
 	// Pods are the namespace's terminating pods, read in full and diagnosed.
-	Pods []*Target
+	Pods []*Target `json:"pods"`
 	// Skipped lists the types that could not be listed.
-	Skipped []Skip
+	Skipped []Skip `json:"skipped"`
 }
 
 // AllTargets returns the targets and the objects nested in them, at any
