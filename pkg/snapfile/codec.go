@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -26,6 +27,7 @@ import (
 //   - nil (not read) is null or absent, empty (read, none found) is {} or [].
 
 var (
+	objectType   = reflect.TypeFor[metav1.Object]()
 	targetPtr    = reflect.TypeFor[*snapshot.Target]()
 	unstructPtr  = reflect.TypeFor[*unstructured.Unstructured]()
 	snapshotPath = reflect.TypeFor[snapshot.Snapshot]().PkgPath()
@@ -83,6 +85,9 @@ func (e *encoder) encode(v reflect.Value) (any, error) {
 			return allowedLeaf(addr(v), e.keys)
 		}
 		if v.Type().PkgPath() != snapshotPath {
+			if addr(v).Type().Implements(objectType) {
+				return nil, fmt.Errorf("%s has no allow-list (allow.go): a snapshot writes only what the rules read", v.Type())
+			}
 			return leaf(v)
 		}
 		out := map[string]any{}
@@ -293,4 +298,12 @@ func (d *decoder) decodeMap(data json.RawMessage, v reflect.Value) error {
 	}
 	v.Set(m)
 	return nil
+}
+
+func decodeObject(data json.RawMessage) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return u, nil
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -151,5 +153,18 @@ func TestLoadReadsGzipAndRefusesOtherFormats(t *testing.T) {
 		if _, err := Decode(strings.NewReader(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", doc, err, want)
 		}
+	}
+}
+
+// A Kubernetes object of a kind without an allow-list is refused, not
+// written whole: a new data source must say what of its objects the rules read.
+func TestObjectsWithoutAnAllowListAreRefused(t *testing.T) {
+	e := &encoder{}
+	_, err := e.encode(reflect.ValueOf(policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "pdb", Annotations: map[string]string{"secret": "x"}}}))
+	if err == nil || !strings.Contains(err.Error(), "no allow-list") {
+		t.Errorf("a PodDisruptionBudget was written without an allow-list: %v", err)
+	}
+	if _, err := e.encode(reflect.ValueOf(&corev1.Node{})); err != nil {
+		t.Errorf("a Node, which has one: %v", err)
 	}
 }
