@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -278,6 +279,19 @@ func TestExplainIsOneEscapedLine(t *testing.T) {
 	err := fmt.Errorf("snapshot: target pod/%s has no object", "web\x1b]0;owned\x07-0\u202e\nerror: all clear")
 	got := Explain(err)
 	if strings.ContainsAny(got, "\x1b\x07\n\u202e") || got != `snapshot: target pod/web\x1b]0;owned\x07-0\u202e\nerror: all clear has no object` {
+		t.Errorf("Explain = %q", got)
+	}
+}
+
+// A connection never made is "cannot reach the cluster", even when the dial
+// timed out; a timeout on a connection made is no such thing.
+func TestExplainDialTimeout(t *testing.T) {
+	dial := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}}
+	if got := Explain(dial); !strings.HasPrefix(got, "cannot reach the cluster: ") {
+		t.Errorf("Explain = %q", got)
+	}
+	read := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api", Err: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}}
+	if got := Explain(read); !strings.HasPrefix(got, "timed out: ") {
 		t.Errorf("Explain = %q", got)
 	}
 }

@@ -83,6 +83,8 @@ func explain(err error) string {
 		return cred.Error()
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
+	case dialFailed(err):
+		return fmt.Sprintf("cannot reach the cluster: %v", err)
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return fmt.Sprintf("timed out: %v", err)
 	case apierrors.IsUnauthorized(err):
@@ -121,7 +123,7 @@ func (e *BoundError) Error() string {
 	if e.Doing != "" {
 		s += " while " + e.Doing
 	}
-	if e.Err != nil && !bareContextError(e.Err) {
+	if e.Err != nil && !bareContextError(e.Err) && !(e.Doing != "" && requestCancelled(e.Err)) {
 		s += ": " + e.Err.Error()
 	}
 	if e.Health != "" {
@@ -135,6 +137,13 @@ func (e *BoundError) Unwrap() error { return e.Err }
 // bareContextError: the error says no more than the bound does.
 func bareContextError(err error) bool {
 	return err == context.Canceled || err == context.DeadlineExceeded
+}
+
+// requestCancelled: the error is one request ended by the bound, which
+// Doing already names.
+func requestCancelled(err error) bool {
+	var urlErr *url.Error
+	return errors.As(err, &urlErr) && err == error(urlErr) && bareContextError(urlErr.Err)
 }
 
 // InternalError is a panic recovered at the top: a bug, exit 1 (never

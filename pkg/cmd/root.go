@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -151,6 +152,8 @@ func (o *Options) explainRun(sig, run context.Context, bound string, extra time.
 		return &BoundError{Bound: what, Doing: doing, Health: o.health(sig), Err: err}
 	case abandoned:
 		return &BoundError{Bound: "timed out", Doing: doing, Health: o.health(sig), Err: err}
+	case dialFailed(err):
+		return err // the connection was never made: "cannot reach the cluster"
 	}
 	return &BoundError{Bound: fmt.Sprintf("a request timed out: --request-timeout %s, the bound on each request (not --timeout), expired", o.requestTimeout()), Health: o.health(sig), Err: err}
 }
@@ -243,4 +246,10 @@ func (o *Options) requestTimeout() string {
 func serverError(err error) bool {
 	var status apierrors.APIStatus
 	return errors.As(err, &status) && status.Status().Code >= 500
+}
+
+// dialFailed: the error is a connection that could not be made.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

@@ -26,8 +26,8 @@ func newWaitCommand(o *Options) *cobra.Command {
 		Short: "Wait until objects are gone; on timeout, explain what is still there",
 		Long: `Wait until the named objects are deleted: the runbook step after
 'kubectl delete --wait=false'. Each object that goes is printed as "TYPE/NAME deleted".
-On timeout the diagnosis of what is still there is printed (as 'why' would) and
-the exit code is 2. On a terminal, stderr shows what it waits on and the current
+On timeout the diagnosis of what is still there is printed (as 'why' would; its
+reads have 10s more) and the exit code is 2. On a terminal, stderr shows what it waits on and the current
 top cause as it changes. Objects that do not exist count as deleted (and are
 printed so).`,
 		Example: `  # Delete a namespace and wait up to 5 minutes, with the root cause if it sticks
