@@ -52,6 +52,13 @@ func TestControlPlaneFaults(t *testing.T) {
 	})
 
 	t.Run("etcd stopped", func(t *testing.T) {
+		// An object wait will wait on, made while etcd still answers.
+		if err := env2.Namespace(ctx, "frozen"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env2.ConfigMapWithFinalizer(ctx, "frozen", "held", "e2e.example.com/hold"); err != nil {
+			t.Fatal(err)
+		}
 		if err := own.Signal("etcd", syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +82,26 @@ func TestControlPlaneFaults(t *testing.T) {
 			}
 			if !strings.Contains(res.stderr, "error:") {
 				t.Errorf("%v: stderr %q, want one error line naming what could not be read", args, res.stderr)
+			}
+		}
+		// Fail fast with the cause: reads stall, the apiserver's /readyz says
+		// why, within seconds, however long --timeout (2m by default) is.
+		// wait's diagnosis at its deadline is bounded too (it ran 98 s).
+		// Bounds are generous (a loaded two-core machine): the point is
+		// seconds, not minutes.
+		for _, tc := range []struct {
+			args  []string
+			bound time.Duration
+		}{
+			{[]string{"list", "-A"}, 25 * time.Second},
+			{[]string{"wait", "configmap/held", "-n", "frozen", "--timeout", "5s"}, 25 * time.Second},
+		} {
+			began := time.Now()
+			res := runWith(t, append([]string{"--kubeconfig", own.Kubeconfig}, tc.args...)...)
+			took := time.Since(began)
+			t.Logf("%v: exit %d after %s; stderr %s", tc.args, res.code, took.Round(time.Millisecond), res.stderr)
+			if res.code != 1 || took > tc.bound || strings.Count(res.stderr, "\n") != 1 || !strings.Contains(res.stderr, "[-]etcd failed") {
+				t.Errorf("%v: exit %d after %s, stderr %q; want exit 1 within %s, one error line quoting /readyz's [-]etcd failed", tc.args, res.code, took.Round(time.Second), res.stderr, tc.bound)
 			}
 		}
 		// A named object cannot be read at all: an error, within the bound.
