@@ -251,8 +251,7 @@ func TestPanicIsAnInternalError(t *testing.T) {
 	streams, _, _, errOut := genericiooptions.NewTestIOStreams()
 	root := newRoot(streams, func(o *Options) {
 		o.newClients = func() (*kube.Clients, error) {
-			var m map[string]int
-			m["x"]++ // a nil map: a runtime panic
+			noMap()["x"]++ // a nil map: a runtime panic
 			return nil, nil
 		}
 	})
@@ -295,3 +294,5 @@ func TestExplainDialTimeout(t *testing.T) {
 		t.Errorf("Explain = %q", got)
 	}
 }
+
+func noMap() map[string]int { return nil }
