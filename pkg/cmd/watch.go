@@ -150,7 +150,7 @@ func verdict(it report.Item) string {
 // latest state from a watch) with a fresh collector: the run's scan record
 // describes the cluster as it was.
 func reread(ctx context.Context, c *collect.Collector, found []collect.Found) *snapshot.Snapshot {
-	return (&collect.Collector{Clients: c.Clients, Now: c.Now, Kubelet: c.Kubelet}).Snapshot(ctx, found)
+	return c.Fresh().Snapshot(ctx, found)
 }
 
 // rediagnose is the diagnosis of what reread reads.

@@ -13,6 +13,10 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+func init() {
+	register(source{name: "admission", after: nesting, read: (*Collector).readAdmission})
+}
+
 // readAdmission reads the webhooks and admission policies, the endpoints of
 // the webhooks' services, and the targets' namespaces (for namespaceSelectors).
 func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {

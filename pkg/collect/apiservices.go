@@ -13,6 +13,10 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+func init() {
+	register(source{name: "apiservices", after: nesting, read: (*Collector).readAPIServices})
+}
+
 // apiServices is read through the dynamic client: its typed client lives in
 // k8s.io/kube-aggregator, a dependency the plugin does not need otherwise.
 var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}

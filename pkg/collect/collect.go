@@ -21,6 +21,11 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+func init() {
+	register(source{name: "nodes", after: nesting, read: (*Collector).readNodes})
+	register(source{name: "events", after: nesting, read: (*Collector).readEvents})
+}
+
 // Collector reads evidence through read-only clients.
 type Collector struct {
 	Clients *kube.Clients
@@ -41,6 +46,13 @@ type Collector struct {
 	discoverMu sync.Mutex
 	discovered bool
 	resources  []*metav1.APIResourceList
+}
+
+// Fresh is a collector with c's clients and settings and none of its run's
+// state (skips, scan record, discovery), to read the cluster again; it
+// prints no progress (list -w's rows are on the screen).
+func (c *Collector) Fresh() *Collector {
+	return &Collector{Clients: c.Clients, Now: c.Now, Kubelet: c.Kubelet}
 }
 
 // Skip records a run-wide read that could not be made.
@@ -91,30 +103,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 	c.readPods(ctx, pods, c.podCounts())
 	c.readNamespaceTargets(ctx, namespaces)
 	c.parallel(len(others), func(i int) { c.readObject(ctx, others[i], otherGVRs[i]) })
-	// First what nests more targets (a namespace's pods, an owner's
-	// dependents, a claim's pods, a CRD's instances), then what the rules read
-	// about all of them. The readers of a stage run at once: each writes its
-	// own part of the snapshot (targets' skips go through skipTarget).
-	concurrently(
-		func() { c.readNamespaceContents(ctx, s) },
-		func() { c.readDependents(ctx, s) },
-		func() { c.readClaimUsers(ctx, s) },
-	)
-	c.readCRDs(ctx, s) // after the namespace scan: its errors name the CRDs to read
-	concurrently(
-		func() { c.readCRDInstances(ctx, s) },
-		func() { c.readVolumeAttachments(ctx, s) },
-		func() { c.readAPIServices(ctx, s) },
-	)
-	concurrently(
-		func() { c.readNodes(ctx, s) },
-		func() { c.readKubelets(ctx, s) },
-		func() { c.readEvents(ctx, s) },
-		func() { c.readAdmission(ctx, s) },
-		func() { c.readVolumes(ctx, s) },
-		func() { c.readDRA(ctx, s) },
-		func() { c.readControllers(ctx, s) },
-	)
+	c.readSources(ctx, s)
 	s.Skipped = c.Skips()
 	return s
 }

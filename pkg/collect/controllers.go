@@ -12,6 +12,10 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+func init() {
+	register(source{name: "controllers", after: nesting, read: (*Collector).readControllers})
+}
+
 // readControllers reads the workloads (Deployments, StatefulSets, DaemonSets)
 // and the CRD groups, when a target waits on a third-party finalizer.
 func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {

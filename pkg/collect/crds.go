@@ -14,6 +14,11 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+func init() {
+	register(source{name: "crds", after: []string{"namespace contents"}, read: (*Collector).readCRDs})
+	register(source{name: "crd instances", after: []string{"crds"}, read: (*Collector).readCRDInstances})
+}
+
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // readCRDs reads the CustomResourceDefinitions when a rule needs them (a

@@ -12,6 +12,10 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+func init() {
+	register(source{name: "dra", after: nesting, read: (*Collector).readDRA})
+}
+
 // readDRA reads the ResourceClaims of the pods whose rules need them (the
 // kubelet unprepares claims before it writes a terminal phase), and the
 // ResourceSlices their nodes publish.

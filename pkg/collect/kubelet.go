@@ -17,6 +17,10 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+func init() {
+	register(source{name: "kubelets", after: nesting, read: (*Collector).readKubelets})
+}
+
 const (
 	// kubeletTimeout bounds each node's reads: a kubelet that hangs costs
 	// the run this much, not its whole budget.

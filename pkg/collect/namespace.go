@@ -16,6 +16,10 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+func init() {
+	register(source{name: "namespace contents", read: (*Collector).readNamespaceContents})
+}
+
 // heldExamples is how many objects held by one finalizer are diagnosed in
 // full: 3,000 objects held by one finalizer make one cause, with examples.
 const heldExamples = 3

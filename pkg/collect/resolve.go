@@ -147,24 +147,3 @@ func (c *Collector) Resolve(ctx context.Context, reqs []Request, scope Scope, ig
 	}
 	return out, nil
 }
-
-// Refresh reads the found objects again: those still there (updated), and
-// those gone (not found, or replaced by a new object of the same name).
-func (c *Collector) Refresh(ctx context.Context, found []Found) (still, gone []Found, err error) {
-	for _, f := range found {
-		var ri dynamic.ResourceInterface = c.Clients.Dynamic.Resource(f.GVR)
-		if ns := f.Object.GetNamespace(); ns != "" {
-			ri = c.Clients.Dynamic.Resource(f.GVR).Namespace(ns)
-		}
-		obj, getErr := ri.Get(ctx, f.Object.GetName(), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(getErr) || (getErr == nil && obj.GetUID() != f.Object.GetUID()):
-			gone = append(gone, f)
-		case getErr != nil:
-			return nil, nil, getErr
-		default:
-			still = append(still, Found{GVR: f.GVR, Object: obj})
-		}
-	}
-	return still, gone, nil
-}

@@ -13,6 +13,10 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
+func init() {
+	register(source{name: "volumes", after: nesting, read: (*Collector).readVolumes})
+}
+
 // readVolumes follows the volumes of the pods whose rules need them:
 // claim -> volume -> CSI driver, the driver's registration in the node's
 // CSINode, and the node's VolumeAttachments.
