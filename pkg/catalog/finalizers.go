@@ -16,6 +16,25 @@ type Finalizer struct {
 	HoldsWhile string `json:"holdsWhile"`
 	// Code is the cause that explains an object this finalizer holds.
 	Code Code `json:"code"`
+	// Workloads name the Deployments, StatefulSets or DaemonSets that run
+	// the owner (by name or app label), to judge whether it is alive.
+	Workloads []string `json:"workloads,omitempty"`
+	// FailureEvents are the reasons of the Warning events the owner records
+	// about an object it cannot finish deleting.
+	FailureEvents []string `json:"failureEvents,omitempty"`
+	// FailureConditions are the status.conditions by which the owner says
+	// it cannot finish: a condition of that type with that status (and one
+	// of those reasons, when any are listed).
+	FailureConditions []ConditionSignal `json:"failureConditions,omitempty"`
+	// Source is where the facts of the row were checked (the owner's code).
+	Source string `json:"source,omitempty"`
+}
+
+// ConditionSignal is a status condition that reports a failure.
+type ConditionSignal struct {
+	Type    string   `json:"type"`
+	Status  string   `json:"status"`
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 //go:embed finalizers.yaml
