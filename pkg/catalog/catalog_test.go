@@ -32,22 +32,6 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 	}
 }
 
-// The codes causes.md (the design) requires, by name: a rename breaks runbooks.
-func TestShippedCodesKeepTheirNames(t *testing.T) {
-	shipped := []string{"WithinGracePeriod", "GracePeriodOverrun", "NegativeGracePeriod", "NodeUnreachable", "NodeNotReady",
-		"NodeNotFound", "ContainerKillFailed", "ContainersStillRunning", "SandboxTeardownFailed", "VolumeTeardownPending",
-		"ResourceClaimCleanupPending", "CgroupCleanupPending", "AdmissionWebhookDenied", "AdmissionPolicyDenied",
-		"MirrorPodKubeletNotSyncing", "FinalizerPending", "ForegroundDeletionBlocked", "PVCInUse", "PVBound",
-		"VolumeDetachFailed", "LoadBalancerCleanupPending", "CRDInstancesRemaining", "ConversionWebhookFailing",
-		"APIServiceUnavailable", "NamespaceDiscoveryFailure", "NamespaceContentFailure", "NamespaceContentRemaining",
-		"NamespaceFinalizersRemaining", "PodStuckTerminating", "NamespaceControllerInactive", "DiagnosisIncomplete"}
-	for _, c := range shipped {
-		if _, ok := Lookup(Code(c)); !ok {
-			t.Errorf("shipped code %s is missing from the catalogue", c)
-		}
-	}
-}
-
 func TestFinalizerCatalogue(t *testing.T) {
 	for _, f := range Finalizers() {
 		if _, ok := Lookup(f.Code); !ok || f.Owner == "" || f.HoldsWhile == "" {
