@@ -57,18 +57,6 @@ func TestExternalAttacherOwner(t *testing.T) {
 	}
 }
 
-// Every code a rule emits is in the catalogue, so docs and ranking know it.
-func TestRulesEmitOnlyCataloguedCodes(t *testing.T) {
-	s := snap(widget(10*time.Minute, "x/y"), terminatingNamespace(10*time.Minute), terminatingPod(10*time.Minute, 30))
-	for _, it := range Diagnose(s).Items {
-		for _, c := range it.Causes {
-			if _, ok := catalog.Lookup(catalog.Code(c.Code)); !ok {
-				t.Errorf("%s is not catalogued", c.Code)
-			}
-		}
-	}
-}
-
 func TestItemsMostSevereFirst(t *testing.T) {
 	s := snap(widget(5*time.Second, "x/y"), terminatingNamespace(10*time.Minute), terminatingPod(10*time.Second, 30))
 	var sev []report.Severity

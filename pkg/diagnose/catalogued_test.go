@@ -1,0 +1,198 @@
+package diagnose
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
+)
+
+// Every report a rule makes, in every test of this package and from every
+// snapshot fixture, names only causes the catalogue knows, each documented
+// in docs/causes.md (as `explain` prints it) and linked there, each step
+// graded with a riskLevel. TestMain checks the reports of every unit case:
+// Diagnose shows them to check (diagnosed), and a report that breaks these
+// rules fails the run, naming the test line that made it.
+
+// cataloguing is what a code must have: a catalogue entry and a docs entry.
+type cataloguing struct {
+	known, documented func(catalog.Code) bool
+}
+
+// catalogued is the real catalogue and docs/causes.md, as embedded.
+var catalogued = cataloguing{
+	known:      func(c catalog.Code) bool { _, ok := catalog.Lookup(c); return ok },
+	documented: func(c catalog.Code) bool { _, ok := catalog.Explain(c); return ok },
+}
+
+// uncatalogued lists what is wrong with a report's causes, nested ones
+// included.
+func uncatalogued(r report.Report) []string { return catalogued.problems(r) }
+
+func (cat cataloguing) problems(r report.Report) []string {
+	var out []string
+	var walk func(items []report.Item)
+	walk = func(items []report.Item) {
+		for _, it := range items {
+			name := it.Object.Resource + "/" + it.Object.Name
+			for _, c := range it.Causes {
+				code := catalog.Code(c.Code)
+				if !cat.known(code) {
+					out = append(out, fmt.Sprintf("%s: code %q is not in the catalogue", name, c.Code))
+				} else if !cat.documented(code) {
+					out = append(out, fmt.Sprintf("%s: code %s has no entry in docs/causes.md", name, c.Code))
+				}
+				if c.Docs != catalog.DocsURL(code) {
+					out = append(out, fmt.Sprintf("%s: %s links %q, not its docs entry", name, c.Code, c.Docs))
+				}
+				for _, s := range c.Remediation {
+					if s.RiskLevel.Weight() == 0 {
+						out = append(out, fmt.Sprintf("%s: %s: step %q has riskLevel %q", name, c.Code, s.Action, s.RiskLevel))
+					}
+				}
+				walk(c.BlockedBy)
+			}
+		}
+	}
+	walk(r.Items)
+	return out
+}
+
+var checked struct {
+	sync.Mutex
+	reports  int
+	problems []string
+}
+
+// check is diagnosed in this package's tests: it records what is wrong with
+// a report and where in the tests it was made.
+func check(r report.Report) {
+	problems := uncatalogued(r)
+	checked.Lock()
+	defer checked.Unlock()
+	checked.reports++
+	if len(problems) == 0 {
+		return
+	}
+	where := "outside the tests"
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.File, "_test.go") {
+			fn := f.Function[strings.LastIndex(f.Function, "/")+1:] // diagnose.TestX.func2
+			_, fn, _ = strings.Cut(fn, ".")
+			where = fmt.Sprintf("%s:%d (%s)", filepath.Base(f.File), f.Line, fn)
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	for _, p := range problems {
+		checked.problems = append(checked.problems, where+": "+p)
+	}
+}
+
+func TestMain(m *testing.M) {
+	diagnosed = check
+	code := m.Run()
+	checked.Lock()
+	defer checked.Unlock()
+	if len(checked.problems) > 0 {
+		fmt.Fprintf(os.Stderr, "--- FAIL: reports of %d Diagnose calls checked against the catalogue: %d problem(s)\n", checked.reports, len(checked.problems))
+		for _, p := range checked.problems {
+			fmt.Fprintln(os.Stderr, "    "+p)
+		}
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Every code a rule emits on the gallery's snapshots (pkg/cmd's fixtures,
+// saved from the lab) is catalogued, documented and linked, every step graded.
+func TestRulesEmitOnlyCataloguedCodes(t *testing.T) {
+	files, err := filepath.Glob("../cmd/testdata/snapshots/*.json.gz")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no snapshot fixtures: %v", err)
+	}
+	codes := map[string]bool{}
+	for _, f := range files {
+		saved, err := snapfile.Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		r := Diagnose(saved.Snapshot)
+		for _, p := range uncatalogued(r) {
+			t.Errorf("%s: %s", filepath.Base(f), p)
+		}
+		var walk func(items []report.Item)
+		walk = func(items []report.Item) {
+			for _, it := range items {
+				for _, c := range it.Causes {
+					codes[c.Code] = true
+					walk(c.BlockedBy)
+				}
+			}
+		}
+		walk(r.Items)
+	}
+	t.Logf("%d fixtures, %d codes emitted", len(files), len(codes))
+}
+
+// The check catches each omission once: a code missing from the catalogue,
+// a catalogued code missing from docs/causes.md (the docs without the
+// emitted code's entry), a stale docs link, an ungraded step, nested or not;
+// and every Diagnose of this package's tests is checked.
+func TestCataloguedCheckCatchesOmissions(t *testing.T) {
+	good := Diagnose(snap(terminatingPod(10*time.Minute, 30)))
+	if p := uncatalogued(good); len(p) > 0 || len(good.Items[0].Causes) == 0 {
+		t.Fatalf("a pod's report: %v %+v", p, good.Items)
+	}
+	emitted := catalog.Code(good.Items[0].Causes[0].Code)
+	undocumented := catalogued
+	undocumented.documented = func(c catalog.Code) bool { return c != emitted && catalogued.documented(c) }
+	for _, tc := range []struct {
+		name  string
+		cat   cataloguing
+		spoil func(c *report.Cause)
+		want  string
+	}{
+		{"uncatalogued code", catalogued, func(c *report.Cause) { c.Code = "NodeVanished"; c.Docs = catalog.DocsURL("NodeVanished") }, `code "NodeVanished" is not in the catalogue`},
+		{"undocumented code", undocumented, func(*report.Cause) {}, "code " + string(emitted) + " has no entry in docs/causes.md"},
+		{"stale docs link", catalogued, func(c *report.Cause) { c.Docs = "" }, "not its docs entry"},
+		{"ungraded step", catalogued, func(c *report.Cause) { c.Remediation[0].RiskLevel = "" }, `has riskLevel ""`},
+		{"nested", catalogued, func(c *report.Cause) {
+			nested := good.Items[0]
+			nested.Causes = []report.Cause{{Code: "NodeVanished", Docs: catalog.DocsURL("NodeVanished")}}
+			c.BlockedBy = []report.Item{nested}
+		}, `code "NodeVanished" is not in the catalogue`},
+	} {
+		r := Diagnose(snap(terminatingPod(10*time.Minute, 30)))
+		tc.spoil(&r.Items[0].Causes[0])
+		if p := tc.cat.problems(r); len(p) != 1 || !strings.Contains(p[0], tc.want) {
+			t.Errorf("%s: %q, want one problem with %q", tc.name, p, tc.want)
+		}
+	}
+
+	checked.Lock()
+	before := checked.reports
+	checked.Unlock()
+	Diagnose(snap(terminatingPod(time.Minute, 30)))
+	checked.Lock()
+	after := checked.reports
+	checked.Unlock()
+	if after != before+1 {
+		t.Errorf("Diagnose's report was not checked (%d checks before, %d after)", before, after)
+	}
+}
