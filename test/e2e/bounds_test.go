@@ -59,6 +59,9 @@ func startPlugin(t *testing.T, args ...string) (*exec.Cmd, func() result) {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.Env = append(os.Environ(), "NO_COLOR=")
+	// A credential plugin left running holds stderr open: Wait must not
+	// wait for it once the plugin binary has ended.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
