@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -233,7 +234,9 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 	// (paginated) list of the namespace's events.
 	var single []*snapshot.Target
 	for _, ns := range namespaces {
-		if len(byNS[ns]) <= batchThreshold {
+		// A namespace being deleted has few events left, and often many
+		// targets in it (its held objects): one list for all of them.
+		if len(byNS[ns]) <= batchThreshold && !(len(byNS[ns]) > 1 && terminatingNamespace(s, ns)) {
 			single = append(single, byNS[ns]...)
 			continue
 		}
@@ -265,6 +268,11 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		s.Events[t.Object.GetUID()] = events[i]
 	}
+}
+
+// terminatingNamespace reports whether a run's target is the namespace ns.
+func terminatingNamespace(s *snapshot.Snapshot, ns string) bool {
+	return slices.ContainsFunc(s.Targets, func(t *snapshot.Target) bool { return t.Namespace != nil && t.Ref.Name == ns })
 }
 
 // eventNamespace is where the events about a target are: its namespace, or

@@ -42,20 +42,37 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 			healthy = append(healthy, f.name)
 		}
 	}
+	said := complaints(s, t, finalizers)
+	for _, c := range said {
+		evidence = append(evidence, c.evidence)
+	}
 	summary := fmt.Sprintf("deletion waits for %d finalizer(s) to be removed: %s", len(finalizers), strings.Join(names, ", "))
+	steps := []report.Step{repair("Find the controller that owns each finalizer and bring it back; it removes the finalizer itself", "")}
+	saysWhy := func(confidence float64) (report.Severity, float64) {
+		top := said[0]
+		summary = fmt.Sprintf("the controller that removes %s cannot finish the deletion: it reports %s: %s", strings.Join(names, ", "), top.reason, top.message)
+		steps = []report.Step{
+			read("Read what the controller reports about the object", kubectl(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
+			repair(fmt.Sprintf("Fix what the controller reports (%s); it then finishes its cleanup and removes the finalizer itself", top.reason), ""),
+		}
+		return report.Critical, confidence
+	}
 	switch {
 	case tm.overdue < settleTime:
+	case len(said) > 0 && said[0].direct:
+		sev, confidence = saysWhy(0.85)
 	case len(down) > 0:
 		sev, confidence = report.Critical, 0.7
 		summary = fmt.Sprintf("the controller that removes %s has no ready replica: nothing removes the finalizer", strings.Join(down, ", "))
 	case len(gone) > 0:
 		sev, confidence = report.Critical, 0.6
 		summary = fmt.Sprintf("no controller that could remove %s is found in the cluster: nothing will remove the finalizer", strings.Join(gone, ", "))
+	case len(said) > 0:
+		sev, confidence = saysWhy(0.65)
 	case len(healthy) > 0:
 		confidence = 0.5
 		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it: read its logs for the cleanup it is failing", strings.Join(healthy, ", "))
 	}
-	steps := []report.Step{repair("Find the controller that owns each finalizer and bring it back; it removes the finalizer itself", "")}
 	for _, f := range finalizers {
 		steps = append(steps, fix(fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name),
 			removeCommand(t, f), report.RiskHigh,

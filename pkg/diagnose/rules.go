@@ -178,12 +178,13 @@ func finalizerNeeds(t *snapshot.Target) Evidence {
 	return e
 }
 
-// pendingNeeds: owner liveness for a third-party finalizer; the dependents
+// pendingNeeds: owner liveness and what the owner says (events; the
+// object's conditions need no read) for a third-party finalizer; the dependents
 // for the garbage collector's orphan finalizer.
 func pendingNeeds(_ *snapshot.Target, f heldBy) Evidence {
 	switch {
 	case catalog.ThirdPartyFinalizer(f.name):
-		return OwnerEvidence
+		return OwnerEvidence | EventEvidence
 	case f.name == metav1.FinalizerOrphanDependents:
 		return DependentEvidence
 	}

@@ -199,9 +199,10 @@ func allowAny(o any, t reflect.Type, keys keptKeys) any {
 	return out
 }
 
-// allowObject is a target's object as the rules read it: its type and metadata.
+// allowObject is a target's object as the rules read it: its type, metadata
+// and status conditions (what its controller says).
 func allowObject(u *unstructured.Unstructured, keys keptKeys) *unstructured.Unstructured {
-	kept := fields{"apiVersion": whole, "kind": whole, "metadata": metadata}.keep(u.Object).(map[string]any)
+	kept := fields{"apiVersion": whole, "kind": whole, "metadata": metadata, "status": {"conditions": condition}}.keep(u.Object).(map[string]any)
 	keys.filter(kept)
 	return &unstructured.Unstructured{Object: kept}
 }

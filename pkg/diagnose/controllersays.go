@@ -1,0 +1,162 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// A controller that is alive but cannot finish a deletion usually says why
+// in the object itself: Warning events about it and its status.conditions.
+// The finalizer catalogue lists, per finalizer, the event reasons and
+// conditions its owner uses (the owner's own words: direct evidence); any
+// other Warning event or failure-looking condition is quoted too, as
+// weaker evidence.
+
+// eventWindow: events older than this are about an earlier state (events
+// expire after one hour by default anyway).
+const eventWindow = time.Hour
+
+// complaint is one thing a controller says about why it cannot finish.
+type complaint struct {
+	evidence string // the line quoted as evidence, verbatim
+	reason   string // the event's or condition's reason
+	message  string
+	at       time.Time
+	count    int32
+	// direct: the finalizer's catalogued owner says it (its event reason or
+	// condition), not any Warning or failure-looking condition.
+	direct bool
+}
+
+// complaints lists what the target's controllers say, the owner's own words
+// first, then the most recent and most repeated.
+func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) []complaint {
+	var rows []catalog.Finalizer
+	for _, f := range finalizers {
+		if row, ok := catalog.LookupFinalizer(f.name); ok {
+			rows = append(rows, row)
+		}
+	}
+	var out []complaint
+	for _, e := range s.Events[t.Object.GetUID()] {
+		at := eventTime(e)
+		if e.Type != corev1.EventTypeWarning || s.Now.Sub(at) > eventWindow {
+			continue
+		}
+		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool { return slices.Contains(r.FailureEvents, e.Reason) })
+		out = append(out, complaint{evidence: describeEvent(&e, s.Now) + eventSource(e), reason: e.Reason, message: e.Message, at: at, count: max(e.Count, 1), direct: direct})
+	}
+	for _, c := range conditionsOf(t.Object) {
+		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool {
+			return slices.ContainsFunc(r.FailureConditions, func(sig catalog.ConditionSignal) bool { return signals(sig, c) })
+		})
+		if !direct && !failureLooking(c) {
+			continue
+		}
+		line := fmt.Sprintf("status.conditions[type=%s]: %s, reason %s", c.Type, c.Status, c.Reason)
+		if !c.at.IsZero() {
+			line += " since " + c.at.UTC().Format(time.RFC3339)
+		}
+		if c.Message != "" {
+			line += ": " + c.Message
+		}
+		out = append(out, complaint{evidence: line, reason: c.label(), message: c.Message, at: c.at, count: 1, direct: direct})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.direct != b.direct {
+			return a.direct
+		}
+		if !a.at.Equal(b.at) {
+			return a.at.After(b.at)
+		}
+		return a.count > b.count
+	})
+	return out
+}
+
+func eventSource(e corev1.Event) string {
+	switch {
+	case e.ReportingController != "":
+		return " (reported by " + e.ReportingController + ")"
+	case e.Source.Component != "":
+		return " (reported by " + e.Source.Component + ")"
+	}
+	return ""
+}
+
+// condition is one of an object's status.conditions, whatever its kind.
+type condition struct {
+	Type, Status, Reason, Message string
+	at                            time.Time
+}
+
+// label names a condition as a summary quotes it: Synced=False (ReconcileError).
+func (c condition) label() string {
+	l := c.Type
+	if c.Status != "" {
+		l += "=" + c.Status
+	}
+	if c.Reason != "" {
+		l += " (" + c.Reason + ")"
+	}
+	return l
+}
+
+// signals reports whether a condition is a catalogued failure signal.
+func signals(sig catalog.ConditionSignal, c condition) bool {
+	return c.Type == sig.Type && c.Status == sig.Status && (len(sig.Reasons) == 0 || slices.Contains(sig.Reasons, c.Reason))
+}
+
+// conditionsOf reads status.conditions from any object (the usual
+// metav1.Condition shape: type, status, reason, message).
+func conditionsOf(u *unstructured.Unstructured) []condition {
+	items, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var out []condition
+	for _, item := range items {
+		m, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(k string) string { v, _ := m[k].(string); return v }
+		c := condition{Type: str("type"), Status: str("status"), Reason: str("reason"), Message: str("message")}
+		if ts, err := time.Parse(time.RFC3339, str("lastTransitionTime")); err == nil {
+			c.at = ts
+		}
+		if c.Type != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// errorWords mark a reason as a failure.
+var errorWords = []string{"error", "fail", "invalid", "denied", "forbidden", "unauthorized", "timeout", "timedout", "unavailable", "conflict", "refused", "blocked", "stalled"}
+
+// failureLooking: a condition that reports a failure whatever the
+// controller: a True (or status-less) condition named for an error or
+// failure (DeletionError, ReconcileFailed, Stalled), or a False one whose reason
+// names an error (Synced=False ReconcileError, Ready=False ...Failed).
+func failureLooking(c condition) bool {
+	typ, reason := strings.ToLower(c.Type), strings.ToLower(c.Reason)
+	switch c.Status {
+	case string(corev1.ConditionTrue), "": // some kinds' conditions have no status (Argo CD's)
+		return containsAny(typ, errorWords)
+	case string(corev1.ConditionFalse):
+		return containsAny(reason, errorWords)
+	}
+	return false
+}
+
+func containsAny(s string, words []string) bool {
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })
+}
