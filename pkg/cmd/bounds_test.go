@@ -159,7 +159,8 @@ func TestInterruptEndsTheRunWithinASecond(t *testing.T) {
 		r := executeLive(t, ctx, kc, nil, args...)
 		t.Logf("%v: exit %d after %s: %s", args, r.code, r.took.Round(time.Millisecond), r.stderr)
 		oneErrorLine(t, r, "error: interrupted while waiting for GET ")
-		if r.took > 500*time.Millisecond+time.Second {
+		// It ends 0.5 s after the signal; the bound leaves room for a loaded machine.
+		if r.took > 500*time.Millisecond+2*time.Second {
 			t.Errorf("%v: interrupted after 500ms, ended after %s", args, r.took)
 		}
 	}
