@@ -91,23 +91,43 @@ func readCapped(path string, max int64) ([]byte, error) {
 	if err := regular(path, info, max); err != nil {
 		return nil, err
 	}
-	data, err := readAtMost(f, max, "is larger than")
-	if err != nil {
-		return nil, fmt.Errorf("%s %w", path, err)
+	data := make([]byte, info.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("%s could not be read: %w", path, err)
 	}
 	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
 		return data, nil
 	}
-	gz, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	defer gz.Close()
-	data, err = readAtMost(gz, max, "decompresses to more than")
+	data, err = gunzipAtMost(data, max)
 	if err != nil {
 		return nil, fmt.Errorf("%s %w", path, err)
 	}
 	return data, nil
+}
+
+// gunzipAtMost decompresses data, refusing more than max bytes. It
+// decompresses twice, first only to count: what it keeps is allocated once,
+// at its size, and a bomb allocates nothing.
+func gunzipAtMost(data []byte, max int64) ([]byte, error) {
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("is not a readable gzip file: %w", err)
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(gz, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("could not be decompressed: %w", err)
+	}
+	if n > max {
+		return nil, tooLarge("decompresses to more than", max)
+	}
+	if err := gz.Reset(bytes.NewReader(data)); err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	if _, err := io.ReadFull(gz, out); err != nil {
+		return nil, fmt.Errorf("could not be decompressed: %w", err)
+	}
+	return out, nil
 }
 
 func regular(path string, info os.FileInfo, max int64) error {
