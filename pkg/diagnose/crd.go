@@ -71,7 +71,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	remaining.Remediation = append(remaining.Remediation,
 		never("Never remove "+crdCleanupFinalizer+" from the CRD by hand",
 			"the instances then stay in etcd, unreachable, and reappear if the CRD is created again"))
-	remaining.BlockedBy = firstItems(blockedBy)
+	remaining.BlockedBy = blockedBy
 	causes = append(causes, remaining)
 	return append(causes, held...)
 }

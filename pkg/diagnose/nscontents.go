@@ -13,9 +13,6 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
-// blockedByLimit is how many blocking objects a cause nests in full.
-const blockedByLimit = 5
-
 // contentCauses explains a namespace from the live scan of what is left in
 // it: the stuck pods (diagnosed in full, nested) and the objects held by each
 // finalizer (grouped, with a few examples nested), so that the first line of
@@ -77,7 +74,7 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 			read("Resolve each pod's own root cause (nested below); the namespace controller then finishes", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name)),
 			clearNamespaceFinalizers(t.Ref.Name),
 		},
-		BlockedBy: firstItems(stuck),
+		BlockedBy: stuck,
 	}, true
 }
 
@@ -126,15 +123,8 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, wher
 	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, tm)[0]
 	fc.Summary = fmt.Sprintf("%d %s are held by finalizer %s (%s): %s", c.Finalizers[finalizer], noun, finalizer, strings.Join(names, ", "), fc.Summary)
 	fc.Evidence = append([]string{fmt.Sprintf("live scan of %s: finalizer %s on %d object(s)", where, finalizer, c.Finalizers[finalizer])}, fc.Evidence[1:]...)
-	fc.BlockedBy = firstItems(examples)
+	fc.BlockedBy = examples
 	return fc
-}
-
-func firstItems(items []report.Item) []report.Item {
-	if len(items) > blockedByLimit {
-		return items[:blockedByLimit]
-	}
-	return items
 }
 
 // scanEvidence lists the live counts by resource, to compare with what the

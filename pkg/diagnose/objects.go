@@ -53,6 +53,14 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		summary = fmt.Sprintf("%d dependent(s) with blockOwnerDeletion still exist: %s waits on %s; %s", len(blocking), chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
 		evidence = append(evidence, fmt.Sprintf("chain of objects waiting in foreground deletion: %s -> %s", report.Name(t.Ref), strings.Join(chain, " -> ")))
 	}
+	// Judged by its leaves: while every blocking dependent is being deleted
+	// and none is stuck (pods inside their grace period, owners of such
+	// pods), the garbage collector is progressing, as a namespace whose pods
+	// terminate normally is.
+	if !slices.ContainsFunc(items, func(it report.Item) bool { return it.Stuck || it.DeletionTimestamp.IsZero() }) {
+		sev = report.Info
+		summary = fmt.Sprintf("progressing: the %d dependent(s) with blockOwnerDeletion are being deleted and none is stuck (%s); the garbage collector removes foregroundDeletion once they are gone", len(blocking), nestedSummary(root))
+	}
 	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
 		Remediation: []report.Step{
 			read("Diagnose the dependents (nested below) and resolve their own blockers; the garbage collector then finishes", ""),
@@ -60,7 +68,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 				removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "foregroundDeletion"), report.RiskLow,
 				"the owner disappears while its dependents are still being deleted"),
 		},
-		BlockedBy: firstItems(items)}}
+		BlockedBy: items}}
 }
 
 // orphanCause: the garbage collector removes the owner's reference from
@@ -120,7 +128,7 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 			never("Never remove kubernetes.io/pvc-protection while a pod uses the claim",
 				"the volume can be deleted under a running pod: data loss"),
 		},
-		BlockedBy: firstItems(items)}}
+		BlockedBy: items}}
 }
 
 // volumeBoundCause: the PV protection controller keeps a volume while it is Bound.
@@ -308,6 +316,9 @@ func chainOf(it report.Item) ([]string, report.Item) {
 func nestedSummary(it report.Item) string {
 	if len(it.Causes) == 0 {
 		return fmt.Sprintf("%s is not being deleted yet", report.Name(it.Object))
+	}
+	if !it.Stuck {
+		return fmt.Sprintf("%s: %s", report.Name(it.Object), it.Causes[0].Summary)
 	}
 	return fmt.Sprintf("%s is stuck: %s", report.Name(it.Object), it.Causes[0].Summary)
 }

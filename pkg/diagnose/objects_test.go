@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -218,4 +219,67 @@ func TestVolumeDelete(t *testing.T) {
 
 	pv.Volume.Status.Phase = corev1.VolumeBound
 	expectCauses(t, Diagnose(snapOf(pv)).Items[0], []string{"FinalizerPending"}, report.Warning, "")
+}
+
+// A foreground chain is judged by its leaves: while the pods at its end are
+// inside their grace period the owner is progressing (not stuck); once one
+// is stuck, so is the owner; a dependent not being deleted yet is a warning.
+func TestForegroundChainJudgedByItsLeaves(t *testing.T) {
+	yes := true
+	owns := func(d *snapshot.Target, kind, name string) {
+		d.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: apitypes.UID("uid-" + name), BlockOwnerDeletion: &yes}})
+	}
+	chain := func(pods ...*corev1.Pod) *snapshot.Snapshot {
+		deploy := heldObject("Deployment", "deployments.apps", "web", 2*time.Minute, "foregroundDeletion")
+		rs := heldObject("ReplicaSet", "replicasets.apps", "web-abc", 2*time.Minute, "foregroundDeletion")
+		owns(rs, "Deployment", "web")
+		deploy.Dependents, rs.Dependents = []*snapshot.Target{rs}, []*snapshot.Target{}
+		for _, p := range pods {
+			pt := target(p, "pods", func(t *snapshot.Target) { t.Pod = p })
+			owns(pt, "ReplicaSet", "web-abc")
+			rs.Dependents = append(rs.Dependents, pt)
+		}
+		s := snapOf(deploy)
+		s.Nodes["node-1"] = node("node-1", corev1.ConditionTrue)
+		s.Leases["node-1"] = lease("node-1", 5*time.Second)
+		return s
+	}
+	inGrace := func(name string) *corev1.Pod {
+		p := terminatingPod(30*time.Second, 600) // 9m30s of grace left
+		p.Name, p.UID, p.Spec.NodeName = name, apitypes.UID("uid-"+name), "node-1"
+		return p
+	}
+	it := Diagnose(chain(inGrace("web-abc-1"), inGrace("web-abc-2"))).Items[0]
+	if it.Stuck || it.Severity != report.Info || !strings.HasPrefix(it.Causes[0].Summary, "progressing: the 1 dependent(s)") {
+		t.Errorf("pods in their grace period: stuck %v, %s: %s", it.Stuck, it.Severity, it.Causes[0].Summary)
+	}
+
+	stuck := terminatingPod(10*time.Minute, 30)
+	stuck.Name, stuck.UID, stuck.Spec.NodeName = "web-abc-3", "uid-web-abc-3", "node-dead"
+	s := chain(inGrace("web-abc-1"), stuck)
+	s.Nodes["node-dead"] = node("node-dead", corev1.ConditionUnknown, "node.kubernetes.io/unreachable")
+	s.Leases["node-dead"] = lease("node-dead", 10*time.Minute)
+	if it := Diagnose(s).Items[0]; !it.Stuck || it.Severity != report.Critical || !strings.Contains(it.Causes[0].Summary, "is stuck") {
+		t.Errorf("one stuck leaf: stuck %v, %s: %s", it.Stuck, it.Severity, it.Causes[0].Summary)
+	}
+
+	notDeleted := inGrace("web-abc-4")
+	notDeleted.DeletionTimestamp = nil
+	if it := Diagnose(chain(notDeleted)).Items[0]; !it.Stuck || it.Severity != report.Warning {
+		t.Errorf("a dependent not deleted yet: stuck %v, %s: %s", it.Stuck, it.Severity, it.Causes[0].Summary)
+	}
+}
+
+// Every blocking object is nested, however many: JSON carries them all.
+func TestEveryBlockerIsNested(t *testing.T) {
+	owner := heldObject("ConfigMap", "configmaps", "owner", 10*time.Minute, "foregroundDeletion")
+	yes := true
+	for i := range 12 {
+		dep := heldObject("ConfigMap", "configmaps", fmt.Sprintf("dep-%d", i), 9*time.Minute, "acme.io/keep")
+		dep.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner", BlockOwnerDeletion: &yes}})
+		owner.Dependents = append(owner.Dependents, dep)
+	}
+	if got := len(Diagnose(snapOf(owner)).Items[0].Causes[0].BlockedBy); got != 12 {
+		t.Errorf("%d blocking objects nested, want all 12", got)
+	}
 }

@@ -21,6 +21,9 @@ const (
 	// conciseEvidence is how many evidence lines the top cause shows (a
 	// namespace's live scan names every type that holds leftovers).
 	conciseEvidence = 8
+	// conciseBlockers is how many lines of blocking objects (each a group
+	// held the same way) a cause shows; the rest are counted.
+	conciseBlockers = 5
 	// examplesShown is how many names a group of objects shows (a block of
 	// objects held the same way, a --group-by row).
 	examplesShown = 3
@@ -123,9 +126,17 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 		if len(groups) > 0 {
 			p.linef("       blocked by:")
 		}
-		for k, g := range groups {
-			branch, _ := treeBranch(k, len(groups))
+		shown := groups[:min(len(groups), conciseBlockers)]
+		for k, g := range shown {
+			branch, _ := treeBranch(k, len(shown))
 			p.linef("       %s%s", branch, blockerLine(g, st))
+		}
+		if more := groups[len(shown):]; len(more) > 0 {
+			n := 0
+			for _, g := range more {
+				n += len(g)
+			}
+			p.linef("       and %d more object(s), held %d other way(s): -o wide", n, len(more))
 		}
 	}
 	writeTimeline(p, it, "", conciseTimeline, "-o wide")
