@@ -197,3 +197,86 @@ func TestNamespaceWaitingForItsPods(t *testing.T) {
 		t.Errorf("nested: %+v", nested)
 	}
 }
+
+// Issue 23: a live controller that cannot finish a deletion says why in the
+// object; the report quotes it instead of "looks healthy: read its logs".
+// The controller (a ready Deployment named like the finalizer) is alive in
+// every variant: what it says is each operator's shape of failure.
+func TestTheControllerSaysWhy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "says")
+	const group = "says.e2e.example.com"
+	if err := env.CRD(ctx, group, "Bucket", "buckets"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Controller(ctx, ns, "bucketctl", liveNode); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	cond := func(typ, status, reason, message string) map[string]any {
+		c := map[string]any{"type": typ, "reason": reason, "message": message, "lastTransitionTime": since}
+		if status != "" {
+			c["status"] = status
+		}
+		return c
+	}
+	const finalizer = "bucketctl.says.e2e.example.com/cleanup"
+	cases := []struct {
+		name string
+		c    scenario.Complaint
+		want string
+	}{
+		{"synced", scenario.Complaint{Conditions: []map[string]any{cond("Ready", "False", "Deleting", ""), cond("Synced", "False", "ReconcileError", "cannot delete bucket: AccessDenied: not authorized")}},
+			"it reports Synced=False (ReconcileError): cannot delete bucket: AccessDenied"},
+		{"deletion-error", scenario.Complaint{Conditions: []map[string]any{cond("DeletionError", "", "", "failed to delete resources: connection refused")}},
+			"it reports DeletionError: failed to delete resources"},
+		{"event", scenario.Complaint{EventReason: "CannotDeleteExternalResource", Message: "InvalidClientTokenId: the security token is invalid", Component: "bucketctl"},
+			"it reports CannotDeleteExternalResource: InvalidClientTokenId"},
+		{"quiet", scenario.Complaint{Conditions: []map[string]any{cond("Ready", "False", "Deleting", "deleting")}},
+			"looks healthy but has not removed it"},
+	}
+	for _, tc := range cases {
+		if err := env.ComplainingResource(ctx, group, "Bucket", "buckets", ns, tc.name, finalizer, tc.c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(31 * time.Second) // controllers act within seconds: past that, it is stuck
+	for _, tc := range cases {
+		r, res := diagnose(t, "why", "buckets/"+tc.name, "-n", ns)
+		it := only(t, r)
+		top := it.Causes[0]
+		if res.code != 2 || top.Code != "FinalizerPending" || !strings.Contains(top.Summary, tc.want) {
+			t.Errorf("%s: exit %d, %s %s: %s; want exit 2 and a summary saying %q", tc.name, res.code, top.Code, top.Severity, top.Summary, tc.want)
+		}
+		if tc.name != "quiet" && (top.Severity != "critical" || !strings.HasPrefix(top.Remediation[0].Command, "kubectl describe buckets."+group+" "+tc.name)) {
+			t.Errorf("%s: %s, first step %+v", tc.name, top.Severity, top.Remediation[0])
+		}
+	}
+}
+
+// Issue 23: an owner in foreground deletion whose chain ends in pods inside
+// their grace period is progressing (exit 0), as the garbage collector, the
+// replicaset controller and a live kubelet leave it.
+func TestForegroundChainInsideGracePeriods(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "graceful")
+	if err := env.GracefulDeploymentChain(ctx, ns, "web", liveNode, 600); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeleteForeground(ctx, ns, "web", "web-rs-0"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(31 * time.Second) // the owner is past its own (zero) grace period and settling
+	r, res := diagnose(t, "why", "deployment/web", "-n", ns)
+	it := only(t, r)
+	top := it.Causes[0]
+	if res.code != 0 || it.Stuck || top.Code != "ForegroundDeletionBlocked" || top.Severity != "info" || !strings.HasPrefix(top.Summary, "progressing") {
+		t.Errorf("exit %d, stuck %v, %s %s: %s; want exit 0 and a progressing chain", res.code, it.Stuck, top.Code, top.Severity, top.Summary)
+	}
+	rs := top.BlockedBy[0]
+	if len(rs.Causes) == 0 || len(rs.Causes[0].BlockedBy) != 1 || codesOf(rs.Causes[0].BlockedBy[0])[0] != "WithinGracePeriod" {
+		t.Errorf("the chain's leaf: %+v", rs)
+	}
+}

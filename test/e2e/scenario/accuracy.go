@@ -2,12 +2,15 @@ package scenario
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
 )
 
 // DeploymentChain builds what the deployment and replicaset controllers
@@ -16,6 +19,26 @@ import (
 // deployment controller adopts the ReplicaSet as its current one and rolls
 // nothing out; the lab runs no scheduler, so the pod is bound by hand.
 func (e *Env) DeploymentChain(ctx context.Context, ns, name, node string) error {
+	pod, err := e.deploymentChain(ctx, ns, name, node, 1)
+	if err != nil {
+		return err
+	}
+	return e.RunOnDyingNode(ctx, pod)
+}
+
+// GracefulDeploymentChain is DeploymentChain with the pod run by a live
+// kubelet (kwok) on node, which takes its whole grace period of grace
+// seconds to stop it once deleted.
+func (e *Env) GracefulDeploymentChain(ctx context.Context, ns, name, node string, grace int64) error {
+	pod, err := e.deploymentChain(ctx, ns, name, node, grace)
+	if err != nil {
+		return err
+	}
+	pod.Annotations = map[string]string{lab.KillDelayAnnotation: fmt.Sprintf("%ds", grace)}
+	return e.RunningPod(ctx, pod)
+}
+
+func (e *Env) deploymentChain(ctx context.Context, ns, name, node string, grace int64) (*corev1.Pod, error) {
 	one, yes := int32(1), true
 	labels := map[string]string{"app": name}
 	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -23,20 +46,19 @@ func (e *Env) DeploymentChain(ctx context.Context, ns, name, node string) error 
 	d, err := e.Client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{Replicas: &one, Paused: true, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template}}, metav1.CreateOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rs, err := e.Client.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name + "-rs", Namespace: ns, Labels: labels,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, UID: d.UID, Controller: &yes, BlockOwnerDeletion: &yes}}},
 		Spec: appsv1.ReplicaSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template}}, metav1.CreateOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pod := PodSpec(ns, name+"-rs-0", node)
-	grace := int64(1)
 	pod.Spec.TerminationGracePeriodSeconds = &grace
 	pod.Labels = labels
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes, BlockOwnerDeletion: &yes}}
-	return e.RunOnDyingNode(ctx, pod)
+	return pod, nil
 }
 
 // DeleteForeground deletes a Deployment as `kubectl delete --cascade=foreground`

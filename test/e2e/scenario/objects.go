@@ -8,6 +8,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // ForegroundOwner creates configmap owner and configmap dependent, which
@@ -160,4 +162,44 @@ func (e *Env) ConfigMapWithFinalizer(ctx context.Context, ns, name, finalizer st
 		return err
 	}
 	return e.Client.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// Complaint is what a live controller writes about an object it cannot
+// finish deleting: status conditions on the object, and a Warning event.
+type Complaint struct {
+	Conditions           []map[string]any
+	EventReason, Message string
+	Component            string
+}
+
+// ComplainingResource creates an instance of a CRD made by CRD, held by
+// finalizer, with the complaint's conditions in its status and its Warning
+// event recorded about it, as its controller would write them; then
+// deletes it.
+func (e *Env) ComplainingResource(ctx context.Context, group, kind, plural, ns, name, finalizer string, c Complaint) error {
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}
+	conditions := make([]any, 0, len(c.Conditions))
+	for _, cond := range c.Conditions {
+		conditions = append(conditions, cond)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": group + "/v1", "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns, "finalizers": []any{finalizer}},
+		"status":   map[string]any{"conditions": conditions},
+	}}
+	created, err := e.Dynamic.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	if c.EventReason != "" {
+		now := metav1.Now()
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: name + ".", Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{APIVersion: group + "/v1", Kind: kind, Namespace: ns, Name: name, UID: created.GetUID()},
+			Reason:         c.EventReason, Message: c.Message, Type: corev1.EventTypeWarning,
+			Source: corev1.EventSource{Component: c.Component}, FirstTimestamp: now, LastTimestamp: now, Count: 4}
+		if _, err := e.Client.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return e.Dynamic.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
 }
