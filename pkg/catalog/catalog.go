@@ -46,6 +46,9 @@ const (
 	// KubeletNoLongerManagesPod: the pod's kubelet (--kubelet) reports
 	// nothing of a pod the API still has: no status, no final DELETE will come.
 	KubeletNoLongerManagesPod Code = "KubeletNoLongerManagesPod"
+	// NodeDrainBlocked: a node (or the Machine or NodeClaim that drains it)
+	// is held by a drain finalizer, and pods on it cannot be evicted.
+	NodeDrainBlocked Code = "NodeDrainBlocked"
 	// DiagnosisIncomplete is the tool's own code: the object is past its
 	// deadline but no rule explains why (or the evidence could not be read).
 	DiagnosisIncomplete Code = "DiagnosisIncomplete"
@@ -79,6 +82,7 @@ var entries = map[Code]Entry{
 	VolumeDetachFailed:           {"volume detach failed", 30},
 	VolumeDeleteFailed:           {"backend volume not deleted", 30},
 	LoadBalancerCleanupPending:   {"load balancer not deleted", 30},
+	NodeDrainBlocked:             {"drain cannot evict pods", 35},
 	PVCInUse:                     {"claim still used by pods", 35},
 	PVBound:                      {"volume still bound", 35},
 	ForegroundDeletionBlocked:    {"dependents still present", 40},

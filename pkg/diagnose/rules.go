@@ -46,6 +46,9 @@ const (
 	CRDEvidence
 	// APIServiceEvidence: the aggregated APIServices (discovery failures).
 	APIServiceEvidence
+	// DrainEvidence: the pods still on the node a drain finalizer empties,
+	// and the PodDisruptionBudgets of their namespaces.
+	DrainEvidence
 )
 
 // Has reports whether e includes every read of x.
@@ -152,6 +155,7 @@ func init() {
 		catalog.VolumeDetachFailed:         {needs: evidence(AttachmentEvidence), explain: detachCause},
 		catalog.VolumeDeleteFailed:         {needs: evidence(EventEvidence), explain: volumeDeleteCause},
 		catalog.LoadBalancerCleanupPending: {needs: evidence(EventEvidence), explain: loadBalancerCause},
+		catalog.NodeDrainBlocked:           {needs: evidence(DrainEvidence | EventEvidence), explain: drainCause},
 		catalog.FinalizerPending:           {needs: pendingNeeds, explain: orphanCause},
 		// Kubernetes' own finalizers the generic FinalizerPending explains.
 	}

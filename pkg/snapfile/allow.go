@@ -6,6 +6,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,6 +131,10 @@ var allowed = map[reflect.Type]fields{
 		"spec":   {"claimRef": whole, "persistentVolumeReclaimPolicy": whole, "storageClassName": whole, "nodeAffinity": whole},
 		"status": {"phase": whole, "message": whole, "reason": whole},
 	}),
+	reflect.TypeFor[policyv1.PodDisruptionBudget](): withMetadata(fields{
+		"spec":   {"selector": whole, "minAvailable": whole, "maxUnavailable": whole, "unhealthyPodEvictionPolicy": whole},
+		"status": {"disruptionsAllowed": whole, "currentHealthy": whole, "desiredHealthy": whole, "expectedPods": whole, "observedGeneration": whole},
+	}),
 	reflect.TypeFor[corev1.Service]():                                           withMetadata(fields{"spec": {"type": whole}, "status": {"loadBalancer": whole}}),
 	reflect.TypeFor[storagev1.VolumeAttachment]():                               withMetadata(fields{"spec": whole, "status": {"attached": whole, "attachError": whole, "detachError": whole}}),
 	reflect.TypeFor[storagev1.CSINode]():                                        withMetadata(fields{"spec": whole}),
@@ -199,10 +204,15 @@ func allowAny(o any, t reflect.Type, keys keptKeys) any {
 	return out
 }
 
-// allowObject is a target's object as the rules read it: its type, metadata
-// and status conditions (what its controller says).
+// targetObject is what the rules read of a target's object, whatever its
+// kind: its type, metadata, status conditions (what its controller says),
+// and the node a Cluster API Machine or a Karpenter NodeClaim drains.
+var targetObject = fields{"apiVersion": whole, "kind": whole, "metadata": metadata,
+	"status": {"conditions": condition, "nodeRef": {"name": whole}, "nodeName": whole}}
+
+// allowObject is a target's object as the rules read it (targetObject).
 func allowObject(u *unstructured.Unstructured, keys keptKeys) *unstructured.Unstructured {
-	kept := fields{"apiVersion": whole, "kind": whole, "metadata": metadata, "status": {"conditions": condition}}.keep(u.Object).(map[string]any)
+	kept := targetObject.keep(u.Object).(map[string]any)
 	keys.filter(kept)
 	return &unstructured.Unstructured{Object: kept}
 }
@@ -247,6 +257,11 @@ func keysOf(s *snapshot.Snapshot) keptKeys {
 		}
 		for _, e := range sel.MatchExpressions {
 			k.labels[e.Key] = true
+		}
+	}
+	for _, pdbs := range s.PDBs {
+		for _, pdb := range pdbs {
+			add(pdb.Spec.Selector)
 		}
 	}
 	if a := s.Admission; a != nil {

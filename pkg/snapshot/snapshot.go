@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,6 +61,12 @@ type Snapshot struct {
 	// through the apiserver's node proxy (--kubelet), by node name; a
 	// missing key: not read.
 	Kubelets map[string]*Kubelet `json:"kubelets"`
+	// NodePods holds the pods bound to each node a drain finalizer empties,
+	// by node name; a missing key: not read.
+	NodePods map[string][]corev1.Pod `json:"nodePods"`
+	// PDBs holds the PodDisruptionBudgets of those pods' namespaces, by
+	// namespace; a missing key: not read.
+	PDBs map[string][]policyv1.PodDisruptionBudget `json:"pdbs"`
 	// Skipped lists run-wide reads that could not be made.
 	Skipped []Skip `json:"skipped"`
 }
@@ -218,9 +225,15 @@ var WorkloadNameLabels = []string{"app", "app.kubernetes.io/name", "app.kubernet
 // MirrorPodAnnotation marks a static pod's mirror in the API.
 const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
 
+// Annotations by which a pod refuses a drain's eviction.
+const (
+	DoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
+	SafeToEvictAnnotation  = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+)
+
 // ReadAnnotations are the only annotations any rule reads: a snapshot file
 // keeps these and no other (package snapfile).
-var ReadAnnotations = []string{MirrorPodAnnotation}
+var ReadAnnotations = []string{MirrorPodAnnotation, DoNotDisruptAnnotation, SafeToEvictAnnotation}
 
 // Pods is the core group's pods, as scans count them.
 var Pods = schema.GroupResource{Resource: "pods"}

@@ -1,0 +1,93 @@
+package collect
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func init() {
+	register(source{name: "drains", after: nesting, read: (*Collector).readDrains})
+}
+
+// readDrains reads, for each node a drain finalizer empties (the node held
+// by it, or the node of a Machine or NodeClaim held by it), the pods still
+// bound to it, and the PodDisruptionBudgets of their namespaces: what the
+// drain's evictions must get past.
+func (c *Collector) readDrains(ctx context.Context, s *snapshot.Snapshot) {
+	byNode := map[string][]*snapshot.Target{}
+	var nodes []string
+	for _, t := range needing(s, diagnose.DrainEvidence) {
+		node := diagnose.DrainedNode(t)
+		if node == "" {
+			continue
+		}
+		if byNode[node] == nil {
+			nodes = append(nodes, node)
+		}
+		byNode[node] = append(byNode[node], t)
+	}
+	if len(nodes) == 0 {
+		return
+	}
+	slices.Sort(nodes)
+	pods := make([][]corev1.Pod, len(nodes))
+	errs := make([]error, len(nodes))
+	c.parallel(len(nodes), func(i int) {
+		pods[i], errs[i] = listAll[corev1.Pod](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = "spec.nodeName=" + nodes[i]
+			return c.Clients.Typed.CoreV1().Pods("").List(ctx, opts)
+		})
+	})
+	s.NodePods, s.PDBs = map[string][]corev1.Pod{}, map[string][]policyv1.PodDisruptionBudget{}
+	var namespaces []string
+	for i, node := range nodes {
+		if errs[i] != nil {
+			for _, t := range byNode[node] {
+				c.skipTarget(t, skipOf("pods on node "+node, errs[i]))
+			}
+			continue
+		}
+		s.NodePods[node] = pods[i]
+		for _, p := range pods[i] {
+			if !slices.Contains(namespaces, p.Namespace) {
+				namespaces = append(namespaces, p.Namespace)
+			}
+		}
+	}
+	pdbs := make([][]policyv1.PodDisruptionBudget, len(namespaces))
+	pdbErrs := make([]error, len(namespaces))
+	c.parallel(len(namespaces), func(i int) {
+		pdbs[i], pdbErrs[i] = listAll[policyv1.PodDisruptionBudget](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.Clients.Typed.PolicyV1().PodDisruptionBudgets(namespaces[i]).List(ctx, opts)
+		})
+	})
+	for i, ns := range namespaces {
+		if pdbErrs[i] != nil {
+			c.Skip(skipOf("poddisruptionbudgets in "+ns, pdbErrs[i]))
+			continue
+		}
+		s.PDBs[ns] = pdbs[i]
+	}
+}
+
+// listAll reads every page of a list (client-go's pager, which also recovers
+// from an expired continue token).
+func listAll[T any](ctx context.Context, list pager.ListPageFunc) ([]T, error) {
+	out := []T{}
+	p := pager.New(list)
+	p.PageSize = pageSize
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		out = append(out, *any(obj).(*T))
+		return nil
+	})
+	return out, err
+}

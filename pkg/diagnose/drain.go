@@ -1,0 +1,196 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// A drain finalizer (Karpenter's karpenter.sh/termination on a Node or a
+// NodeClaim, Cluster API's machine finalizer) holds its object until the
+// node is empty, and empties it through the Eviction API, which refuses a
+// pod while a PodDisruptionBudget selecting it allows no disruption, or
+// while the pod asks not to be disrupted. The controller is alive and
+// retrying; what blocks it is another object, named here.
+
+// Annotations by which a pod refuses voluntary disruption.
+const (
+	doNotDisrupt = snapshot.DoNotDisruptAnnotation
+	safeToEvict  = snapshot.SafeToEvictAnnotation
+)
+
+// DrainedNode is the node a drain finalizer on t empties: t itself when it
+// is a Node, else the node its status names (a Cluster API Machine's
+// status.nodeRef.name, a Karpenter NodeClaim's status.nodeName); "" when
+// none is named.
+func DrainedNode(t *snapshot.Target) string {
+	if t.Ref.Kind == "Node" && t.Ref.APIVersion == "v1" {
+		return t.Ref.Name
+	}
+	if name, _, _ := unstructured.NestedString(t.Object.Object, "status", "nodeRef", "name"); name != "" {
+		return name
+	}
+	name, _, _ := unstructured.NestedString(t.Object.Object, "status", "nodeName")
+	return name
+}
+
+// evictionBlocker is why one pod cannot be evicted.
+type evictionBlocker struct {
+	pod    *corev1.Pod
+	reason string
+	pdb    *policyv1.PodDisruptionBudget
+	// annotation the pod refuses disruption with, if any.
+	annotation string
+}
+
+func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+	node := DrainedNode(t)
+	pods, found := s.NodePods[node]
+	if node == "" || !found {
+		return nil // not read: the generic FinalizerPending speaks
+	}
+	var blocked []evictionBlocker
+	var evicting, left []string
+	for i := range pods {
+		p := &pods[i]
+		if !drained(p) {
+			continue
+		}
+		left = append(left, p.Namespace+"/"+p.Name)
+		if p.DeletionTimestamp != nil {
+			evicting = append(evicting, p.Namespace+"/"+p.Name)
+			continue
+		}
+		blocked = append(blocked, evictionBlockers(s, p)...)
+	}
+	if len(left) == 0 {
+		return nil // drained: the finalizer's controller has no pod left to wait on
+	}
+	o := catalog.FinalizerOwner(f.name)
+	evidence := []string{
+		fmt.Sprintf("finalizer %s: removed by %s once node %s is drained", f.name, o.Owner, node),
+		fmt.Sprintf("pods still on node %s: %d (%d being deleted): %s", node, len(left), len(evicting), strings.Join(left[:min(len(left), 10)], ", ")),
+	}
+	for _, b := range blocked {
+		evidence = append(evidence, fmt.Sprintf("pod %s/%s: %s", b.pod.Namespace, b.pod.Name, b.reason))
+	}
+	for _, c := range complaints(s, t, []heldBy{f}) {
+		evidence = append(evidence, c.evidence)
+	}
+	if len(blocked) == 0 {
+		return []report.Cause{cause(catalog.NodeDrainBlocked, settling(report.Warning, tm), 0.5,
+			fmt.Sprintf("the drain of node %s is still waiting for %d pod(s) (%d being deleted), and nothing refuses their eviction", node, len(left), len(evicting)),
+			evidence,
+			read("See the pods left on the node", onNode(node, ".")))}
+	}
+	first := blocked[0]
+	summary := fmt.Sprintf("the drain of node %s cannot evict pod %s/%s: %s", node, first.pod.Namespace, first.pod.Name, first.reason)
+	if len(blocked) > 1 {
+		summary = fmt.Sprintf("the drain of node %s cannot evict %d pod(s); pod %s/%s: %s", node, len(blocked), first.pod.Namespace, first.pod.Name, first.reason)
+	}
+	sev := report.Critical
+	if tm.overdue < settleTime {
+		sev = report.Info
+	}
+	return []report.Cause{cause(catalog.NodeDrainBlocked, sev, 0.85, summary, evidence, drainSteps(t, f, blocked)...)}
+}
+
+func drainSteps(t *snapshot.Target, f heldBy, blocked []evictionBlocker) []report.Step {
+	first := blocked[0]
+	var steps []report.Step
+	if first.pdb != nil {
+		steps = append(steps,
+			read("See the disruption budget that refuses the eviction", kubectl(first.pdb.Namespace, "get", "poddisruptionbudget", first.pdb.Name, "-o", "wide")),
+			repair("Let the budget allow a disruption: bring the workload's other replicas to Ready, or scale it up; the drain then evicts the pod", ""))
+	}
+	for _, b := range blocked {
+		if b.annotation != "" {
+			steps = append(steps, fix(fmt.Sprintf("Let pod %s/%s be disrupted: remove its %s annotation", b.pod.Namespace, b.pod.Name, b.annotation),
+				kubectl(b.pod.Namespace, "annotate", "pod", b.pod.Name, b.annotation+"-"), report.RiskHigh,
+				"the pod is evicted now, whatever its owner's reason to stay"))
+		}
+	}
+	steps = append(steps, fix(fmt.Sprintf("Or delete pod %s/%s yourself", first.pod.Namespace, first.pod.Name),
+		kubectl(first.pod.Namespace, "delete", "pod", first.pod.Name), report.RiskHigh,
+		"bypasses the disruption budget: the workload runs a replica short until it is rescheduled"))
+	return append(steps, never(fmt.Sprintf("Never remove %s to skip the drain", f.name),
+		"the controller skips its cleanup: the node's instance may keep running and its pods lose their node without an eviction"))
+}
+
+// drained reports whether a drain must evict the pod: not finished, not a
+// static pod's mirror, not a DaemonSet's (drains leave those).
+func drained(p *corev1.Pod) bool {
+	if isTerminalPhase(p.Status.Phase) {
+		return false
+	}
+	if _, mirror := p.Annotations[snapshot.MirrorPodAnnotation]; mirror {
+		return false
+	}
+	for _, ref := range p.OwnerReferences {
+		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
+			return false
+		}
+	}
+	return true
+}
+
+// evictionBlockers lists why the Eviction API refuses a pod, or nothing.
+func evictionBlockers(s *snapshot.Snapshot, p *corev1.Pod) []evictionBlocker {
+	var out []evictionBlocker
+	if p.Annotations[doNotDisrupt] == "true" {
+		out = append(out, evictionBlocker{pod: p, annotation: doNotDisrupt, reason: fmt.Sprintf("annotation %s=true: Karpenter does not disrupt it", doNotDisrupt)})
+	}
+	if p.Annotations[safeToEvict] == "false" {
+		out = append(out, evictionBlocker{pod: p, annotation: safeToEvict, reason: fmt.Sprintf("annotation %s=false: the cluster autoscaler does not evict it", safeToEvict)})
+	}
+	for i := range s.PDBs[p.Namespace] {
+		pdb := &s.PDBs[p.Namespace][i]
+		if !selects(pdb, p) || pdb.Status.DisruptionsAllowed > 0 || unhealthyEvictable(pdb, p) {
+			continue
+		}
+		out = append(out, evictionBlocker{pod: p, pdb: pdb, reason: fmt.Sprintf(
+			"PodDisruptionBudget %s/%s allows 0 disruptions (currentHealthy %d, desiredHealthy %d, expectedPods %d): the eviction is refused (429)",
+			pdb.Namespace, pdb.Name, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy, pdb.Status.ExpectedPods)})
+	}
+	return out
+}
+
+// selects: in policy/v1 a nil selector selects no pod, an empty one every pod.
+func selects(pdb *policyv1.PodDisruptionBudget, p *corev1.Pod) bool {
+	if pdb.Spec.Selector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	return err == nil && sel.Matches(labels.Set(p.Labels))
+}
+
+// unhealthyEvictable: a pod that is not Ready can be evicted under
+// unhealthyPodEvictionPolicy AlwaysAllow, or, by default (IfHealthyBudget),
+// while the budget's healthy pods are enough.
+func unhealthyEvictable(pdb *policyv1.PodDisruptionBudget, p *corev1.Pod) bool {
+	if podReady(p) {
+		return false
+	}
+	if pol := pdb.Spec.UnhealthyPodEvictionPolicy; pol != nil && *pol == policyv1.AlwaysAllow {
+		return true
+	}
+	return pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
