@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,9 +108,10 @@ func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 func drainSteps(t *snapshot.Target, f heldBy, blocked []evictionBlocker) []report.Step {
 	first := blocked[0]
 	var steps []report.Step
-	if first.pdb != nil {
+	if i := slices.IndexFunc(blocked, func(b evictionBlocker) bool { return b.pdb != nil }); i >= 0 {
+		pdb := blocked[i].pdb
 		steps = append(steps,
-			read("See the disruption budget that refuses the eviction", kubectl(first.pdb.Namespace, "get", "poddisruptionbudget", first.pdb.Name, "-o", "wide")),
+			read("See the disruption budget that refuses the eviction", kubectl(pdb.Namespace, "get", "poddisruptionbudget", pdb.Name, "-o", "wide")),
 			repair("Let the budget allow a disruption: bring the workload's other replicas to Ready, or scale it up; the drain then evicts the pod", ""))
 	}
 	for _, b := range blocked {

@@ -280,3 +280,61 @@ func TestForegroundChainInsideGracePeriods(t *testing.T) {
 		t.Errorf("the chain's leaf: %+v", rs)
 	}
 }
+
+// Issue 23: what blocks the controller. A node held by Karpenter's drain
+// finalizer cannot be emptied: its pod is under a PodDisruptionBudget the
+// real disruption controller computes at 0 disruptions allowed; another pod
+// asks not to be disrupted. The report names the pods and what refuses
+// their eviction.
+func TestNodeDrainBlockedByABudget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "drain")
+	const node, finalizer = "drain-node", "karpenter.sh/termination"
+	if err := env.LiveNode(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.ReleaseNode(context.Background(), node) })
+	db := scenario.PodSpec(ns, "db-0", node)
+	db.Labels = map[string]string{"app": "db"}
+	if err := env.BudgetedPod(ctx, db, "db"); err != nil {
+		t.Fatal(err)
+	}
+	batch := scenario.PodSpec(ns, "batch-0", node)
+	batch.Annotations = map[string]string{"karpenter.sh/do-not-disrupt": "true"}
+	if err := env.RunningPod(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeleteHeldNode(ctx, node, finalizer); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(31 * time.Second) // the drain controller would act within seconds
+	r, res := diagnose(t, "why", "node/"+node)
+	it := only(t, r)
+	top := it.Causes[0]
+	if res.code != 2 || top.Code != "NodeDrainBlocked" || top.Severity != "critical" || !strings.Contains(top.Summary, "the drain of node "+node+" cannot evict 2 pod(s)") {
+		t.Fatalf("exit %d, %v %s: %s; want exit 2 and NodeDrainBlocked (critical)", res.code, codesOf(it), top.Severity, top.Summary)
+	}
+	expectEvidence(t, top, "pod "+ns+"/db-0: PodDisruptionBudget "+ns+"/db allows 0 disruptions (currentHealthy 1, desiredHealthy 1, expectedPods 1)",
+		"pod "+ns+"/batch-0: annotation karpenter.sh/do-not-disrupt=true")
+	if top.Remediation[0].Command != "kubectl get poddisruptionbudget db -n "+ns+" -o wide" {
+		t.Errorf("first step: %+v", top.Remediation[0])
+	}
+	// The budget allows a disruption once a second replica is Ready: the
+	// drain is then only waiting.
+	db1 := scenario.PodSpec(ns, "db-1", liveNode)
+	db1.Labels = map[string]string{"app": "db"}
+	if err := env.RunningPod(ctx, db1); err != nil {
+		t.Fatal(err)
+	}
+	if err := scenario.Until(ctx, time.Minute, "budget db allows 1", func(ctx context.Context) (bool, error) {
+		pdb, err := env.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "db", metav1.GetOptions{})
+		return err == nil && pdb.Status.DisruptionsAllowed == 1, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = diagnose(t, "why", "node/"+node)
+	if top := only(t, r).Causes[0]; strings.Contains(strings.Join(top.Evidence, "\n"), "db-0: PodDisruptionBudget") || !strings.Contains(top.Summary, "cannot evict pod "+ns+"/batch-0") {
+		t.Errorf("with the budget allowing one: %s: %s %q", top.Code, top.Summary, top.Evidence)
+	}
+}
