@@ -119,7 +119,7 @@ func fakes(t *testing.T, objs []runtime.Object, tweak func(*kubefake.Clientset, 
 		dynObjs = append(dynObjs, u)
 		metaObjs = append(metaObjs, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
 			ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), DeletionTimestamp: u.GetDeletionTimestamp(),
-				DeletionGracePeriodSeconds: u.GetDeletionGracePeriodSeconds(), Finalizers: u.GetFinalizers()}})
+				DeletionGracePeriodSeconds: u.GetDeletionGracePeriodSeconds(), Finalizers: u.GetFinalizers(), OwnerReferences: u.GetOwnerReferences()}})
 	}
 	listKinds := map[schema.GroupVersionResource]string{
 		{Version: "v1", Resource: "pods"}: "PodList", {Version: "v1", Resource: "namespaces"}: "NamespaceList",

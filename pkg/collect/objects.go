@@ -1,8 +1,10 @@
 package collect
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -185,13 +188,17 @@ type owned struct {
 // foregroundDeletion or orphan), the objects whose ownerReferences name it,
 // as the garbage collector would: every listable type in the owner's
 // namespace (every namespace for a cluster-scoped owner), metadata only, one
-// scan per scope. A dependent that itself waits on its own dependents gets
-// them too, from the same scan, depth-bounded and cycle-safe.
+// scan per scope, or none when the run's scan already listed every type there
+// (list -A, why -A, -n NS: its record kept the dependents; only the types it
+// could not list are listed again, in the owner's scope). A dependent that
+// itself waits on its own dependents gets them too, from the same scan,
+// depth-bounded and cycle-safe.
 func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 	owners := map[string][]*snapshot.Target{} // by namespace; "" is cluster-wide
 	for _, t := range topNeeding(s, diagnose.DependentEvidence) {
 		owners[t.Ref.Namespace] = append(owners[t.Ref.Namespace], t)
 	}
+	var pods []*snapshot.Target // terminating dependents, to read in full
 	for ns, targets := range owners {
 		scope := Scope{Namespace: ns, AllNamespaces: ns == ""}
 		mappings, err := c.ListableMappings(scope)
@@ -204,29 +211,64 @@ func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 		if ns != "" {
 			mappings = slices.DeleteFunc(mappings, func(m *meta.RESTMapping) bool { return m.Scope.Name() != meta.RESTScopeNameNamespace })
 		}
-		children := map[types.UID][]owned{}
-		skips := c.eachObject(ctx, scope, "for dependents", mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
-			if len(item.OwnerReferences) == 0 {
+		children, unread, recorded := c.recordedDependents(ns, mappings, targets)
+		if !recorded {
+			children, unread = map[types.UID][]owned{}, mappings
+		}
+		var skips []report.Skip
+		if len(unread) > 0 {
+			skips = c.eachObject(ctx, scope, "for dependents", unread, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
+				if len(item.OwnerReferences) == 0 {
+					return nil
+				}
+				kept := keepOwned(item, m) // the page is not kept
+				for _, ref := range item.OwnerReferences {
+					children[ref.UID] = append(children[ref.UID], kept)
+				}
 				return nil
-			}
-			kept := item.DeepCopy() // the page is reused
-			for _, ref := range item.OwnerReferences {
-				children[ref.UID] = append(children[ref.UID], owned{kept, m})
-			}
-			return nil
-		})
+			})
+		}
+		for _, deps := range children {
+			sortOwned(deps)
+		}
 		for _, t := range targets {
 			c.skipTarget(t, skips...)
-			c.attachDependents(ctx, t, children, len(skips) == 0, 0, map[types.UID]bool{t.Object.GetUID(): true})
+			pods = append(pods, c.attachDependents(ctx, t, children, len(skips) == 0, 0, map[types.UID]bool{t.Object.GetUID(): true})...)
 		}
 	}
+	c.readDependentPods(ctx, s, pods)
+}
+
+// readDependentPods reads in full the terminating pods found as dependents.
+// A pod the run already read as a target of its own (list -A, why -A: every
+// terminating pod is one) is not read again; the others are read as pod
+// targets are, a list of their namespace for many.
+func (c *Collector) readDependentPods(ctx context.Context, s *snapshot.Snapshot, pods []*snapshot.Target) {
+	read := map[types.UID]*corev1.Pod{}
+	c.mu.Lock() // skips are written under it
+	for _, t := range s.Targets {
+		if t.Pod != nil && !slices.ContainsFunc(t.Skipped, func(sk report.Skip) bool { return sk.Check == t.Ref.Resource+"/"+t.Ref.Name }) {
+			read[t.Object.GetUID()] = t.Pod // its read did not fail
+		}
+	}
+	c.mu.Unlock()
+	var unread []*snapshot.Target
+	for _, d := range pods {
+		if p := read[d.Object.GetUID()]; p != nil {
+			d.Pod = p
+			continue
+		}
+		unread = append(unread, d)
+	}
+	c.readPods(ctx, unread, c.podCounts())
 }
 
 // attachDependents gives t its dependents from the scan, and recurses into
-// those that wait on their own dependents.
-func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, children map[types.UID][]owned, complete bool, depth int, visited map[types.UID]bool) {
+// those that wait on their own dependents. It returns the terminating pods
+// among them, which the caller reads in full.
+func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, children map[types.UID][]owned, complete bool, depth int, visited map[types.UID]bool) (pods []*snapshot.Target) {
 	if !complete {
-		return // not read: a partial list of dependents could blame the wrong ones
+		return nil // not read: a partial list of dependents could blame the wrong ones
 	}
 	t.Dependents = []*snapshot.Target{}
 	for _, o := range children[t.Object.GetUID()] {
@@ -234,17 +276,27 @@ func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, ch
 		if err != nil {
 			c.skipTarget(t, skipOf("dependent "+o.item.Name, err))
 			t.Dependents = nil
-			return
+			return nil
 		}
 		t.Dependents = append(t.Dependents, d)
 		if d.Ref.Resource == "pods" && d.Object.GetDeletionTimestamp() != nil {
-			c.readPod(ctx, d)
+			pods = append(pods, d)
 		}
 		uid := d.Object.GetUID()
 		if visited[uid] || depth+1 >= snapshot.MaxDepth || !diagnose.Needs(d).Has(diagnose.DependentEvidence) {
 			continue
 		}
 		visited[uid] = true
-		c.attachDependents(ctx, d, children, complete, depth+1, visited)
+		pods = append(pods, c.attachDependents(ctx, d, children, complete, depth+1, visited)...)
 	}
+	return pods
+}
+
+// sortOwned orders dependents by type, namespace and name: the order of a
+// type's list, whichever of the lists, run at once, ended first.
+func sortOwned(deps []owned) {
+	slices.SortStableFunc(deps, func(a, b owned) int {
+		return cmp.Or(strings.Compare(QualifiedResource(a.mapping.Resource), QualifiedResource(b.mapping.Resource)),
+			strings.Compare(a.item.Namespace, b.item.Namespace), strings.Compare(a.item.Name, b.item.Name))
+	})
 }

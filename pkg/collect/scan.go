@@ -130,6 +130,7 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 	}
 	tr := c.track(phase, len(mappings))
 	defer tr.finish()
+	c.recordScanStart(scope, mappings)
 	g, ctx := errgroup.WithContext(ctx)
 	var p carried
 	g.SetLimit(scanConcurrency)
@@ -176,8 +177,10 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker) ([]Found, error) {
 	var out []Found
 	gr := m.Resource.GroupResource()
+	defer c.recordListed(scope, m)
 	err := c.listEach(ctx, m, scope, tr, func(items []metav1.PartialObjectMetadata) error {
 		c.recordPage(scope, gr, countPage(items))
+		c.recordOwners(scope, m, items)
 		for i := range items {
 			if items[i].DeletionTimestamp == nil {
 				continue

@@ -20,7 +20,7 @@ import (
 type Options struct {
 	Scale, Out, Plugin, BinDir, Self string
 	Runs                             int
-	// Cases picks the cases to run: "1,2,3" (1 and 3 share a lab).
+	// Cases picks the cases to run: "1,2,3,4,5" (1, 3 and 4 share a lab).
 	Cases string
 }
 
@@ -33,14 +33,16 @@ type sizes struct {
 	// manyNamespaces terminating namespaces of perNamespace leftovers each.
 	manyNamespaces, perNamespace int
 	stuckPods, stuckMisc         int
+	// dependents: the pods of case 5's Deployment deleted in the foreground.
+	dependents int
 	// settle waits past the stuck objects' deadlines and the plugin's settle
 	// time, so that they count as stuck (the smoke run checks no figure).
 	settle time.Duration
 }
 
 var scales = map[string]sizes{
-	"full":  {crds: 150, groups: 30, kinds: 40, objects: []int{1000, 10000, 100000}, oneLinerMax: 10000, manyNamespaces: 50, perNamespace: 100, nodes: 200, podsPerNode: 100, stuckPods: 100, stuckMisc: 300, settle: 65 * time.Second},
-	"smoke": {crds: 6, groups: 3, kinds: 4, objects: []int{100}, oneLinerMax: 100, manyNamespaces: 3, perNamespace: 10, nodes: 4, podsPerNode: 10, stuckPods: 4, stuckMisc: 4},
+	"full":  {crds: 150, groups: 30, kinds: 40, objects: []int{1000, 10000, 100000}, oneLinerMax: 10000, manyNamespaces: 50, perNamespace: 100, nodes: 200, podsPerNode: 100, stuckPods: 100, stuckMisc: 300, dependents: 100, settle: 65 * time.Second},
+	"smoke": {crds: 6, groups: 3, kinds: 4, objects: []int{100}, oneLinerMax: 100, manyNamespaces: 3, perNamespace: 10, nodes: 4, podsPerNode: 10, stuckPods: 4, stuckMisc: 4, dependents: 3},
 }
 
 // Run builds the workloads, measures, checks that every program saw the
@@ -61,6 +63,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if strings.Contains(o.Cases, "2") {
 		r, err := clusterCase(ctx, o, sz)
+		results = append(results, r...)
+		if err != nil {
+			return err
+		}
+	}
+	if strings.Contains(o.Cases, "5") {
+		r, err := usersCase(ctx, o, sz)
 		results = append(results, r...)
 		if err != nil {
 			return err
@@ -379,7 +388,7 @@ func checkAgreement(results []Result) error {
 	}
 	var problems []string
 	for c, rs := range byCase {
-		if strings.HasPrefix(c, "2:") || strings.HasPrefix(c, "4:") {
+		if strings.HasPrefix(c, "2:") || strings.HasPrefix(c, "4:") || strings.HasPrefix(c, "5:") {
 			continue // list -A counts terminating objects, the floor every object
 		}
 		for _, r := range rs[1:] {
