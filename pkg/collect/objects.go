@@ -32,22 +32,38 @@ func readTyped[T any](ctx context.Context, t *snapshot.Target, get func(context.
 	set(v)
 }
 
-// readObject reads the typed form of targets whose rules need more than
-// metadata: pods, and the kinds behind the storage and
-// load-balancer finalizers.
+// typedReaders read the full object of the targets whose rules need more
+// than metadata, by resource; a source that needs another kind registers
+// its reader in its own file (registerTyped).
+var typedReaders = map[schema.GroupResource]func(c *Collector, ctx context.Context, t *snapshot.Target){}
+
+func registerTyped(gr schema.GroupResource, read func(c *Collector, ctx context.Context, t *snapshot.Target)) {
+	typedReaders[gr] = read
+}
+
+// Pods, and the kinds behind the storage and load-balancer finalizers.
+func init() {
+	registerTyped(corev1.Resource("pods"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+		readTyped(ctx, t, c.Clients.Typed.CoreV1().Pods(t.Ref.Namespace).Get, func(v *corev1.Pod) { t.Pod = v })
+	})
+	registerTyped(corev1.Resource("persistentvolumeclaims"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+		readTyped(ctx, t, c.Clients.Typed.CoreV1().PersistentVolumeClaims(t.Ref.Namespace).Get, func(v *corev1.PersistentVolumeClaim) { t.Claim = v })
+	})
+	registerTyped(corev1.Resource("persistentvolumes"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+		readTyped(ctx, t, c.Clients.Typed.CoreV1().PersistentVolumes().Get, func(v *corev1.PersistentVolume) { t.Volume = v })
+	})
+	registerTyped(corev1.Resource("services"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+		readTyped(ctx, t, c.Clients.Typed.CoreV1().Services(t.Ref.Namespace).Get, func(v *corev1.Service) { t.Service = v })
+	})
+	registerTyped(storagev1.Resource("volumeattachments"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+		readTyped(ctx, t, c.Clients.Typed.StorageV1().VolumeAttachments().Get, func(v *storagev1.VolumeAttachment) { t.Attachments = []storagev1.VolumeAttachment{*v} })
+	})
+}
+
+// readObject reads the typed form of a target whose kind has a typed reader.
 func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
-	core, storage := c.Clients.Typed.CoreV1(), c.Clients.Typed.StorageV1()
-	switch {
-	case gvr.Group == "" && gvr.Resource == "pods":
-		readTyped(ctx, t, core.Pods(t.Ref.Namespace).Get, func(v *corev1.Pod) { t.Pod = v })
-	case gvr.Group == "" && gvr.Resource == "persistentvolumeclaims":
-		readTyped(ctx, t, core.PersistentVolumeClaims(t.Ref.Namespace).Get, func(v *corev1.PersistentVolumeClaim) { t.Claim = v })
-	case gvr.Group == "" && gvr.Resource == "persistentvolumes":
-		readTyped(ctx, t, core.PersistentVolumes().Get, func(v *corev1.PersistentVolume) { t.Volume = v })
-	case gvr.Group == "" && gvr.Resource == "services":
-		readTyped(ctx, t, core.Services(t.Ref.Namespace).Get, func(v *corev1.Service) { t.Service = v })
-	case gvr.Group == "storage.k8s.io" && gvr.Resource == "volumeattachments":
-		readTyped(ctx, t, storage.VolumeAttachments().Get, func(v *storagev1.VolumeAttachment) { t.Attachments = []storagev1.VolumeAttachment{*v} })
+	if read, ok := typedReaders[gvr.GroupResource()]; ok {
+		read(c, ctx, t)
 	}
 }
 

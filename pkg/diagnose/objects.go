@@ -243,8 +243,12 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"))
 }
 
-// finalizerUpdateRefusals finds webhooks whose service is down that match
-// the UPDATE a controller sends to remove a finalizer: nothing can remove it.
+// finalizerUpdateRefusals judges admission on the UPDATE a controller sends
+// to remove a finalizer: a webhook whose service is down refuses it; a
+// mutating webhook that answers is a suspect, since a mutation that changes
+// an immutable field (a pod's resources, say) turns the patch into an
+// invalid update whatever its failurePolicy; what the controller says about
+// the object (an invalid update, a denial) confirms a suspect.
 func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
 	if s.Admission == nil || len(t.Object.GetFinalizers()) == 0 {
 		return nil
@@ -266,13 +270,67 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 	})
 	r := request{operation: "UPDATE", group: group, version: version, resource: resource, namespaced: t.Ref.Namespace != "",
 		objLabels: t.Object.GetLabels(), nsLabels: nsLabels, cel: sent}
+	what := fmt.Sprintf("UPDATE %s (the patch that removes a finalizer)", t.Ref.Resource)
 	var causes []report.Cause
-	for _, f := range refusals(*s.Admission, r, fmt.Sprintf("UPDATE %s (the patch that removes a finalizer)", t.Ref.Resource)) {
+	for _, f := range refusals(*s.Admission, r, what) {
 		if f.severity == report.Critical {
 			causes = append(causes, f.asCause(tm, "the finalizer's controller retries and logs the refusal; the object keeps its finalizers"))
 		}
 	}
+	said := invalidUpdates(complaints(s, t, finalizersOf(t)))
+	for _, h := range hooksOf(*s.Admission) {
+		if h.kind != mutatingHooks || !h.matches(r) {
+			continue
+		}
+		if f, ok := mutationSuspect(*s.Admission, h, r, what, said); ok {
+			causes = append(causes, f.asCause(tm))
+		}
+	}
 	return causes
+}
+
+const mutatingHooks = "mutatingwebhookconfiguration"
+
+// invalidUpdates are the controller's words that say its write was refused
+// or made invalid (the apiserver's "is invalid", "Forbidden: pod updates may
+// not change fields...", "field is immutable", "admission webhook ... denied").
+func invalidUpdates(said []complaint) []complaint {
+	var out []complaint
+	for _, c := range said {
+		if containsAny(strings.ToLower(c.message), []string{"is invalid", "forbidden", "immutable", "may not change", "admission webhook"}) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// mutationSuspect is a mutating webhook, answering, that intercepts the
+// finalizer's removal: a suspect until the controller's words confirm it.
+func mutationSuspect(a snapshot.Admission, h hook, r request, what string, said []complaint) (refusal, bool) {
+	conditions := matchConditions(h.matchConditions, r, nil)
+	if conditions.result == celeval.False {
+		return refusal{}, false
+	}
+	f, ok := webhookRefusal(a, h, what, conditions)
+	if !ok || f.severity == report.Critical {
+		return refusal{}, false // down: reported as a refusal already
+	}
+	f.summary = fmt.Sprintf("mutating webhook %s (%s) changes %s: a mutation of an immutable field turns it into an invalid update the apiserver rejects whatever the webhook's failurePolicy, and the finalizer stays", h.name, h.config, what)
+	if len(said) > 0 {
+		f.severity, f.confidence = report.Critical, 0.85
+		f.summary = fmt.Sprintf("mutating webhook %s (%s) intercepts %s, and the controller reports: %s", h.name, h.config, what, said[0].message)
+		for _, c := range said {
+			f.evidence = append(f.evidence, c.evidence)
+		}
+	} else {
+		f.evidence = append(f.evidence, "the controller's refused patch is only in its logs (the job controller logs \"Error syncing orphan pod ... is invalid\"): no event names it")
+	}
+	f.steps = append([]report.Step{read("See what the webhook does to the object's updates", kubectl("", "get", h.kind, h.config, "-o", "yaml"))},
+		fix("Narrow the webhook so it leaves this update alone (an objectSelector, a matchCondition, or rules without UPDATE): the controller's next patch then goes through", "", report.RiskLow,
+			"the webhook no longer mutates those updates"),
+		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectl("", "delete", h.kind, h.config), report.RiskHigh,
+			"removes that admission control for the whole cluster"))
+	return f, true
 }
 
 func splitAPIVersion(apiVersion string) (group, version string) {
