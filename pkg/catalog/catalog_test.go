@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Every code has a heading of its own in docs/causes.md (or shares one, "### A, B").
@@ -51,15 +54,169 @@ func TestFinalizerDocIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := map[string]bool{}
 	for _, f := range Finalizers() {
-		name := f.Name
-		if strings.HasSuffix(name, "/") {
-			name += "<driver>"
+		for _, row := range finalizerDocRows(f) {
+			want[row] = true
+			if !strings.Contains(string(data), row) {
+				t.Errorf("docs/finalizers.md lacks the row\n%s", row)
+			}
 		}
-		row := fmt.Sprintf("| `%s` | %s | %s | `%s` |", name, f.Owner, f.HoldsWhile, f.Code)
-		if !strings.Contains(string(data), row) {
-			t.Errorf("docs/finalizers.md lacks the row\n%s", row)
+	}
+	// And no row of a finalizer the catalogue no longer has, or has otherwise.
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "| `") && !want[line] {
+			t.Errorf("docs/finalizers.md has a row the catalogue does not\n%s", line)
 		}
+	}
+}
+
+// prefixPlaceholders name what follows a prefix row's "/" in the doc.
+var prefixPlaceholders = map[string]string{"group.ingress.k8s.aws/": "<group>"}
+
+// finalizerDocRows are the doc's rows for a catalogue row: one in the
+// table of owners, and one in the table of sources when the row names its
+// workloads or its source.
+func finalizerDocRows(f Finalizer) []string {
+	name := f.Name
+	if strings.HasSuffix(name, "/") {
+		placeholder, ok := prefixPlaceholders[name]
+		if !ok {
+			placeholder = "<driver>"
+		}
+		name += placeholder
+	}
+	rows := []string{fmt.Sprintf("| `%s` | %s | %s | `%s` | %s |", name, f.Owner, f.HoldsWhile, f.Code, controllerSays(f))}
+	if f.Source != "" || len(f.Workloads) > 0 {
+		rows = append(rows, fmt.Sprintf("| `%s` | %s | %s |", name, orDash(codeList(f.Workloads)), orDash(f.Source)))
+	}
+	return rows
+}
+
+// controllerSays renders a row's failure events and conditions for the doc:
+// "events `A`, `B`; conditions `Synced=False` (`ReconcileError`)".
+func controllerSays(f Finalizer) string {
+	var parts []string
+	if len(f.FailureEvents) > 0 {
+		parts = append(parts, "events "+codeList(f.FailureEvents))
+	}
+	if len(f.FailureConditions) > 0 {
+		var cs []string
+		for _, c := range f.FailureConditions {
+			s := "`" + c.Type + "`"
+			if c.Status != "" {
+				s = "`" + c.Type + "=" + c.Status + "`"
+			}
+			if len(c.Reasons) > 0 {
+				s += " (" + codeList(c.Reasons) + ")"
+			}
+			cs = append(cs, s)
+		}
+		parts = append(parts, "conditions "+strings.Join(cs, ", "))
+	}
+	return orDash(strings.Join(parts, "; "))
+}
+
+func codeList(items []string) string {
+	var out []string
+	for _, i := range items {
+		out = append(out, "`"+i+"`")
+	}
+	return strings.Join(out, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// The catalogue's rows are well formed: each finalizer once, and never
+// shadowed by a prefix row before it; every failure condition names its
+// type and, explicitly, its status ("" only for an owner whose conditions
+// have no status, as Argo CD's DeletionError); a row that names workloads,
+// events or conditions says where they were checked; no text breaks the
+// doc's table.
+func TestFinalizerRows(t *testing.T) {
+	seen := map[string]bool{}
+	var prefixes []string
+	for _, f := range Finalizers() {
+		if seen[f.Name] {
+			t.Errorf("finalizer %s is listed twice", f.Name)
+		}
+		seen[f.Name] = true
+		for _, p := range prefixes {
+			if strings.HasPrefix(f.Name, p) {
+				t.Errorf("finalizer %s is shadowed by the prefix row %s before it", f.Name, p)
+			}
+		}
+		if strings.HasSuffix(f.Name, "/") {
+			prefixes = append(prefixes, f.Name)
+		}
+		if (len(f.Workloads) > 0 || len(f.FailureEvents) > 0 || len(f.FailureConditions) > 0) && f.Source == "" {
+			t.Errorf("row %s names workloads, events or conditions but not the source they were checked in", f.Name)
+		}
+		for _, c := range f.FailureConditions {
+			if c.Type == "" || !slices.Contains([]string{"True", "False", "Unknown", ""}, c.Status) {
+				t.Errorf("row %s: condition %+v: no type, or a status that is not True, False, Unknown or \"\"", f.Name, c)
+			}
+		}
+		for _, cell := range append([]string{f.Name, f.Owner, f.HoldsWhile, f.Source}, append(f.Workloads, f.FailureEvents...)...) {
+			if strings.Contains(cell, "|") || strings.TrimSpace(cell) != cell {
+				t.Errorf("row %s: %q breaks the doc's table", f.Name, cell)
+			}
+		}
+	}
+	// The status key must be written, even when empty: read the rows raw.
+	var raw []map[string]any
+	if err := yaml.Unmarshal(finalizersYAML, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range raw {
+		conds, _ := row["failureConditions"].([]any)
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if _, ok := m["type"]; !ok {
+				t.Errorf("row %v: a failure condition without type: %v", row["name"], c)
+			}
+			if _, ok := m["status"]; !ok {
+				t.Errorf("row %v: a failure condition without status (write status: \"\" for an owner whose conditions have none): %v", row["name"], c)
+			}
+		}
+	}
+}
+
+// A catalogued operator's finalizer is still a third-party one: its owner
+// may be gone, and its liveness and events are judged; Kubernetes' own
+// finalizers, and those a specific rule explains, are not.
+func TestThirdPartyFinalizer(t *testing.T) {
+	for f, want := range map[string]bool{
+		"example.com/cleanup":                         true,
+		"finalizer.managedresource.crossplane.io":     true,
+		"resources-finalizer.argocd.argoproj.io":      true,
+		"finalizers.fluxcd.io":                        true,
+		"networking.gke.io/ingress-finalizer-V2":      true,
+		"group.ingress.k8s.aws/web":                   true,
+		"orphan":                                      false,
+		"batch.kubernetes.io/job-tracking":            false,
+		"kubernetes.io/pvc-protection":                false,
+		"external-attacher/ebs.csi.aws.com":           false,
+		"service.kubernetes.io/load-balancer-cleanup": false,
+		"customresourcecleanup.apiextensions.k8s.io":  false,
+		"karpenter.sh/termination":                    false, // NodeDrainBlocked's rule explains it
+	} {
+		if got := ThirdPartyFinalizer(f); got != want {
+			t.Errorf("ThirdPartyFinalizer(%q) = %v, want %v", f, got, want)
+		}
+	}
+	for _, f := range Finalizers() {
+		if f.Code == FinalizerPending && !strings.HasPrefix(f.Source, "kubernetes/kubernetes ") && !ThirdPartyFinalizer(f.Name) {
+			t.Errorf("%s: an add-on's FinalizerPending row is not third-party", f.Name)
+		}
+	}
+	if f, _ := LookupFinalizer("group.ingress.k8s.aws/web"); f.Owner != "AWS Load Balancer Controller, ingress group web" {
+		t.Errorf("prefix row owner %q", f.Owner)
 	}
 }
 

@@ -80,8 +80,14 @@ func FinalizerOwner(f string) Finalizer {
 }
 
 // ThirdPartyFinalizer reports a finalizer that no Kubernetes component owns:
-// its controller comes from an add-on, which may be gone.
+// its controller comes from an add-on, which may be gone. That is a finalizer
+// the catalogue lacks, or a catalogued one the generic FinalizerPending
+// explains whose row was not checked in kubernetes/kubernetes (an operator's:
+// Argo CD, Crossplane, ...): its owner's liveness is judged as for any other.
 func ThirdPartyFinalizer(f string) bool {
-	_, known := LookupFinalizer(f)
-	return !known
+	row, known := LookupFinalizer(f)
+	return !known || row.Code == FinalizerPending && !strings.HasPrefix(row.Source, kubernetesSource)
 }
+
+// kubernetesSource starts the source of a row Kubernetes itself owns.
+const kubernetesSource = "kubernetes/kubernetes "
