@@ -338,3 +338,45 @@ func TestNodeDrainBlockedByABudget(t *testing.T) {
 		t.Errorf("with the budget allowing one: %s: %s %q", top.Code, top.Summary, top.Evidence)
 	}
 }
+
+// Issue 23: the controller's own finalizer-removal write broken by
+// admission. The real job controller cannot remove
+// batch.kubernetes.io/job-tracking from a finished pod: a mutating webhook
+// (served on 127.0.0.1, failurePolicy Ignore, since it answers) turns its
+// patch into an invalid update of the pod's resources. The pod, deleted,
+// stays Terminating; the report names the webhook.
+func TestMutatingWebhookBreaksTheFinalizerRemoval(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "mutated")
+	stop, err := env.ResourcesMutator(ctx, "mutated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	pod, err := env.FinishedJobPod(ctx, ns, "report", liveNode, "mutated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second) // the job controller has tried, and failed, to remove its finalizer
+	got, err := env.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil || !slices.Contains(got.Finalizers, "batch.kubernetes.io/job-tracking") {
+		t.Fatalf("the job controller removed its finalizer through the webhook (%v): %v", err, got.Finalizers)
+	}
+	if err := env.DeletePod(ctx, ns, pod, 30); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(31 * time.Second)
+	r, res := diagnose(t, "why", "pod/"+pod, "-n", ns)
+	it := only(t, r)
+	top := it.Causes[0]
+	if res.code != 2 || top.Code != "AdmissionWebhookDenied" || !strings.Contains(top.Summary, "mutating webhook defaults.mutated.example.com (mutated) changes UPDATE pods") {
+		t.Fatalf("exit %d, %v %s: %s; want exit 2 and the mutating webhook first", res.code, codesOf(it), top.Severity, top.Summary)
+	}
+	if !slices.Contains(codesOf(it), "FinalizerPending") {
+		t.Errorf("the finalizer itself is not reported: %v", codesOf(it))
+	}
+	t.Cleanup(func() {
+		_ = env.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "mutated", metav1.DeleteOptions{})
+	})
+}
