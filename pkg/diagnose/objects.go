@@ -167,7 +167,7 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		evidence = append(evidence, fmt.Sprintf("spec.csi: driver %s, volumeHandle %s", csi.Driver, csi.VolumeHandle))
 		owner += " of driver " + csi.Driver
 	}
-	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, "VolumeFailedDelete", owner, "backend volume", evidence,
+	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, f.name, owner, "backend volume", evidence,
 		read("Read the volume's events and the provisioner's logs", kubectl("", "describe", "pv", pv.Name)),
 		repair("Fix what blocks the provisioner (its controller not running, credentials, the backend volume still attached or in use) or delete the volume in the storage backend", ""),
 		fix("Only once the backend volume is deleted, or to keep it on purpose: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name), report.RiskHigh,
@@ -176,16 +176,24 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 
 // externalCleanupCause: a controller deletes something outside the cluster
 // (a cloud load balancer, a backend volume), then removes its finalizer; it
-// records a failureReason event on the object while it cannot. Without that
-// event the controller may not be running (events expire: a warning only).
-func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, failureReason, controller, thing string, evidence []string, steps ...report.Step) []report.Cause {
-	if failure := latestEvent(s.Events[t.Object.GetUID()], failureReason); failure != nil {
+// records one of its finalizer's failure events (the catalogue's
+// failureEvents) on the object while it cannot. Without one the controller
+// may not be running (events expire: a warning only).
+func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, finalizer, controller, thing string, evidence []string, steps ...report.Step) []report.Cause {
+	reasons := catalog.FinalizerOwner(finalizer).FailureEvents
+	var failure *corev1.Event
+	for _, reason := range reasons {
+		if e := latestEvent(s.Events[t.Object.GetUID()], reason); e != nil && (failure == nil || eventTime(*e).After(eventTime(*failure))) {
+			failure = e
+		}
+	}
+	if failure != nil {
 		return []report.Cause{cause(code, settling(report.Critical, tm), 0.9,
 			"the "+controller+" fails to delete the "+thing+": "+failure.Message, append(evidence, describeEvent(failure, s.Now)), steps...)}
 	}
 	return []report.Cause{cause(code, settling(report.Warning, tm), 0.5,
 		"the "+thing+" is not deleted yet and no failure is reported: the "+controller+" may not be running",
-		append(evidence, noEventSeen(failureReason)), steps...)}
+		append(evidence, noEventSeen(strings.Join(reasons, " or "))), steps...)}
 }
 
 // detachCause: the CSI external-attacher keeps a volume (or its
@@ -236,7 +244,7 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	for _, in := range t.Service.Status.LoadBalancer.Ingress {
 		evidence = append(evidence, fmt.Sprintf("status.loadBalancer.ingress: %s%s", in.IP, in.Hostname))
 	}
-	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, "DeleteLoadBalancerFailed", "cloud-controller-manager", "cloud load balancer", evidence,
+	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, f.name, "cloud-controller-manager", "cloud load balancer", evidence,
 		read("Read the service's events and the cloud-controller-manager's logs", kubectl(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
 		repair("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", ""),
 		fix("Only once the load balancer is gone from the cloud: remove the finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name), report.RiskHigh,

@@ -112,7 +112,7 @@ func TestVolumeBoundAndDetach(t *testing.T) {
 func TestLoadBalancerCleanup(t *testing.T) {
 	svc := heldObject("Service", "services", "web", 10*time.Minute, "service.kubernetes.io/load-balancer-cleanup")
 	svc.Service = &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
-	expectCauses(t, Diagnose(snapOf(svc)).Items[0], []string{"LoadBalancerCleanupPending"}, report.Warning, "no DeleteLoadBalancerFailed event seen")
+	expectCauses(t, Diagnose(snapOf(svc)).Items[0], []string{"LoadBalancerCleanupPending"}, report.Warning, "no SyncLoadBalancerFailed or DeleteLoadBalancerFailed event seen")
 
 	s := snapOf(svc)
 	s.Events[svc.Object.GetUID()] = []corev1.Event{{Reason: "DeleteLoadBalancerFailed", Type: "Warning", Message: "Error deleting load balancer: quota exceeded", LastTimestamp: *ago(time.Minute)}}
@@ -120,6 +120,26 @@ func TestLoadBalancerCleanup(t *testing.T) {
 	expectCauses(t, it, []string{"LoadBalancerCleanupPending"}, report.Critical, "event Warning DeleteLoadBalancerFailed")
 	if !strings.Contains(it.Causes[0].Summary, "quota exceeded") {
 		t.Errorf("summary: %q", it.Causes[0].Summary)
+	}
+	// With its finalizer on, the service controller records the failure as
+	// SyncLoadBalancerFailed (the catalogue's failure events): the latest one speaks.
+	s.Events[svc.Object.GetUID()] = append(s.Events[svc.Object.GetUID()], corev1.Event{Reason: "SyncLoadBalancerFailed", Type: "Warning",
+		Message: "Error syncing load balancer: failed to delete load balancer: AccessDenied", LastTimestamp: *ago(10 * time.Second)})
+	if it := Diagnose(s).Items[0]; it.Severity != report.Critical || !strings.Contains(it.Causes[0].Summary, "AccessDenied") {
+		t.Errorf("SyncLoadBalancerFailed: %s %q", it.Severity, it.Causes[0].Summary)
+	}
+}
+
+// A controller named unlike its finalizer is found by the workloads its
+// catalogue row names: Cluster API's machine finalizer and capi-controller-manager.
+func TestOwnerFoundByTheCataloguesWorkloads(t *testing.T) {
+	ctl := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "capi-system", Name: "capi-controller-manager", Desired: 1, Ready: 1}}}
+	if state, _ := ownerLiveness(ctl, "cluster.cluster.x-k8s.io"); state != ownerHealthy {
+		t.Errorf("cluster.cluster.x-k8s.io with capi-controller-manager ready: state %d, want healthy", state)
+	}
+	ctl.Workloads[0].Ready = 0
+	if state, _ := ownerLiveness(ctl, "cluster.cluster.x-k8s.io"); state != ownerDown {
+		t.Errorf("with no ready replica: state %d, want down", state)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -42,7 +43,13 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []s
 	if ctl == nil {
 		return ownerUnknown, nil
 	}
+	// The words of the finalizer's name, and the workloads its catalogue
+	// row names (Cluster API's capi-controller-manager shares no word
+	// with machine.cluster.x-k8s.io).
 	tokens := ownerTokens(finalizer)
+	for _, w := range catalog.FinalizerOwner(finalizer).Workloads {
+		tokens = append(tokens, strings.ToLower(w))
+	}
 	var evidence []string
 	domain, _, _ := strings.Cut(finalizer, "/")
 	for _, g := range ctl.APIGroups {
