@@ -44,7 +44,7 @@ func TestMutatingWebhookOnFinalizerRemoval(t *testing.T) {
 		return s
 	}
 	invalid := corev1.Event{Type: corev1.EventTypeWarning, Reason: "FailedUpdate", Count: 1, LastTimestamp: *ago(time.Minute),
-		Message: `Pod "job-pod" is invalid: spec: Forbidden: pod updates may not change fields other than spec.containers[*].image`,
+		Message:        `Pod "job-pod" is invalid: spec: Forbidden: pod updates may not change fields other than spec.containers[*].image`,
 		InvolvedObject: corev1.ObjectReference{UID: "uid-job-pod"}}
 	ignore := admissionregistrationv1.Ignore
 	for _, tc := range []struct {
