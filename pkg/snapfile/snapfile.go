@@ -142,15 +142,3 @@ func decode(data []byte) (Saved, error) {
 	}
 	return Saved{PluginVersion: doc.PluginVersion, Selection: doc.Selection, Snapshot: snap}, nil
 }
-
-// mapValues copies m with each value passed through f; nil stays nil.
-func mapValues[K comparable, V any](m map[K]V, f func(V) V) map[K]V {
-	if m == nil {
-		return nil
-	}
-	out := make(map[K]V, len(m))
-	for k, v := range m {
-		out[k] = f(v)
-	}
-	return out
-}
