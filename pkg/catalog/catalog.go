@@ -49,6 +49,10 @@ const (
 	// NodeDrainBlocked: a node (or the Machine or NodeClaim that drains it)
 	// is held by a drain finalizer, and pods on it cannot be evicted.
 	NodeDrainBlocked Code = "NodeDrainBlocked"
+	// SnapshotSourceInUse: a claim or snapshot is held by the CSI
+	// snapshotter's protection finalizer while a snapshot is being taken
+	// from it, or a claim restored from it.
+	SnapshotSourceInUse Code = "SnapshotSourceInUse"
 	// DiagnosisIncomplete is the tool's own code: the object is past its
 	// deadline but no rule explains why (or the evidence could not be read).
 	DiagnosisIncomplete Code = "DiagnosisIncomplete"
@@ -84,6 +88,7 @@ var entries = map[Code]Entry{
 	LoadBalancerCleanupPending:   {"load balancer not deleted", 30},
 	NodeDrainBlocked:             {"drain cannot evict pods", 35},
 	PVCInUse:                     {"claim still used by pods", 35},
+	SnapshotSourceInUse:          {"snapshot or restore in progress", 35},
 	PVBound:                      {"volume still bound", 35},
 	ForegroundDeletionBlocked:    {"dependents still present", 40},
 	CRDInstancesRemaining:        {"custom resources remain", 40},

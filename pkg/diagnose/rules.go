@@ -49,6 +49,9 @@ const (
 	// DrainEvidence: the pods still on the node a drain finalizer empties,
 	// and the PodDisruptionBudgets of their namespaces.
 	DrainEvidence
+	// SnapshotEvidence: the VolumeSnapshots taken from a claim, or the
+	// claims restored from a VolumeSnapshot, in the target's namespace.
+	SnapshotEvidence
 )
 
 // Has reports whether e includes every read of x.
@@ -156,6 +159,7 @@ func init() {
 		catalog.VolumeDeleteFailed:         {needs: evidence(EventEvidence), explain: volumeDeleteCause},
 		catalog.LoadBalancerCleanupPending: {needs: evidence(EventEvidence), explain: loadBalancerCause},
 		catalog.NodeDrainBlocked:           {needs: evidence(DrainEvidence | EventEvidence), explain: drainCause},
+		catalog.SnapshotSourceInUse:        {needs: evidence(SnapshotEvidence), explain: snapshotSourceCause},
 		catalog.FinalizerPending:           {needs: pendingNeeds, explain: orphanCause},
 		// Kubernetes' own finalizers the generic FinalizerPending explains.
 	}

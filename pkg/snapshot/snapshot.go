@@ -67,8 +67,31 @@ type Snapshot struct {
 	// PDBs holds the PodDisruptionBudgets of those pods' namespaces, by
 	// namespace; a missing key: not read.
 	PDBs map[string][]policyv1.PodDisruptionBudget `json:"pdbs"`
+	// VolumeSnapshots holds the VolumeSnapshots of the namespaces of claims
+	// held by the snapshotter's pvc-as-source-protection, by namespace; an
+	// empty list when the snapshot API is not served; a missing key: not read.
+	VolumeSnapshots map[string][]VolumeSnapshot `json:"volumeSnapshots"`
+	// NamespaceClaims holds the PersistentVolumeClaims of the namespaces of
+	// VolumeSnapshots held by volumesnapshot-as-source-protection (the claims
+	// restored from them), by namespace; a missing key: not read.
+	NamespaceClaims map[string][]corev1.PersistentVolumeClaim `json:"namespaceClaims"`
 	// Skipped lists run-wide reads that could not be made.
 	Skipped []Skip `json:"skipped"`
+}
+
+// VolumeSnapshot is a snapshot.storage.k8s.io VolumeSnapshot, reduced to
+// what explains the snapshotter's protection finalizers.
+type VolumeSnapshot struct {
+	Namespace, Name string
+	// SourceClaim is spec.source.persistentVolumeClaimName ("" for a
+	// pre-provisioned snapshot).
+	SourceClaim string
+	Class       string
+	// ReadyToUse is status.readyToUse; nil while the status is unset.
+	ReadyToUse *bool
+	// Error is status.error.message, if any.
+	Error   string
+	Deleted bool
 }
 
 // Kubelet is a node's kubelet's own view of the pod targets on that node:

@@ -1,0 +1,85 @@
+package collect
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func init() {
+	register(source{name: "volume snapshots", after: nesting, read: (*Collector).readSnapshotSources})
+}
+
+// volumeSnapshots is read through the dynamic client: the API is a CRD of
+// the CSI external-snapshotter, served only where it is installed.
+var volumeSnapshots = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}
+
+// readSnapshotSources reads, for targets held by the CSI snapshotter's
+// source protections, what holds them: the VolumeSnapshots of a held claim's
+// namespace, the claims of a held snapshot's namespace; one list each per
+// namespace.
+func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapshot) {
+	var snapNS, claimNS []string
+	for _, t := range needing(s, diagnose.SnapshotEvidence) {
+		list := &claimNS
+		if t.Ref.Kind == "PersistentVolumeClaim" {
+			list = &snapNS
+		}
+		if !slices.Contains(*list, t.Ref.Namespace) {
+			*list = append(*list, t.Ref.Namespace)
+		}
+	}
+	if len(snapNS) > 0 {
+		s.VolumeSnapshots = map[string][]snapshot.VolumeSnapshot{}
+	}
+	for _, ns := range snapNS {
+		items, err := listAll[unstructured.Unstructured](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.Clients.Dynamic.Resource(volumeSnapshots).Namespace(ns).List(ctx, opts)
+		})
+		switch {
+		case apierrors.IsNotFound(err):
+			s.VolumeSnapshots[ns] = []snapshot.VolumeSnapshot{} // not served: no snapshot holds anything
+		case err != nil:
+			c.Skip(skipOf("volumesnapshots in "+ns, err))
+		default:
+			for i := range items {
+				s.VolumeSnapshots[ns] = append(s.VolumeSnapshots[ns], volumeSnapshotOf(&items[i]))
+			}
+			if s.VolumeSnapshots[ns] == nil {
+				s.VolumeSnapshots[ns] = []snapshot.VolumeSnapshot{}
+			}
+		}
+	}
+	if len(claimNS) > 0 {
+		s.NamespaceClaims = map[string][]corev1.PersistentVolumeClaim{}
+	}
+	for _, ns := range claimNS {
+		claims, err := listAll[corev1.PersistentVolumeClaim](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.Clients.Typed.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
+		})
+		if err != nil {
+			c.Skip(skipOf("persistentvolumeclaims in "+ns, err))
+			continue
+		}
+		s.NamespaceClaims[ns] = claims
+	}
+}
+
+func volumeSnapshotOf(u *unstructured.Unstructured) snapshot.VolumeSnapshot {
+	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
+	v := snapshot.VolumeSnapshot{Namespace: u.GetNamespace(), Name: u.GetName(), SourceClaim: str("spec", "source", "persistentVolumeClaimName"),
+		Class: str("spec", "volumeSnapshotClassName"), Error: str("status", "error", "message"), Deleted: u.GetDeletionTimestamp() != nil}
+	if ready, found, _ := unstructured.NestedBool(u.Object, "status", "readyToUse"); found {
+		v.ReadyToUse = &ready
+	}
+	return v
+}

@@ -1,0 +1,136 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// The CSI snapshot-controller protects the source of an operation in
+// progress (kubernetes-csi/external-snapshotter): a claim while a
+// VolumeSnapshot taken from it is not ready to use
+// (pvc-as-source-protection), a VolumeSnapshot while a claim restored from
+// it is still Pending (volumesnapshot-as-source-protection). The controller
+// is alive and waiting; what holds the deletion is the other object, named
+// here with what it says.
+
+const (
+	claimSourceFinalizer    = "snapshot.storage.kubernetes.io/pvc-as-source-protection"
+	snapshotSourceFinalizer = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"
+	snapshotGroup           = "snapshot.storage.k8s.io"
+)
+
+func snapshotSourceCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+	switch f.name {
+	case claimSourceFinalizer:
+		return claimSnapshotted(s, t, f, tm)
+	case snapshotSourceFinalizer:
+		return snapshotRestoring(s, t, f, tm)
+	}
+	return nil
+}
+
+// claimSnapshotted: the snapshots still being taken from the claim.
+func claimSnapshotted(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+	snaps, found := s.VolumeSnapshots[t.Ref.Namespace]
+	if !found {
+		return nil
+	}
+	var taking []snapshot.VolumeSnapshot
+	var failed *snapshot.VolumeSnapshot
+	for i, v := range snaps {
+		if v.SourceClaim != t.Ref.Name || (v.ReadyToUse != nil && *v.ReadyToUse) {
+			continue
+		}
+		taking = append(taking, v)
+		if v.Error != "" && failed == nil {
+			failed = &snaps[i]
+		}
+	}
+	if len(taking) == 0 {
+		return nil // none in progress: the controller should release the claim
+	}
+	evidence := []string{fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no VolumeSnapshot taken from the claim is still in progress", f.name)}
+	for _, v := range taking {
+		evidence = append(evidence, describeSnapshot(v))
+	}
+	first := taking[0]
+	sev, confidence := settling(report.Warning, tm), 0.6
+	summary := fmt.Sprintf("VolumeSnapshot %s is still being taken from the claim (not ready to use): the snapshot-controller keeps the claim until it is", first.Name)
+	if failed != nil {
+		first = *failed
+		sev, confidence = settling(report.Critical, tm), 0.85
+		summary = fmt.Sprintf("VolumeSnapshot %s, taken from the claim, cannot finish: %s", first.Name, first.Error)
+	}
+	return []report.Cause{cause(catalog.SnapshotSourceInUse, sev, confidence, summary, evidence,
+		read("Read the snapshot's status and events", kubectl(first.Namespace, "describe", "volumesnapshot", first.Name)),
+		repair("Fix what the snapshot reports (its VolumeSnapshotClass, the CSI driver's snapshotter); once it is ready to use the claim is released", ""),
+		fix(fmt.Sprintf("Or give the snapshot up: delete VolumeSnapshot %s", first.Name), kubectl(first.Namespace, "delete", "volumesnapshot", first.Name), report.RiskHigh,
+			"the snapshot is lost; the claim goes once no other snapshot is taken from it"),
+		never(fmt.Sprintf("Never remove %s while a snapshot is taken from the claim", f.name), "the volume may be deleted under a snapshot still copying it"))}
+}
+
+// snapshotRestoring: the claims still being restored from the snapshot.
+func snapshotRestoring(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+	claims, found := s.NamespaceClaims[t.Ref.Namespace]
+	if !found {
+		return nil
+	}
+	var restoring []corev1.PersistentVolumeClaim
+	for _, c := range claims {
+		if c.Status.Phase == corev1.ClaimPending && restoresFrom(c, t.Ref.Name) {
+			restoring = append(restoring, c)
+		}
+	}
+	if len(restoring) == 0 {
+		return nil
+	}
+	evidence := []string{fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no claim is being restored from the snapshot", f.name)}
+	var names []string
+	for _, c := range restoring {
+		names = append(names, c.Name)
+		line := fmt.Sprintf("persistentvolumeclaim %s: status.phase Pending, restored from this snapshot (storageClassName %s)", c.Name, deref(c.Spec.StorageClassName))
+		for _, cond := range c.Status.Conditions {
+			line += fmt.Sprintf("; condition %s=%s %s %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+		evidence = append(evidence, line)
+	}
+	first := restoring[0]
+	return []report.Cause{cause(catalog.SnapshotSourceInUse, settling(report.Warning, tm), 0.7,
+		fmt.Sprintf("claim(s) %s are still being restored from the snapshot (Pending): the snapshot-controller keeps the snapshot until they are provisioned", strings.Join(names, ", ")),
+		evidence,
+		read("Read why the claim is not provisioned (its events: ProvisioningFailed...)", kubectl(first.Namespace, "describe", "persistentvolumeclaim", first.Name)),
+		repair("Fix what keeps the claim Pending (its StorageClass, the CSI provisioner, a consumer pod for WaitForFirstConsumer); once it is Bound the snapshot is released", ""),
+		fix(fmt.Sprintf("Or give the restore up: delete claim %s", first.Name), kubectl(first.Namespace, "delete", "persistentvolumeclaim", first.Name), report.RiskHigh,
+			"the restore is abandoned"),
+		never(fmt.Sprintf("Never remove %s while a claim is restored from it", f.name), "the restore may read a snapshot being deleted"))}
+}
+
+// restoresFrom: the claim's dataSource or dataSourceRef is the VolumeSnapshot.
+func restoresFrom(c corev1.PersistentVolumeClaim, snap string) bool {
+	if ds := c.Spec.DataSource; ds != nil && ds.Kind == "VolumeSnapshot" && ds.Name == snap && deref(ds.APIGroup) == snapshotGroup {
+		return true
+	}
+	ref := c.Spec.DataSourceRef
+	return ref != nil && ref.Kind == "VolumeSnapshot" && ref.Name == snap && deref(ref.APIGroup) == snapshotGroup && (ref.Namespace == nil || *ref.Namespace == c.Namespace)
+}
+
+func describeSnapshot(v snapshot.VolumeSnapshot) string {
+	ready := "unset"
+	if v.ReadyToUse != nil {
+		ready = fmt.Sprint(*v.ReadyToUse)
+	}
+	line := fmt.Sprintf("volumesnapshot %s: spec.source.persistentVolumeClaimName %s, volumeSnapshotClassName %q, status.readyToUse %s", v.Name, v.SourceClaim, v.Class, ready)
+	if v.Error != "" {
+		line += ", status.error: " + v.Error
+	}
+	if v.Deleted {
+		line += ", being deleted"
+	}
+	return line
+}

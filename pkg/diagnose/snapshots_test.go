@@ -1,0 +1,80 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// The CSI snapshotter's source protections: a claim held while a snapshot
+// taken from it is not ready, a snapshot held while a claim restored from it
+// is Pending; the report names the other object and what it says.
+func TestSnapshotSourceInUse(t *testing.T) {
+	yes, no := true, false
+	group := "snapshot.storage.k8s.io"
+	claim := func() *snapshot.Target {
+		return heldObject("PersistentVolumeClaim", "persistentvolumeclaims", "data", 10*time.Minute, claimSourceFinalizer)
+	}
+	snap := func() *snapshot.Target {
+		t := heldObject("VolumeSnapshot", "volumesnapshots.snapshot.storage.k8s.io", "nightly", 10*time.Minute, snapshotSourceFinalizer)
+		t.Ref.APIVersion = "snapshot.storage.k8s.io/v1"
+		return t
+	}
+	restoring := func(name string, phase corev1.PersistentVolumeClaimPhase, ref bool) corev1.PersistentVolumeClaim {
+		c := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+		if ref {
+			c.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: "nightly"}
+		} else {
+			c.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: "nightly"}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name     string
+		target   func() *snapshot.Target
+		snaps    []snapshot.VolumeSnapshot
+		claims   []corev1.PersistentVolumeClaim
+		code     string
+		severity report.Severity
+		summary  string
+	}{
+		{"a snapshot still being taken", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data"}}, nil,
+			"SnapshotSourceInUse", report.Warning, "VolumeSnapshot nightly is still being taken from the claim"},
+		{"a snapshot that fails", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "ok", SourceClaim: "data", ReadyToUse: &no},
+			{Namespace: "shop", Name: "nightly", SourceClaim: "data", ReadyToUse: &no, Error: "VolumeSnapshotClass \"fast\" not found"}}, nil,
+			"SnapshotSourceInUse", report.Critical, "VolumeSnapshot nightly, taken from the claim, cannot finish: VolumeSnapshotClass \"fast\" not found"},
+		{"a ready snapshot holds nothing", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data", ReadyToUse: &yes}}, nil,
+			"FinalizerPending", report.Warning, claimSourceFinalizer},
+		{"a snapshot of another claim", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "logs"}}, nil,
+			"FinalizerPending", report.Warning, claimSourceFinalizer},
+		{"snapshots not read", claim, nil, nil, "FinalizerPending", report.Warning, claimSourceFinalizer},
+		{"a claim restored from the snapshot", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-1", corev1.ClaimPending, false)},
+			"SnapshotSourceInUse", report.Warning, "claim(s) restore-1 are still being restored from the snapshot"},
+		{"through dataSourceRef", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-2", corev1.ClaimPending, true)},
+			"SnapshotSourceInUse", report.Warning, "restore-2"},
+		{"a restored claim, bound", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-1", corev1.ClaimBound, false)},
+			"FinalizerPending", report.Warning, snapshotSourceFinalizer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapOf(tc.target())
+			if tc.snaps != nil {
+				s.VolumeSnapshots = map[string][]snapshot.VolumeSnapshot{"shop": tc.snaps}
+			}
+			if tc.claims != nil {
+				s.NamespaceClaims = map[string][]corev1.PersistentVolumeClaim{"shop": tc.claims}
+			}
+			it := Diagnose(s).Items[0]
+			c := it.Causes[0]
+			if c.Code != tc.code || c.Severity != tc.severity || !strings.Contains(c.Summary, tc.summary) {
+				t.Errorf("%s %s: %s; want %s %s saying %q", c.Code, c.Severity, c.Summary, tc.code, tc.severity, tc.summary)
+			}
+			expectGradedSteps(t, it)
+		})
+	}
+}
