@@ -46,6 +46,14 @@ type followGroup struct {
 // what went while nothing watched; when the watch ends (the apiserver
 // restarting, its own timeout, a resourceVersion too old) the group is listed
 // again. Follow returns when every group is done.
+//
+// Why not client-go's tools/watch: NewRetryWatcher gives up on an expired
+// resourceVersion (410) instead of listing again, and UntilWithSync's
+// informer relists and backs off inside its reflector, where a failure is
+// logged, not reported: wait must say once per outage that it is retrying,
+// give up at once on Forbidden, tell a replaced object (a new UID) from the
+// same one, and run its unit tests on a fake clock. The loop below does these
+// four things and nothing else.
 func (c *Collector) Follow(ctx context.Context, found []Found, sleep Sleep, out chan<- Change) {
 	groups := map[[2]string]*followGroup{}
 	var order []*followGroup
