@@ -148,8 +148,10 @@ func drained(p *corev1.Pod) bool {
 // evictionBlockers lists why the Eviction API refuses a pod, or nothing.
 func evictionBlockers(s *snapshot.Snapshot, p *corev1.Pod) []evictionBlocker {
 	var out []evictionBlocker
-	if p.Annotations[doNotDisrupt] == "true" {
-		out = append(out, evictionBlocker{pod: p, annotation: doNotDisrupt, reason: fmt.Sprintf("annotation %s=true: Karpenter does not disrupt it", doNotDisrupt)})
+	for _, a := range []string{doNotDisrupt, snapshot.DoNotEvictAnnotation} {
+		if p.Annotations[a] == "true" {
+			out = append(out, evictionBlocker{pod: p, annotation: a, reason: fmt.Sprintf("annotation %s=true: Karpenter does not disrupt it", a)})
+		}
 	}
 	if p.Annotations[safeToEvict] == "false" {
 		out = append(out, evictionBlocker{pod: p, annotation: safeToEvict, reason: fmt.Sprintf("annotation %s=false: the cluster autoscaler does not evict it", safeToEvict)})

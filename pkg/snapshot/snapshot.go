@@ -251,12 +251,14 @@ const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
 // Annotations by which a pod refuses a drain's eviction.
 const (
 	DoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
-	SafeToEvictAnnotation  = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	// DoNotEvictAnnotation is do-not-disrupt's name before Karpenter v0.32.
+	DoNotEvictAnnotation  = "karpenter.sh/do-not-evict"
+	SafeToEvictAnnotation = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 )
 
 // ReadAnnotations are the only annotations any rule reads: a snapshot file
 // keeps these and no other (package snapfile).
-var ReadAnnotations = []string{MirrorPodAnnotation, DoNotDisruptAnnotation, SafeToEvictAnnotation}
+var ReadAnnotations = []string{MirrorPodAnnotation, DoNotDisruptAnnotation, DoNotEvictAnnotation, SafeToEvictAnnotation}
 
 // Pods is the core group's pods, as scans count them.
 var Pods = schema.GroupResource{Resource: "pods"}
