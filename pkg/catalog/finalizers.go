@@ -26,6 +26,11 @@ type Finalizer struct {
 	// it cannot finish: a condition of that type with that status (and one
 	// of those reasons, when any are listed).
 	FailureConditions []ConditionSignal `json:"failureConditions,omitempty"`
+	// Writer is the user the owner sends its finalizer-removal write as,
+	// when it is fixed: kube-controller-manager's controllers each have a
+	// service account in kube-system (--use-service-account-credentials,
+	// the usual setup).
+	Writer string `json:"writer,omitempty"`
 	// Source is where the facts of the row were checked (the owner's code).
 	Source string `json:"source,omitempty"`
 }

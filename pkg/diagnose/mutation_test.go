@@ -64,6 +64,12 @@ func TestMutatingWebhookOnFinalizerRemoval(t *testing.T) {
 		{"a matchCondition excluding the pod", func(w *admissionregistrationv1.MutatingWebhook) {
 			w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "other-pods", Expression: "object.metadata.name == 'someone-else'"}}
 		}, admissionregistrationv1.Fail, nil, "", ""},
+		{"a matchCondition on the sender, the job controller", func(w *admissionregistrationv1.MutatingWebhook) {
+			w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "controllers", Expression: "request.userInfo.username.startsWith('system:serviceaccount:kube-system:')"}}
+		}, admissionregistrationv1.Fail, nil, report.Warning, "changes UPDATE pods"},
+		{"a matchCondition excluding controllers", func(w *admissionregistrationv1.MutatingWebhook) {
+			w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "people", Expression: "!('system:serviceaccounts' in request.userInfo.groups)"}}
+		}, admissionregistrationv1.Fail, nil, "", ""},
 		{"an objectSelector excluding the pod", func(w *admissionregistrationv1.MutatingWebhook) {
 			w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"inject": "true"}}
 		}, admissionregistrationv1.Fail, nil, "", ""},
@@ -82,6 +88,9 @@ func TestMutatingWebhookOnFinalizerRemoval(t *testing.T) {
 			}
 			if top.Code != "AdmissionWebhookDenied" || top.Severity != tc.severity || !strings.Contains(top.Summary, tc.summary) {
 				t.Errorf("%v: %s %s: %s", codes(it), top.Code, top.Severity, top.Summary)
+			}
+			if tc.severity == report.Warning && top.Confidence != 0.4 {
+				t.Errorf("confidence %.2f: the sender is known (the catalogue's writer), every condition evaluates", top.Confidence)
 			}
 			expectGradedSteps(t, it)
 		})

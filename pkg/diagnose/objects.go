@@ -268,13 +268,15 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 	if ns != nil {
 		nsLabels = ns.Labels
 	}
-	// Sent by the finalizer's controller, whose identity is not known here:
-	// matchConditions on the sender stay unknown. The object loses one finalizer.
+	// Sent by the finalizer's controller, as the catalogue's writer when it
+	// names one (else matchConditions on the sender stay unknown). The
+	// object loses its first finalizer.
 	sent := lazy(func() *celeval.Request {
 		after := t.Object.DeepCopy()
 		after.SetFinalizers(t.Object.GetFinalizers()[1:])
 		return &celeval.Request{Operation: "UPDATE", Group: group, Version: version, Resource: resource, Kind: t.Ref.Kind,
-			Namespace: t.Ref.Namespace, Name: t.Ref.Name, Object: after.Object, OldObject: t.Object.Object, NamespaceObject: objectMap(ns)}
+			Namespace: t.Ref.Namespace, Name: t.Ref.Name, Object: after.Object, OldObject: t.Object.Object, NamespaceObject: objectMap(ns),
+			User: writer(t.Object.GetFinalizers()[0])}
 	})
 	r := request{operation: "UPDATE", group: group, version: version, resource: resource, namespaced: t.Ref.Namespace != "",
 		objLabels: t.Object.GetLabels(), nsLabels: nsLabels, cel: sent}
@@ -339,6 +341,17 @@ func mutationSuspect(a snapshot.Admission, h hook, r request, what string, said 
 		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectl("", "delete", h.kind, h.config), report.RiskHigh,
 			"removes that admission control for the whole cluster"))
 	return f, true
+}
+
+// writer is the user a finalizer's owner removes it as, with the groups the
+// apiserver gives a service account; nil when the catalogue does not know.
+func writer(finalizer string) *celeval.User {
+	name := catalog.FinalizerOwner(finalizer).Writer
+	ns, _, ok := strings.Cut(strings.TrimPrefix(name, "system:serviceaccount:"), ":")
+	if name == "" || !ok {
+		return nil
+	}
+	return &celeval.User{Username: name, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
 }
 
 func splitAPIVersion(apiVersion string) (group, version string) {
