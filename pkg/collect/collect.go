@@ -286,20 +286,17 @@ func eventNamespace(t *snapshot.Target) string {
 
 // namespaceEvents reads every event of a namespace, by involvedObject.uid.
 func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.UID][]corev1.Event, error) {
-	out := map[types.UID][]corev1.Event{}
-	opts := metav1.ListOptions{Limit: pageSize}
-	for {
-		list, err := c.Clients.Typed.CoreV1().Events(ns).List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range list.Items {
-			out[e.InvolvedObject.UID] = append(out[e.InvolvedObject.UID], e)
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			return out, nil
-		}
+	events, err := listAll[corev1.Event](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.Clients.Typed.CoreV1().Events(ns).List(ctx, opts)
+	})
+	if err != nil {
+		return nil, err
 	}
+	out := map[types.UID][]corev1.Event{}
+	for _, e := range events {
+		out[e.InvolvedObject.UID] = append(out[e.InvolvedObject.UID], e)
+	}
+	return out, nil
 }
 
 // concurrently runs the readers at once and waits for all of them.

@@ -105,20 +105,14 @@ func (c *Collector) readPods(ctx context.Context, targets []*snapshot.Target, po
 
 // namespacePods lists a namespace's pods in full, by UID.
 func (c *Collector) namespacePods(ctx context.Context, ns string) (map[types.UID]*corev1.Pod, error) {
-	out := map[types.UID]*corev1.Pod{}
-	opts := metav1.ListOptions{Limit: pageSize}
-	for {
-		list, err := c.Clients.Typed.CoreV1().Pods(ns).List(ctx, opts)
-		if err != nil {
-			return out, err
-		}
-		for i := range list.Items {
-			out[list.Items[i].UID] = &list.Items[i]
-		}
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			return out, nil
-		}
+	pods, err := listAll[corev1.Pod](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.Clients.Typed.CoreV1().Pods(ns).List(ctx, opts)
+	})
+	out := make(map[types.UID]*corev1.Pod, len(pods))
+	for i := range pods {
+		out[pods[i].UID] = &pods[i]
 	}
+	return out, err
 }
 
 // readVolumeAttachments gives each PersistentVolume target the
