@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
@@ -378,5 +380,43 @@ func TestMutatingWebhookBreaksTheFinalizerRemoval(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_ = env.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "mutated", metav1.DeleteOptions{})
+	})
+}
+
+// Issue 23: what blocks the snapshot-controller. A claim held by
+// pvc-as-source-protection while a VolumeSnapshot taken from it cannot
+// finish; a VolumeSnapshot held by volumesnapshot-as-source-protection while
+// a claim restored from it stays Pending. Each report names the other object.
+func TestSnapshotSourceInUse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "snapsrc")
+	if err := env.VolumeSnapshotAPI(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.SnapshottedClaim(ctx, ns, "data", "nightly", `VolumeSnapshotClass "fast" not found`); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.RestoringSnapshot(ctx, ns, "weekly", "restore-1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(31 * time.Second)
+	for _, tc := range []struct{ args, severity, summary string }{
+		{"pvc/data", "critical", `VolumeSnapshot nightly, taken from the claim, cannot finish: VolumeSnapshotClass "fast" not found`},
+		{"volumesnapshots.snapshot.storage.k8s.io/weekly", "warning", "claim(s) restore-1 are still being restored from the snapshot"},
+	} {
+		r, res := diagnose(t, "why", tc.args, "-n", ns)
+		it := only(t, r)
+		top := it.Causes[0]
+		if res.code != 2 || top.Code != "SnapshotSourceInUse" || top.Severity != tc.severity || !strings.Contains(top.Summary, tc.summary) {
+			t.Errorf("%s: exit %d, %v %s: %s; want exit 2, SnapshotSourceInUse (%s) saying %q", tc.args, res.code, codesOf(it), top.Severity, top.Summary, tc.severity, tc.summary)
+		}
+	}
+	// Released as the snapshot-controller would, so the namespace can go.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		_, _ = env.Client.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "data", types.MergePatchType, patch, metav1.PatchOptions{})
+		_, _ = env.Dynamic.Resource(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}).Namespace(ns).Patch(ctx, "weekly", types.MergePatchType, patch, metav1.PatchOptions{})
 	})
 }
