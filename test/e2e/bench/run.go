@@ -131,12 +131,10 @@ func namespaceCases(ctx context.Context, o Options, sz sizes) ([]Result, error) 
 		return nil, err
 	}
 	defer cleanup(l, px)
-	kinds := Kinds(sz.crds, sz.groups)
-	t := time.Now()
-	if err := CRDs(ctx, env, kinds); err != nil {
+	kinds, err := servedKinds(ctx, env, sz)
+	if err != nil {
 		return nil, err
 	}
-	progress("%d CRDs in %d groups served in %s", sz.crds, sz.groups, time.Since(t).Round(time.Second))
 	var results []Result
 	for _, n := range sz.objects {
 		if !strings.Contains(o.Cases, "1") && (n != sz.oneLinerMax || !strings.Contains(o.Cases, "3")) {

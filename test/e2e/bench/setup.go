@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +26,17 @@ func Kinds(n, groups int) []scenario.BulkKind {
 		kinds[i] = scenario.BulkKind{Group: fmt.Sprintf("g%02d.bench.example.com", i%groups), Kind: fmt.Sprintf("Thing%03d", i), Plural: fmt.Sprintf("things%03d", i)}
 	}
 	return kinds
+}
+
+// servedKinds makes the scale's CRDs and waits until they are served.
+func servedKinds(ctx context.Context, env *scenario.Env, sz sizes) ([]scenario.BulkKind, error) {
+	kinds := Kinds(sz.crds, sz.groups)
+	t := time.Now()
+	if err := CRDs(ctx, env, kinds); err != nil {
+		return nil, err
+	}
+	progress("%d CRDs in %d groups served in %s", sz.crds, sz.groups, time.Since(t).Round(time.Second))
+	return kinds, nil
 }
 
 // CRDs creates the kinds' CRDs and waits until each is served.

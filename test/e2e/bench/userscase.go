@@ -36,14 +36,12 @@ func usersCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 		return nil, err
 	}
 	defer cleanup(l, px)
-	kinds := Kinds(sz.crds, sz.groups)
-	t := time.Now()
-	if err := CRDs(ctx, env, kinds); err != nil {
+	kinds, err := servedKinds(ctx, env, sz)
+	if err != nil {
 		return nil, err
 	}
-	progress("%d CRDs in %d groups served in %s", sz.crds, sz.groups, time.Since(t).Round(time.Second))
 
-	t = time.Now()
+	t := time.Now()
 	if err := env.Namespace(ctx, ownerNamespace); err != nil {
 		return nil, err
 	}
