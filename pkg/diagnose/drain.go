@@ -134,7 +134,7 @@ func drained(p *corev1.Pod) bool {
 	if isTerminalPhase(p.Status.Phase) {
 		return false
 	}
-	if _, mirror := p.Annotations[snapshot.MirrorPodAnnotation]; mirror {
+	if snapshot.IsMirrorPod(p) {
 		return false
 	}
 	for _, ref := range p.OwnerReferences {

@@ -40,7 +40,7 @@ func podRuleCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
 	}
-	if _, mirror := pod.Annotations[snapshot.MirrorPodAnnotation]; mirror {
+	if snapshot.IsMirrorPod(pod) {
 		causes = append(causes, mirrorPodCauses(pod, tm, f)...)
 	} else {
 		causes = append(causes, f.node.causes(pod, tm)...)

@@ -248,6 +248,12 @@ var WorkloadNameLabels = []string{"app", "app.kubernetes.io/name", "app.kubernet
 // MirrorPodAnnotation marks a static pod's mirror in the API.
 const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
 
+// IsMirrorPod reports whether the pod is a static pod's mirror in the API.
+func IsMirrorPod(p *corev1.Pod) bool {
+	_, mirror := p.Annotations[MirrorPodAnnotation]
+	return mirror
+}
+
 // Annotations by which a pod refuses a drain's eviction.
 const (
 	DoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt"
