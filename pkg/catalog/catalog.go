@@ -65,44 +65,67 @@ type Entry struct {
 	// Depth orders coexisting causes of equal severity: a lower depth is
 	// closer to the root cause (a dead node explains running containers).
 	Depth int
+	// Identity is what a cause of this code must name beside the code (in
+	// its report.About): objects held the same way are grouped by it.
+	Identity Identity
 }
 
+// Identity is a set of report.About fields a code's causes must fill.
+type Identity uint8
+
+const (
+	// ByCodeAlone: the code says it all (a namespace's own conditions, the
+	// object's own grace period).
+	ByCodeAlone Identity = 0
+	// ByNode: the node (a pod's, a node's own).
+	ByNode Identity = 1 << (iota - 1)
+	// ByFinalizer: the finalizers the cause explains.
+	ByFinalizer
+	// ByObject: the other object the cause names.
+	ByObject
+	// ByWebhook: the webhook's name.
+	ByWebhook
+)
+
+// Has reports whether i includes every field of x.
+func (i Identity) Has(x Identity) bool { return i&x == x }
+
 var entries = map[Code]Entry{
-	NodeNotFound:                 {"node object is gone", 10},
-	NodeUnreachable:              {"node stopped reporting", 10},
-	APIServiceUnavailable:        {"aggregated API unavailable", 10},
-	NamespaceControllerInactive:  {"namespace controller not acting", 12},
-	MirrorPodKubeletNotSyncing:   {"static pod's kubelet not syncing", 12},
-	NodeNotReady:                 {"node not ready", 15},
-	AdmissionWebhookDenied:       {"webhook refuses the request", 20},
-	AdmissionPolicyDenied:        {"admission policy refuses the request", 20},
-	ConversionWebhookFailing:     {"conversion webhook failing", 20},
-	NegativeGracePeriod:          {"negative grace period", 25},
-	ContainerKillFailed:          {"runtime cannot kill containers", 30},
-	KubeletNoLongerManagesPod:    {"kubelet no longer manages the pod", 30},
-	SandboxTeardownFailed:        {"sandbox (CNI) teardown failed", 30},
-	VolumeTeardownPending:        {"volumes not unmounted", 30},
-	ResourceClaimCleanupPending:  {"DRA claims not unprepared", 30},
-	VolumeDetachFailed:           {"volume detach failed", 30},
-	VolumeDeleteFailed:           {"backend volume not deleted", 30},
-	LoadBalancerCleanupPending:   {"load balancer not deleted", 30},
-	NodeDrainBlocked:             {"drain cannot evict pods", 35},
-	PVCInUse:                     {"claim still used by pods", 35},
-	SnapshotSourceInUse:          {"snapshot or restore in progress", 35},
-	PVBound:                      {"volume still bound", 35},
-	ForegroundDeletionBlocked:    {"dependents still present", 40},
-	CRDInstancesRemaining:        {"custom resources remain", 40},
-	FinalizerPending:             {"finalizers not removed", 40},
-	PodStuckTerminating:          {"pods stuck terminating", 45},
-	NamespaceDiscoveryFailure:    {"discovery failed", 50},
-	NamespaceContentFailure:      {"content deletion failed", 55},
-	NamespaceFinalizersRemaining: {"content held by finalizers", 58},
-	NamespaceContentRemaining:    {"content remaining", 60},
-	ContainersStillRunning:       {"containers still running", 70},
-	CgroupCleanupPending:         {"kubelet cleanup pending", 75},
-	GracePeriodOverrun:           {"past grace period", 80},
-	DiagnosisIncomplete:          {"no rule explains it", 85},
-	WithinGracePeriod:            {"inside grace period", 90},
+	NodeNotFound:                 {"node object is gone", 10, ByNode},
+	NodeUnreachable:              {"node stopped reporting", 10, ByNode},
+	APIServiceUnavailable:        {"aggregated API unavailable", 10, ByObject},
+	NamespaceControllerInactive:  {"namespace controller not acting", 12, ByCodeAlone},
+	MirrorPodKubeletNotSyncing:   {"static pod's kubelet not syncing", 12, ByNode},
+	NodeNotReady:                 {"node not ready", 15, ByNode},
+	AdmissionWebhookDenied:       {"webhook refuses the request", 20, ByWebhook},
+	AdmissionPolicyDenied:        {"admission policy refuses the request", 20, ByObject},
+	ConversionWebhookFailing:     {"conversion webhook failing", 20, ByObject},
+	NegativeGracePeriod:          {"negative grace period", 25, ByCodeAlone},
+	ContainerKillFailed:          {"runtime cannot kill containers", 30, ByNode},
+	KubeletNoLongerManagesPod:    {"kubelet no longer manages the pod", 30, ByNode},
+	SandboxTeardownFailed:        {"sandbox (CNI) teardown failed", 30, ByNode},
+	VolumeTeardownPending:        {"volumes not unmounted", 30, ByNode},
+	ResourceClaimCleanupPending:  {"DRA claims not unprepared", 30, ByNode},
+	VolumeDetachFailed:           {"volume detach failed", 30, ByFinalizer},
+	VolumeDeleteFailed:           {"backend volume not deleted", 30, ByFinalizer},
+	LoadBalancerCleanupPending:   {"load balancer not deleted", 30, ByFinalizer},
+	NodeDrainBlocked:             {"drain cannot evict pods", 35, ByFinalizer | ByNode},
+	PVCInUse:                     {"claim still used by pods", 35, ByFinalizer},
+	SnapshotSourceInUse:          {"snapshot or restore in progress", 35, ByFinalizer},
+	PVBound:                      {"volume still bound", 35, ByFinalizer},
+	ForegroundDeletionBlocked:    {"dependents still present", 40, ByFinalizer},
+	CRDInstancesRemaining:        {"custom resources remain", 40, ByFinalizer},
+	FinalizerPending:             {"finalizers not removed", 40, ByFinalizer},
+	PodStuckTerminating:          {"pods stuck terminating", 45, ByObject},
+	NamespaceDiscoveryFailure:    {"discovery failed", 50, ByCodeAlone},
+	NamespaceContentFailure:      {"content deletion failed", 55, ByCodeAlone},
+	NamespaceFinalizersRemaining: {"content held by finalizers", 58, ByCodeAlone},
+	NamespaceContentRemaining:    {"content remaining", 60, ByCodeAlone},
+	ContainersStillRunning:       {"containers still running", 70, ByNode},
+	CgroupCleanupPending:         {"kubelet cleanup pending", 75, ByNode},
+	GracePeriodOverrun:           {"past grace period", 80, ByCodeAlone},
+	DiagnosisIncomplete:          {"no rule explains it", 85, ByCodeAlone},
+	WithinGracePeriod:            {"inside grace period", 90, ByCodeAlone},
 }
 
 // Lookup returns the entry of a code and whether it is catalogued.

@@ -71,6 +71,12 @@ func hooksOf(a snapshot.Admission) []hook {
 	return out
 }
 
+// about names the webhook and its configuration.
+func (h hook) about() report.About {
+	kind := map[string]string{"validatingwebhookconfiguration": "ValidatingWebhookConfiguration", "mutatingwebhookconfiguration": "MutatingWebhookConfiguration"}[h.kind]
+	return report.About{Webhook: h.name, Object: &report.ObjectRef{APIVersion: "admissionregistration.k8s.io/v1", Kind: kind, Resource: h.kind + "s", Name: h.config}}
+}
+
 // failurePolicy defaults to Fail, as admissionregistration/v1 does.
 func failurePolicy(p *admissionregistrationv1.FailurePolicyType) admissionregistrationv1.FailurePolicyType {
 	if p == nil {
@@ -137,6 +143,7 @@ type refusal struct {
 	summary    string
 	evidence   []string
 	steps      []report.Step
+	about      report.About
 }
 
 // refusals finds what in the admission chain refuses or may refuse r.
@@ -207,7 +214,7 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 	// the API cannot show; the more of its matching is known, the likelier.
 	f := refusal{code: catalog.AdmissionWebhookDenied, severity: report.Warning, confidence: 0.4,
 		summary:  fmt.Sprintf("%s intercepts %s and may refuse it: its backend answers, so only its logs say whether it does", id, what),
-		evidence: evidence}
+		evidence: evidence, about: h.about()}
 	if down {
 		f.severity, f.confidence = report.Critical, 0.9
 		f.summary = fmt.Sprintf("%s refuses %s: its %s has no ready endpoints and its failurePolicy is Fail", id, what, target)
@@ -295,6 +302,7 @@ func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admiss
 		}
 	}
 	f := refusal{code: catalog.AdmissionPolicyDenied, evidence: evidence,
+		about: report.About{Object: &report.ObjectRef{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy", Resource: "validatingadmissionpolicies", Name: p.Name}},
 		steps: []report.Step{
 			read("Read the policy's expressions and the binding's parameters", kubectl("", "get", "validatingadmissionpolicy", p.Name, "-o", "yaml")),
 			fix("Fix the expression or narrow the binding so the request is allowed", kubectl("", "edit", "validatingadmissionpolicybinding", b.Name), report.RiskHigh,

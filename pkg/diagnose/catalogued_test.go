@@ -50,6 +50,9 @@ func (cat cataloguing) problems(r report.Report) []string {
 				} else if !cat.documented(code) {
 					out = append(out, fmt.Sprintf("%s: code %s has no entry in docs/causes.md", name, c.Code))
 				}
+				for _, missing := range unnamed(c) {
+					out = append(out, fmt.Sprintf("%s: %s does not name its %s (about: %+v)", name, c.Code, missing, c.About))
+				}
 				if c.Docs != catalog.DocsURL(code) {
 					out = append(out, fmt.Sprintf("%s: %s links %q, not its docs entry", name, c.Code, c.Docs))
 				}
@@ -63,6 +66,29 @@ func (cat cataloguing) problems(r report.Report) []string {
 		}
 	}
 	walk(r.Items)
+	return out
+}
+
+// unnamed lists the fields of report.About that the catalogue says identify
+// a cause of c's code and that c leaves empty: grouping would then lump
+// together objects held by different blockers.
+func unnamed(c report.Cause) []string {
+	e, _ := catalog.Lookup(catalog.Code(c.Code))
+	var out []string
+	for _, f := range []struct {
+		id   catalog.Identity
+		name string
+		set  bool
+	}{
+		{catalog.ByNode, "node", c.About.Node != ""},
+		{catalog.ByFinalizer, "finalizers", len(c.About.Finalizers) > 0},
+		{catalog.ByObject, "object", c.About.Object != nil && c.About.Object.Name != ""},
+		{catalog.ByWebhook, "webhook", c.About.Webhook != ""},
+	} {
+		if e.Identity.Has(f.id) && !f.set {
+			out = append(out, f.name)
+		}
+	}
 	return out
 }
 
@@ -152,7 +178,8 @@ func TestRulesEmitOnlyCataloguedCodes(t *testing.T) {
 
 // The check catches each omission once: a code missing from the catalogue,
 // a catalogued code missing from docs/causes.md (the docs without the
-// emitted code's entry), a stale docs link, an ungraded step, nested or not;
+// emitted code's entry), a stale docs link, an ungraded step, a cause that
+// does not name what identifies it (catalog.Identity), nested or not;
 // and every Diagnose of this package's tests is checked.
 func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 	good := Diagnose(snap(terminatingPod(10*time.Minute, 30)))
@@ -172,6 +199,11 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		{"undocumented code", undocumented, func(*report.Cause) {}, "code " + string(emitted) + " has no entry in docs/causes.md"},
 		{"stale docs link", catalogued, func(c *report.Cause) { c.Docs = "" }, "not its docs entry"},
 		{"ungraded step", catalogued, func(c *report.Cause) { c.Remediation[0].RiskLevel = "" }, `has riskLevel ""`},
+		{"unnamed node", catalogued, func(c *report.Cause) { c.Code, c.Docs, c.About = "NodeUnreachable", catalog.DocsURL("NodeUnreachable"), report.About{} },
+			"NodeUnreachable does not name its node"},
+		{"unnamed finalizer", catalogued, func(c *report.Cause) {
+			c.Code, c.Docs, c.About = "FinalizerPending", catalog.DocsURL("FinalizerPending"), report.About{Node: "n"}
+		}, "FinalizerPending does not name its finalizers"},
 		{"nested", catalogued, func(c *report.Cause) {
 			nested := good.Items[0]
 			nested.Causes = []report.Cause{{Code: "NodeVanished", Docs: catalog.DocsURL("NodeVanished")}}

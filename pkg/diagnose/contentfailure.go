@@ -76,12 +76,14 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 	var causes []report.Cause
 	if s.Admission == nil {
 		for _, name := range named {
-			causes = append(causes, cause(catalog.AdmissionWebhookDenied, settling(report.Critical, tm), 0.8,
+			c := cause(catalog.AdmissionWebhookDenied, settling(report.Critical, tm), 0.8,
 				fmt.Sprintf("webhook %s refuses the namespace controller's deletes in namespace %s", name, ns),
 				[]string{fmt.Sprintf(namedInCondition, name), "webhook configurations: not read"},
 				read("Find the webhook's configuration and check its backend",
 					pipe(kubectl("", "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "-o", "json"),
-						command("jq", "-r", `.items[] | select(any(.webhooks[]; .name == `+jsonText(name)+`)) | .kind + "/" + .metadata.name`)))))
+						command("jq", "-r", `.items[] | select(any(.webhooks[]; .name == `+jsonText(name)+`)) | .kind + "/" + .metadata.name`))))
+			c.About.Webhook = name
+			causes = append(causes, c)
 		}
 		return causes
 	}
@@ -166,7 +168,7 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 		}
 	}
 	evidence = append(evidence, "the namespace controller lists and deletes in the preferred version: the apiserver must convert each stored object to it, and cannot")
-	return cause(catalog.ConversionWebhookFailing, settling(report.Critical, tm), 0.9,
+	c := cause(catalog.ConversionWebhookFailing, settling(report.Critical, tm), 0.9,
 		fmt.Sprintf("the conversion webhook of CRD %s fails (%s): %s objects cannot be listed nor deleted", name, why, f.kind),
 		evidence,
 		check,
@@ -176,6 +178,8 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 			"objects stored in another version are then served unconverted, with the wrong schema, to every client"),
 		fix("Last resort: delete the CRD of the uninstalled add-on", kubectl("", "delete", "crd", name), report.RiskDestructive,
 			"deletes every object of that kind in every namespace, with its data"))
+	c.About.Object = &report.ObjectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Resource: "customresourcedefinitions", Name: name}
+	return c
 }
 
 func crdOfKind(s *snapshot.Snapshot, group, kind string) *snapshot.CRD {
@@ -189,5 +193,7 @@ func crdOfKind(s *snapshot.Snapshot, group, kind string) *snapshot.CRD {
 
 // asCause turns an admission refusal into a cause.
 func (f refusal) asCause(tm timing, evidence ...string) report.Cause {
-	return cause(f.code, settling(f.severity, tm), f.confidence, f.summary, append(f.evidence, evidence...), f.steps...)
+	c := cause(f.code, settling(f.severity, tm), f.confidence, f.summary, append(f.evidence, evidence...), f.steps...)
+	c.About = f.about
+	return c
 }

@@ -63,6 +63,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 		read("List the instances that remain", kubectl("", "get", resource, "-A")),
 		repair("Resolve each instance's own blocker (nested below): usually bring back the controller that removes their finalizers", ""),
 	)
+	remaining.About.Count = total
 	for _, f := range sortedKeys(c.Finalizers) {
 		remaining.Remediation = append(remaining.Remediation, fix(
 			fmt.Sprintf("Only if %s is gone for good: remove %s from the %d instance(s) it holds, one finalizer each (drop the final '| sh' to see the patches first)", catalog.FinalizerOwner(f).Owner, f, c.Finalizers[f]),

@@ -136,6 +136,28 @@ func cause(code catalog.Code, sev report.Severity, confidence float64, summary s
 	}
 }
 
+// aboutNode names node as what causes are about, where their rule left it
+// unnamed (a pod's rules all speak of the pod's node).
+func aboutNode(causes []report.Cause, node string) []report.Cause {
+	for i := range causes {
+		if causes[i].About.Node == "" {
+			causes[i].About.Node = node
+		}
+	}
+	return causes
+}
+
+// ofFinalizers names the finalizers causes explain, where their rule left
+// them unnamed (a finalizer's rule speaks of that finalizer).
+func ofFinalizers(causes []report.Cause, names ...string) []report.Cause {
+	for i := range causes {
+		if len(causes[i].About.Finalizers) == 0 {
+			causes[i].About.Finalizers = names
+		}
+	}
+	return causes
+}
+
 // Remediation steps, by what carrying them out risks (report.RiskLevel).
 
 // read is a step that only looks.

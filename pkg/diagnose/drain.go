@@ -88,10 +88,12 @@ func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 		evidence = append(evidence, c.evidence)
 	}
 	if len(blocked) == 0 {
-		return []report.Cause{cause(catalog.NodeDrainBlocked, settling(report.Warning, tm), 0.5,
+		c := cause(catalog.NodeDrainBlocked, settling(report.Warning, tm), 0.5,
 			fmt.Sprintf("the drain of node %s is still waiting for %d pod(s) (%d being deleted), and nothing refuses their eviction", node, len(left), len(evicting)),
 			evidence,
-			read("See the pods left on the node", onNode(node, ".")))}
+			read("See the pods left on the node", onNode(node, ".")))
+		c.About.Node, c.About.Count = node, len(left)
+		return []report.Cause{c}
 	}
 	first := blocked[0]
 	summary := fmt.Sprintf("the drain of node %s cannot evict pod %s/%s: %s", node, first.pod.Namespace, first.pod.Name, first.reason)
@@ -102,7 +104,9 @@ func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	if tm.overdue < settleTime {
 		sev = report.Info
 	}
-	return []report.Cause{cause(catalog.NodeDrainBlocked, sev, 0.85, summary, evidence, drainSteps(t, f, blocked)...)}
+	c := cause(catalog.NodeDrainBlocked, sev, 0.85, summary, evidence, drainSteps(t, f, blocked)...)
+	c.About.Node, c.About.Count = node, len(blocked)
+	return []report.Cause{c}
 }
 
 func drainSteps(t *snapshot.Target, f heldBy, blocked []evictionBlocker) []report.Step {

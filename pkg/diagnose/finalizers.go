@@ -48,8 +48,10 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	}
 	summary := fmt.Sprintf("deletion waits for %d finalizer(s) to be removed: %s", len(finalizers), strings.Join(names, ", "))
 	steps := []report.Step{repair("Find the controller that owns each finalizer and bring it back; it removes the finalizer itself", "")}
+	var quoted string // the reason of the complaint the summary quotes
 	saysWhy := func(confidence float64) (report.Severity, float64) {
 		top := said[0]
+		quoted = top.reason
 		summary = fmt.Sprintf("the controller that removes %s cannot finish the deletion: it reports %s: %s", strings.Join(names, ", "), top.reason, top.message)
 		steps = []report.Step{
 			read("Read what the controller reports about the object", kubectl(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
@@ -78,7 +80,10 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 			removeCommand(t, f), report.RiskHigh,
 			"skips the cleanup the finalizer protects (external resources, dependent objects) and leaves it undone"))
 	}
-	return []report.Cause{cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)}
+	c := cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)
+	c.About.Finalizers = names
+	c.About.Reason = quoted
+	return []report.Cause{c}
 }
 
 // finalizerFields quotes the fields that hold the finalizers.

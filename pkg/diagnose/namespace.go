@@ -72,11 +72,13 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 	}
 	// While pods remain, the rest waits for them by design (see podsFirstCause).
 	if c := namespaceCondition(ns, corev1.NamespaceContentRemaining); (c == nil || c.Status != corev1.ConditionTrue) && leftovers(t.Contents) > 0 && !podsFirst {
-		causes = append(causes, cause(catalog.NamespaceContentRemaining, settling(report.Warning, tm), 0.6,
+		c := cause(catalog.NamespaceContentRemaining, settling(report.Warning, tm), 0.6,
 			fmt.Sprintf("the live scan finds %d object(s) left in the namespace; the namespace controller has not reported them (yet)", leftovers(t.Contents)),
 			scanEvidence(t.Contents),
 			read("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns.Name)),
-			clearNamespaceFinalizers(ns.Name)))
+			clearNamespaceFinalizers(ns.Name))
+		c.About.Count = leftovers(t.Contents)
+		causes = append(causes, c)
 	}
 	for _, nc := range namespaceConditions {
 		c := namespaceCondition(ns, nc.condition)

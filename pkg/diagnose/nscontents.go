@@ -74,6 +74,7 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 			read("Resolve each pod's own root cause (nested below); the namespace controller then finishes", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name)),
 			clearNamespaceFinalizers(t.Ref.Name),
 		},
+		About:     report.About{Object: &top.Object, Count: len(stuck)},
 		BlockedBy: stuck,
 	}, true
 }

@@ -62,6 +62,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		summary = fmt.Sprintf("progressing: the %d dependent(s) with blockOwnerDeletion are being deleted and none is stuck (%s); the garbage collector removes foregroundDeletion once they are gone", len(blocking), nestedSummary(root))
 	}
 	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
+		About: report.About{Count: len(blocking)},
 		Remediation: []report.Step{
 			read("Diagnose the dependents (nested below) and resolve their own blockers; the garbage collector then finishes", ""),
 			fix("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
@@ -120,7 +121,8 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	if len(items) > 0 && items[0].Stuck {
 		summary += "; " + nestedSummary(items[0])
 	}
-	return []report.Cause{report.Cause{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
+	return []report.Cause{{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
+		About: report.About{Count: len(t.ClaimUsers)},
 		Remediation: []report.Step{
 			read("See the pods that use the claim and their nodes", kubectl(t.Ref.Namespace, append(append([]string{"get", "pods"}, targetNames(t.ClaimUsers)...), "-o", "wide")...)),
 			fix("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", "", report.RiskHigh,
@@ -146,10 +148,14 @@ func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 		step1 = fix("Delete the claim first (and the pods using it); the volume is released, then deleted", kubectl(ref.Namespace, "delete", "pvc", ref.Name), report.RiskDestructive,
 			"with reclaimPolicy Delete, the volume's data is deleted with it")
 	}
-	return []report.Cause{cause(catalog.PVBound, settling(report.Warning, tm), 0.9,
+	c := cause(catalog.PVBound, settling(report.Warning, tm), 0.9,
 		fmt.Sprintf("the volume is still Bound to %s: the PV protection controller keeps it until the claim releases it", claim), evidence,
 		step1,
-		never("Never remove kubernetes.io/pv-protection from a Bound volume", "the claim is left pointing at a deleted volume; its pods fail to mount"))}
+		never("Never remove kubernetes.io/pv-protection from a Bound volume", "the claim is left pointing at a deleted volume; its pods fail to mount"))
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		c.About.Object = &report.ObjectRef{APIVersion: "v1", Kind: "PersistentVolumeClaim", Resource: "persistentvolumeclaims", Namespace: ref.Namespace, Name: ref.Name, UID: string(ref.UID)}
+	}
+	return []report.Cause{c}
 }
 
 // volumeDeleteCause: with reclaimPolicy Delete, the provisioner that made a

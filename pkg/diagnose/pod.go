@@ -48,7 +48,7 @@ func podRuleCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report
 	if f.node.alive() {
 		causes = append(causes, kubeletCauses(pod, tm, f, s.Now)...)
 	}
-	return causes
+	return aboutNode(causes, pod.Spec.NodeName)
 }
 
 // mirrorPodCauses: a static pod's mirror is removed only by the kubelet that

@@ -207,7 +207,7 @@ func ownFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []r
 	for _, f := range finalizersOf(t) {
 		if r, ok := ruleOf(f.name); ok {
 			if c := r.explain(s, t, f, tm); len(c) > 0 {
-				causes = append(causes, c...)
+				causes = append(causes, ofFinalizers(c, f.name)...)
 				continue
 			}
 		}

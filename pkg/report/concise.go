@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 )
 
@@ -45,46 +44,16 @@ func sameWay(items []Item) [][]Item {
 	return out
 }
 
-// heldKey says how an item is held: its top cause and summary (the object's
-// own name and the durations taken out), finalizers and namespace, whatever
-// its kind. Summaries name the blocker (a node, a webhook, a finalizer), so
-// objects held by different blockers never share a key; fifty namespaces
-// deleted a few seconds apart, all waiting for the same thing, do.
+// heldKey says how an item is held: its top cause's code, severity and what
+// it is about (report.About: the finalizers, node, object, webhook and
+// reason that identify it, never the summary's prose), the item's
+// finalizers and namespace, whatever its kind. Objects held by different
+// blockers never share a key; fifty namespaces deleted a few seconds apart,
+// all waiting for the same thing, do, whatever their durations and counts.
 func heldKey(it Item) string {
 	c := topCause(it)
-	summary := humanDuration.ReplaceAllString(withoutName(c.Summary, it.Object.Name), "\x02")
-	return strings.Join([]string{c.Code, string(it.Severity), summary, strings.Join(it.Finalizers, ","),
+	return strings.Join([]string{c.Code, string(it.Severity), c.About.Key(), strings.Join(it.Finalizers, ","),
 		it.Object.Namespace, fmt.Sprint(it.Stuck)}, "\x00")
-}
-
-// humanDuration matches what duration.HumanDuration writes ("45s", "3m38s",
-// "2h10m", "5d", "2y10d").
-var humanDuration = regexp.MustCompile(`\b\d+[smhdy](\d+[smhdy])?\b`)
-
-// withoutName takes the object's own name out of s where it stands as a
-// whole name (not inside another name: "web-0" in "web-01" stays).
-func withoutName(s, name string) string {
-	if name == "" {
-		return s
-	}
-	inName := func(b byte) bool {
-		return b == '-' || b == '.' || b == '_' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(s, name)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		end := i + len(name)
-		if (i > 0 && inName(s[i-1])) || (end < len(s) && inName(s[end])) {
-			b.WriteString(s[:end])
-		} else {
-			b.WriteString(s[:i] + "\x01")
-		}
-		s = s[end:]
-	}
 }
 
 // writeGroup prints a group: the first member's concise diagnosis, headed,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,33 +206,32 @@ func TestConciseEvidenceIsCapped(t *testing.T) {
 	}
 }
 
-// Namespaces deleted seconds apart and waiting for the same thing are one
-// block: their summaries differ only by their durations.
-func TestHeldTheSameWayWhateverTheDurations(t *testing.T) {
-	ns := func(name, summary string) Item {
-		return Item{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: name}, Stuck: true, Severity: Critical,
-			Causes: []Cause{{Code: "NamespaceControllerInactive", Severity: Critical, Summary: summary}}}
+// Objects held the same way are one block: grouping compares what their top
+// cause is about (report.About), never its wording, so durations, counts and
+// the objects' own names in the summaries do not split a block, and two
+// blockers (two nodes) never share one, however alike the summaries read.
+func TestHeldTheSameWayByWhatTheCauseIsAbout(t *testing.T) {
+	pod := func(name, node, summary string, count int) Item {
+		return Item{Object: ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: name}, Stuck: true, Severity: Critical,
+			Causes: []Cause{{Code: "NodeUnreachable", Severity: Critical, Summary: summary, About: About{Node: node, Count: count}}}}
 	}
 	groups := sameWay([]Item{
-		ns("a", "Terminating for 3m38s without any deletion condition"),
-		ns("b", "Terminating for 45s without any deletion condition"),
-		ns("c", "Terminating for 2h10m without any deletion condition"),
-		ns("d", "Terminating for 5d without a namespace controller on node-3m"),
+		pod("web-0", "node-a", "web-0: node node-a stopped reporting 3m38s ago (2 pods)", 2),
+		pod("web-1", "node-a", "web-1: node node-a stopped reporting 45s ago (7 pods)", 7),
+		pod("web-2", "node-b", "node stopped reporting", 0),
+		pod("web-3", "node-c", "node stopped reporting", 0),
+		pod("web-4", "node-a", "the kubelet on node-a is gone", 1),
 	})
-	if len(groups) != 2 || len(groups[0]) != 3 {
-		t.Errorf("groups: %v", groups)
-	}
-}
-
-func TestWithoutName(t *testing.T) {
-	for _, tc := range [][3]string{
-		{"pod web-0 is stuck: node web-0x down", "web-0", "pod \x01 is stuck: node web-0x down"},
-		{"configmap a waits for acme.io/a-b", "a", "configmap \x01 waits for acme.io/a-b"},
-		{"no name here", "", "no name here"},
-	} {
-		if got := withoutName(tc[0], tc[1]); got != tc[2] {
-			t.Errorf("withoutName(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
+	var got []string
+	for _, g := range groups {
+		var names []string
+		for _, it := range g {
+			names = append(names, it.Object.Name)
 		}
+		got = append(got, strings.Join(names, ","))
+	}
+	if want := []string{"web-0,web-1,web-4", "web-2", "web-3"}; !slices.Equal(got, want) {
+		t.Errorf("groups %q, want %q", got, want)
 	}
 }
 

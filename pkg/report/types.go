@@ -4,6 +4,8 @@
 package report
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -121,10 +123,46 @@ type Cause struct {
 	Evidence []string `json:"evidence"`
 	// Remediation is ordered from safest to riskiest.
 	Remediation []Step `json:"remediation"`
+	// About holds the arguments that identify the cause beside its code
+	// (since v0.4): objects held the same way share them, whatever the
+	// summary's wording, durations or counts.
+	About About `json:"about,omitzero"`
 	// BlockedBy nests the diagnosis of the objects that block this one.
 	BlockedBy []Item `json:"blockedBy,omitempty"`
 	// Docs is the address of the code's entry in the published catalogue (since v0.2).
 	Docs string `json:"docs,omitempty"`
+}
+
+// About is what a cause is about: the finalizers, node, object or webhook it
+// names, the reason a controller gave and how many objects it counts. Which
+// of them a code must fill is declared in the catalogue (catalog.Identity).
+type About struct {
+	// Finalizers the cause explains.
+	Finalizers []string `json:"finalizers,omitempty"`
+	// Node the cause is about (a pod's node, a node being drained).
+	Node string `json:"node,omitempty"`
+	// Object is the other object the cause names: an APIService, an
+	// admission policy, a CRD, a claim, a pod a namespace waits for.
+	Object *ObjectRef `json:"object,omitempty"`
+	// Webhook is a webhook's name (webhooks[].name), as admission errors
+	// and the namespace controller's conditions name it.
+	Webhook string `json:"webhook,omitempty"`
+	// Reason is the reason a controller gave, quoted from its event or
+	// condition.
+	Reason string `json:"reason,omitempty"`
+	// Count is how many objects the cause counts (dependents, leftovers,
+	// pods); not part of how an object is held.
+	Count int `json:"count,omitempty"`
+}
+
+// Key is what identifies the cause beside its code: every field but Count,
+// and of Object its kind, namespace and name.
+func (a About) Key() string {
+	var obj string
+	if a.Object != nil {
+		obj = a.Object.Kind + "/" + a.Object.Namespace + "/" + a.Object.Name
+	}
+	return strings.Join([]string{strings.Join(a.Finalizers, ","), a.Node, obj, a.Webhook, a.Reason}, "\x00")
 }
 
 // Step is one remediation step.
