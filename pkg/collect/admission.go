@@ -26,19 +26,27 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 	api := c.Clients.Typed.AdmissionregistrationV1()
 	// The four lists at once (one round trip, not four); judged in order.
 	var (
-		vw           *admissionregistrationv1.ValidatingWebhookConfigurationList
-		mw           *admissionregistrationv1.MutatingWebhookConfigurationList
-		p            *admissionregistrationv1.ValidatingAdmissionPolicyList
-		b            *admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+		vw           []admissionregistrationv1.ValidatingWebhookConfiguration
+		mw           []admissionregistrationv1.MutatingWebhookConfiguration
+		p            []admissionregistrationv1.ValidatingAdmissionPolicy
+		b            []admissionregistrationv1.ValidatingAdmissionPolicyBinding
 		vwErr, mwErr error
 		pErr, bErr   error
-		opts         = metav1.ListOptions{}
+		all          = metav1.ListOptions{}
 	)
 	concurrently(
-		func() { vw, vwErr = api.ValidatingWebhookConfigurations().List(ctx, opts) },
-		func() { mw, mwErr = api.MutatingWebhookConfigurations().List(ctx, opts) },
-		func() { p, pErr = api.ValidatingAdmissionPolicies().List(ctx, opts) },
-		func() { b, bErr = api.ValidatingAdmissionPolicyBindings().List(ctx, opts) },
+		func() {
+			vw, vwErr = listAll[admissionregistrationv1.ValidatingWebhookConfiguration](ctx, all, pages(api.ValidatingWebhookConfigurations().List))
+		},
+		func() {
+			mw, mwErr = listAll[admissionregistrationv1.MutatingWebhookConfiguration](ctx, all, pages(api.MutatingWebhookConfigurations().List))
+		},
+		func() {
+			p, pErr = listAll[admissionregistrationv1.ValidatingAdmissionPolicy](ctx, all, pages(api.ValidatingAdmissionPolicies().List))
+		},
+		func() {
+			b, bErr = listAll[admissionregistrationv1.ValidatingAdmissionPolicyBinding](ctx, all, pages(api.ValidatingAdmissionPolicyBindings().List))
+		},
 	)
 	if vwErr != nil {
 		c.Skip(skipOf("list validatingwebhookconfigurations", vwErr))
@@ -49,14 +57,14 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 		return
 	}
 	a := snapshot.NewAdmission()
-	a.Validating, a.Mutating = vw.Items, mw.Items
+	a.Validating, a.Mutating = vw, mw
 	switch {
 	case pErr != nil:
 		c.Skip(skipOf("list validatingadmissionpolicies", pErr))
 	case bErr != nil:
 		c.Skip(skipOf("list validatingadmissionpolicybindings", bErr))
 	default:
-		a.Policies, a.PolicyBindings = p.Items, b.Items
+		a.Policies, a.PolicyBindings = p, b
 	}
 	// The namespaces' labels are read only for webhooks and policies to
 	// match against; both reads write their own part, so they run at once.
@@ -111,12 +119,13 @@ func (c *Collector) readServiceEndpoints(ctx context.Context, a *snapshot.Admiss
 
 // readyEndpoints counts a service's ready endpoints in its EndpointSlices.
 func (c *Collector) readyEndpoints(ctx context.Context, ns, name string) (int, error) {
-	list, err := c.Clients.Typed.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	slices, err := listAll[discoveryv1.EndpointSlice](ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name},
+		pages(c.Clients.Typed.DiscoveryV1().EndpointSlices(ns).List))
 	if err != nil {
 		return 0, err
 	}
 	ready := 0
-	for _, sl := range list.Items {
+	for _, sl := range slices {
 		for _, ep := range sl.Endpoints {
 			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
 				ready++

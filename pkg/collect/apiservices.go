@@ -28,12 +28,12 @@ func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
 	if !discoveryFailed(s, c.Skips()) {
 		return
 	}
-	list, err := c.Clients.Dynamic.Resource(apiServices).List(ctx, metav1.ListOptions{})
+	items, err := listAll[unstructured.Unstructured](ctx, metav1.ListOptions{}, pages(c.Clients.Dynamic.Resource(apiServices).List))
 	if err != nil {
 		c.Skip(skipOf("list apiservices", err))
 		return
 	}
-	for _, item := range list.Items {
+	for _, item := range items {
 		a := apiServiceOf(&item)
 		if a.Service == "" {
 			continue // served by the apiserver itself

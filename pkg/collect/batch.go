@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/pager"
 )
 
 // batchThreshold: above this many objects of one kind to read, one
@@ -18,32 +19,27 @@ const batchThreshold = 8
 // every name).
 func getOrList[T any](ctx context.Context, c *Collector, names []string,
 	get func(context.Context, string, metav1.GetOptions) (*T, error),
-	list func(context.Context, metav1.ListOptions) ([]T, string, error),
+	list pager.ListPageFunc,
 	nameOf func(*T) string) (found map[string]*T, errs map[string]error) {
 	found, errs = map[string]*T{}, map[string]error{}
 	if len(names) > batchThreshold {
+		all, err := listAll[T](ctx, metav1.ListOptions{}, list)
+		if err != nil {
+			for _, n := range names {
+				errs[n] = err
+			}
+			return found, errs
+		}
 		wanted := make(map[string]bool, len(names))
 		for _, n := range names {
 			wanted[n] = true
 		}
-		opts := metav1.ListOptions{Limit: pageSize}
-		for {
-			items, next, err := list(ctx, opts)
-			if err != nil {
-				for _, n := range names {
-					errs[n] = err
-				}
-				return map[string]*T{}, errs
-			}
-			for i := range items {
-				if n := nameOf(&items[i]); wanted[n] {
-					found[n] = &items[i]
-				}
-			}
-			if opts.Continue = next; next == "" {
-				return found, errs
+		for i := range all {
+			if n := nameOf(&all[i]); wanted[n] {
+				found[n] = &all[i]
 			}
 		}
+		return found, errs
 	}
 	var mu sync.Mutex
 	c.parallel(len(names), func(i int) {
@@ -59,15 +55,4 @@ func getOrList[T any](ctx context.Context, c *Collector, names []string,
 		}
 	})
 	return found, errs
-}
-
-// lister adapts a typed List to getOrList: the items and the continue token of a page.
-func lister[T any, L interface{ GetContinue() string }](list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T) func(context.Context, metav1.ListOptions) ([]T, string, error) {
-	return func(ctx context.Context, o metav1.ListOptions) ([]T, string, error) {
-		l, err := list(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return items(l), l.GetContinue(), nil
-	}
 }

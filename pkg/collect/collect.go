@@ -133,7 +133,7 @@ func (c *Collector) readNamespaceTargets(ctx context.Context, targets []*snapsho
 func (c *Collector) namespaces(ctx context.Context, names []string) (map[string]*corev1.Namespace, map[string]error) {
 	api := c.Clients.Typed.CoreV1().Namespaces()
 	found, errs := getOrList(ctx, c, names, api.Get,
-		lister(api.List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }),
+		pages(api.List),
 		func(n *corev1.Namespace) string { return n.Name })
 	for _, n := range names {
 		if errs[n] == nil && found[n] == nil {
@@ -165,12 +165,12 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	concurrently(
 		func() {
 			nodes, nodeErrs = getOrList(ctx, c, names, nodeAPI.Get,
-				lister(nodeAPI.List, func(l *corev1.NodeList) []corev1.Node { return l.Items }),
+				pages(nodeAPI.List),
 				func(n *corev1.Node) string { return n.Name })
 		},
 		func() {
 			leases, leaseErrs = getOrList(ctx, c, names, leaseAPI.Get,
-				lister(leaseAPI.List, func(l *coordinationv1.LeaseList) []coordinationv1.Lease { return l.Items }),
+				pages(leaseAPI.List),
 				func(l *coordinationv1.Lease) string { return l.Name })
 		},
 	)
@@ -252,14 +252,8 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 	events := make([][]corev1.Event, len(single))
 	errs := make([]error, len(single))
 	c.parallel(len(single), func(i int) {
-		list, err := c.Clients.Typed.CoreV1().Events(eventNamespace(single[i])).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.uid=" + string(single[i].Object.GetUID()),
-		})
-		if err != nil {
-			errs[i] = err
-			return
-		}
-		events[i] = list.Items
+		events[i], errs[i] = listAll[corev1.Event](ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(single[i].Object.GetUID())},
+			pages(c.Clients.Typed.CoreV1().Events(eventNamespace(single[i])).List))
 	})
 	for i, t := range single {
 		if errs[i] != nil {
@@ -286,9 +280,7 @@ func eventNamespace(t *snapshot.Target) string {
 
 // namespaceEvents reads every event of a namespace, by involvedObject.uid.
 func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.UID][]corev1.Event, error) {
-	events, err := listAll[corev1.Event](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return c.Clients.Typed.CoreV1().Events(ns).List(ctx, opts)
-	})
+	events, err := listAll[corev1.Event](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().Events(ns).List))
 	if err != nil {
 		return nil, err
 	}

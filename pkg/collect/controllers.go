@@ -26,19 +26,20 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 	ctl := &snapshot.Controllers{}
 	// The lists at once (one round trip, not four); judged in order.
 	var (
-		deployments                *appsv1.DeploymentList
-		statefulSets               *appsv1.StatefulSetList
-		daemonSets                 *appsv1.DaemonSetList
-		crds                       *metav1.PartialObjectMetadataList
+		deployments                []appsv1.Deployment
+		statefulSets               []appsv1.StatefulSet
+		daemonSets                 []appsv1.DaemonSet
+		crds                       []metav1.PartialObjectMetadata
 		dErr, stErr, dsErr, crdErr error
+		all                        = metav1.ListOptions{}
 	)
 	concurrently(
-		func() { deployments, dErr = apps.Deployments("").List(ctx, metav1.ListOptions{}) },
-		func() { statefulSets, stErr = apps.StatefulSets("").List(ctx, metav1.ListOptions{}) },
-		func() { daemonSets, dsErr = apps.DaemonSets("").List(ctx, metav1.ListOptions{}) },
+		func() { deployments, dErr = listAll[appsv1.Deployment](ctx, all, pages(apps.Deployments("").List)) },
+		func() { statefulSets, stErr = listAll[appsv1.StatefulSet](ctx, all, pages(apps.StatefulSets("").List)) },
+		func() { daemonSets, dsErr = listAll[appsv1.DaemonSet](ctx, all, pages(apps.DaemonSets("").List)) },
 		func() {
 			if len(s.CRDs) == 0 { // else already read in full for a CRD or a conversion error
-				crds, crdErr = c.Clients.Metadata.Resource(crdResource).List(ctx, metav1.ListOptions{})
+				crds, crdErr = listAll[metav1.PartialObjectMetadata](ctx, all, pages(c.Clients.Metadata.Resource(crdResource).List))
 			}
 		},
 	)
@@ -46,21 +47,21 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		c.Skip(skipOf("list deployments.apps", dErr))
 		return
 	}
-	for _, d := range deployments.Items {
+	for _, d := range deployments {
 		ctl.Workloads = append(ctl.Workloads, workload("deployment", d.ObjectMeta, replicas(d.Spec.Replicas), d.Status.ReadyReplicas))
 	}
 	if stErr != nil {
 		c.Skip(skipOf("list statefulsets.apps", stErr))
 		return
 	}
-	for _, st := range statefulSets.Items {
+	for _, st := range statefulSets {
 		ctl.Workloads = append(ctl.Workloads, workload("statefulset", st.ObjectMeta, replicas(st.Spec.Replicas), st.Status.ReadyReplicas))
 	}
 	if dsErr != nil {
 		c.Skip(skipOf("list daemonsets.apps", dsErr))
 		return
 	}
-	for _, ds := range daemonSets.Items {
+	for _, ds := range daemonSets {
 		ctl.Workloads = append(ctl.Workloads, workload("daemonset", ds.ObjectMeta, ds.Status.DesiredNumberScheduled, ds.Status.NumberReady))
 	}
 	s.Controllers = ctl
@@ -73,7 +74,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 			c.Skip(skipOf("list customresourcedefinitions", crdErr))
 			return
 		}
-		for _, crd := range crds.Items {
+		for _, crd := range crds {
 			if _, group, ok := strings.Cut(crd.Name, "."); ok {
 				groups[group] = true
 			}

@@ -30,13 +30,13 @@ func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
 	if len(texts) == 0 {
 		return
 	}
-	list, err := c.Clients.Dynamic.Resource(crdResource).List(ctx, metav1.ListOptions{})
+	items, err := listAll[unstructured.Unstructured](ctx, metav1.ListOptions{}, pages(c.Clients.Dynamic.Resource(crdResource).List))
 	if err != nil {
 		c.Skip(skipOf("list customresourcedefinitions", err))
 		return
 	}
-	for i := range list.Items {
-		crd := crdOf(&list.Items[i])
+	for i := range items {
+		crd := crdOf(&items[i])
 		s.CRDs[crd.Name] = crd
 		if crd.ConversionService == "" || !mentioned(texts, crd) {
 			continue

@@ -42,11 +42,12 @@ func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
 		if _, done := s.DRA.Slices[node]; done || node == "" {
 			continue
 		}
-		slices, err := api.ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: resourcev1.ResourceSliceSelectorNodeName + "=" + node})
+		slices, err := listAll[resourcev1.ResourceSlice](ctx, metav1.ListOptions{FieldSelector: resourcev1.ResourceSliceSelectorNodeName + "=" + node},
+			pages(api.ResourceSlices().List))
 		if err != nil {
 			c.skipTarget(t, skipOf("resourceslices of node "+node, err))
 			continue
 		}
-		s.DRA.Slices[node] = slices.Items
+		s.DRA.Slices[node] = slices
 	}
 }

@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -42,10 +40,7 @@ func (c *Collector) readDrains(ctx context.Context, s *snapshot.Snapshot) {
 	pods := make([][]corev1.Pod, len(nodes))
 	errs := make([]error, len(nodes))
 	c.parallel(len(nodes), func(i int) {
-		pods[i], errs[i] = listAll[corev1.Pod](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = "spec.nodeName=" + nodes[i]
-			return c.Clients.Typed.CoreV1().Pods("").List(ctx, opts)
-		})
+		pods[i], errs[i] = listAll[corev1.Pod](ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodes[i]}, pages(c.Clients.Typed.CoreV1().Pods("").List))
 	})
 	s.NodePods, s.PDBs = map[string][]corev1.Pod{}, map[string][]policyv1.PodDisruptionBudget{}
 	var namespaces []string
@@ -66,9 +61,7 @@ func (c *Collector) readDrains(ctx context.Context, s *snapshot.Snapshot) {
 	pdbs := make([][]policyv1.PodDisruptionBudget, len(namespaces))
 	pdbErrs := make([]error, len(namespaces))
 	c.parallel(len(namespaces), func(i int) {
-		pdbs[i], pdbErrs[i] = listAll[policyv1.PodDisruptionBudget](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return c.Clients.Typed.PolicyV1().PodDisruptionBudgets(namespaces[i]).List(ctx, opts)
-		})
+		pdbs[i], pdbErrs[i] = listAll[policyv1.PodDisruptionBudget](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.PolicyV1().PodDisruptionBudgets(namespaces[i]).List))
 	})
 	for i, ns := range namespaces {
 		if pdbErrs[i] != nil {
@@ -77,17 +70,4 @@ func (c *Collector) readDrains(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		s.PDBs[ns] = pdbs[i]
 	}
-}
-
-// listAll reads every page of a list (client-go's pager, which also recovers
-// from an expired continue token).
-func listAll[T any](ctx context.Context, list pager.ListPageFunc) ([]T, error) {
-	out := []T{}
-	p := pager.New(list)
-	p.PageSize = pageSize
-	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		out = append(out, *any(obj).(*T))
-		return nil
-	})
-	return out, err
 }

@@ -5,12 +5,15 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 )
@@ -129,13 +132,26 @@ func (c *Collector) listAndWatch(ctx context.Context, g *followGroup, send func(
 			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 		}
 	}
-	list, err := ri.List(ctx, opts)
+	// The pages of one list share its resourceVersion, which the watch
+	// starts from.
+	p := pager.New(pages(ri.List))
+	p.PageSize = pageSize
+	list, _, err := p.List(ctx, opts)
 	if err != nil {
 		return err
 	}
 	there := map[string]*unstructured.Unstructured{}
-	for i := range list.Items {
-		there[list.Items[i].GetName()] = &list.Items[i]
+	if err := meta.EachListItem(list, func(o runtime.Object) error {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			there[u.GetName()] = u
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	listed, err := meta.ListAccessor(list)
+	if err != nil {
+		return err
 	}
 	for name := range g.pending {
 		if !g.update(name, there[name], false, send) {
@@ -145,7 +161,7 @@ func (c *Collector) listAndWatch(ctx context.Context, g *followGroup, send func(
 	if len(g.pending) == 0 {
 		return nil
 	}
-	opts.ResourceVersion = list.GetResourceVersion()
+	opts.ResourceVersion = listed.GetResourceVersion()
 	opts.AllowWatchBookmarks = true
 	w, err := ri.Watch(ctx, opts)
 	if err != nil {

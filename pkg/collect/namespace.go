@@ -5,7 +5,6 @@ import (
 	"sort"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -177,34 +176,27 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 	var skips []report.Skip
 	tr := c.track("objects "+where, len(mappings))
 	defer tr.finish()
-	g, gctx := errgroup.WithContext(ctx)
-	var p carried
-	g.SetLimit(scanConcurrency)
-	for _, m := range mappings {
-		g.Go(func() error {
-			defer p.catch()
-			err := c.listEach(gctx, m, scope, tr, func(items []metav1.PartialObjectMetadata) error {
-				mu.Lock() // once a page, not once an object
-				defer mu.Unlock()
-				for i := range items {
-					if err := visit(m, &items[i]); err != nil {
-						return err
-					}
+	// Every error is recorded as a skip: nothing cancels the other lists.
+	c.parallel(len(mappings), func(i int) {
+		m := mappings[i]
+		err := c.listEach(ctx, m, scope, tr, func(items []metav1.PartialObjectMetadata) error {
+			mu.Lock() // once a page, not once an object
+			defer mu.Unlock()
+			for i := range items {
+				if err := visit(m, &items[i]); err != nil {
+					return err
 				}
-				return nil
-			})
-			if err != nil {
-				mu.Lock()
-				sk := skipOf("list "+QualifiedResource(m.Resource)+" "+where, err)
-				sk.Resource = m.Resource
-				skips = append(skips, sk)
-				mu.Unlock()
 			}
 			return nil
 		})
-	}
-	_ = g.Wait() // every error is recorded as a skip
-	p.raise()
+		if err != nil {
+			mu.Lock()
+			sk := skipOf("list "+QualifiedResource(m.Resource)+" "+where, err)
+			sk.Resource = m.Resource
+			skips = append(skips, sk)
+			mu.Unlock()
+		}
+	})
 	sort.Slice(skips, func(i, j int) bool { return skips[i].Check < skips[j].Check })
 	return skips
 }

@@ -105,9 +105,7 @@ func (c *Collector) readPods(ctx context.Context, targets []*snapshot.Target, po
 
 // namespacePods lists a namespace's pods in full, by UID.
 func (c *Collector) namespacePods(ctx context.Context, ns string) (map[types.UID]*corev1.Pod, error) {
-	pods, err := listAll[corev1.Pod](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return c.Clients.Typed.CoreV1().Pods(ns).List(ctx, opts)
-	})
+	pods, err := listAll[corev1.Pod](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().Pods(ns).List))
 	out := make(map[types.UID]*corev1.Pod, len(pods))
 	for i := range pods {
 		out[pods[i].UID] = &pods[i]
@@ -127,7 +125,7 @@ func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snaps
 	if len(volumes) == 0 {
 		return
 	}
-	list, err := c.Clients.Typed.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	attachments, err := listAll[storagev1.VolumeAttachment](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.StorageV1().VolumeAttachments().List))
 	if err != nil {
 		for _, t := range volumes {
 			c.skipTarget(t, skipOf("list volumeattachments", err))
@@ -135,7 +133,7 @@ func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snaps
 		return
 	}
 	for _, t := range volumes {
-		for _, va := range list.Items {
+		for _, va := range attachments {
 			if pv := va.Spec.Source.PersistentVolumeName; pv != nil && *pv == t.Volume.Name {
 				t.Attachments = append(t.Attachments, va)
 			}
@@ -153,12 +151,12 @@ func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		ns := t.Claim.Namespace
 		if _, read := pods[ns]; !read {
-			list, err := c.Clients.Typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			list, err := listAll[corev1.Pod](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().Pods(ns).List))
 			if err != nil {
 				c.skipTarget(t, skipOf("list pods in namespace "+ns, err))
 				continue
 			}
-			pods[ns] = list.Items
+			pods[ns] = list
 		}
 		t.ClaimUsers = []*snapshot.Target{}
 		for i := range pods[ns] {

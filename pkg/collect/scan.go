@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,34 +130,25 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 	tr := c.track(phase, len(mappings))
 	defer tr.finish()
 	c.recordScanStart(scope, mappings)
-	g, ctx := errgroup.WithContext(ctx)
-	var p carried
-	g.SetLimit(scanConcurrency)
-	for _, m := range mappings {
-		g.Go(func() error {
-			defer p.catch()
-			items, err := c.listTerminating(ctx, m, scope, tr)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				sk := skipOf("list "+QualifiedResource(m.Resource), err)
-				sk.Resource = m.Resource
-				c.Skip(sk)
-				failed = append(failed, sk)
-				if firstErr == nil {
-					firstErr = err
-				}
-				return nil
+	// A type that cannot be listed is a skip: nothing cancels the others.
+	c.parallel(len(mappings), func(i int) {
+		m := mappings[i]
+		items, err := c.listTerminating(ctx, m, scope, tr)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			sk := skipOf("list "+QualifiedResource(m.Resource), err)
+			sk.Resource = m.Resource
+			c.Skip(sk)
+			failed = append(failed, sk)
+			if firstErr == nil {
+				firstErr = err
 			}
-			listed++
-			found = append(found, items...)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	p.raise()
+			return
+		}
+		listed++
+		found = append(found, items...)
+	})
 	if listed == 0 && firstErr != nil {
 		// Nothing could be read: saying "nothing stuck" would be a lie.
 		return nil, fmt.Errorf("could not list any of the %d resource types in scope: %w", len(mappings), firstErr)
@@ -200,39 +190,27 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 // and visits every page. A type that went away lists as empty.
 func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker, visit func([]metav1.PartialObjectMetadata) error) error {
 	ri := c.Clients.Metadata.Resource(m.Resource)
-	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector}
+	opts := metav1.ListOptions{LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector}
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
 	isNamespaces := m.Resource.Group == "" && m.Resource.Resource == "namespaces"
 	if isNamespaces && !scope.AllNamespaces {
 		// In one namespace, the namespace itself is in scope.
 		opts.FieldSelector = strings.TrimSuffix("metadata.name="+scope.Namespace+","+scope.FieldSelector, ",")
 	}
-	for {
-		var list *metav1.PartialObjectMetadataList
-		var err error
+	err := eachPage(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 		if namespaced && !scope.AllNamespaces {
-			list, err = ri.Namespace(scope.Namespace).List(ctx, opts)
-		} else {
-			list, err = ri.List(ctx, opts)
+			return ri.Namespace(scope.Namespace).List(ctx, o)
 		}
-		if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
-			tr.typeDone()
-			return nil // the type went away, or does not really list
-		}
-		if err != nil {
-			tr.typeDone()
-			return err
-		}
-		tr.page(len(list.Items))
-		if err := visit(list.Items); err != nil {
-			return err
-		}
-		if list.Continue == "" {
-			tr.typeDone()
-			return nil
-		}
-		opts.Continue = list.Continue
+		return ri.List(ctx, o)
+	}, func(page *metav1.PartialObjectMetadataList) error {
+		tr.page(len(page.Items))
+		return visit(page.Items)
+	})
+	tr.typeDone()
+	if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+		return nil // the type went away, or does not really list
 	}
+	return err
 }
 
 // metadataToUnstructured keeps a listed object for diagnosis, without its

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
@@ -42,9 +41,7 @@ func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapsho
 		s.VolumeSnapshots = map[string][]snapshot.VolumeSnapshot{}
 	}
 	for _, ns := range snapNS {
-		items, err := listAll[unstructured.Unstructured](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return c.Clients.Dynamic.Resource(volumeSnapshots).Namespace(ns).List(ctx, opts)
-		})
+		items, err := listAll[unstructured.Unstructured](ctx, metav1.ListOptions{}, pages(c.Clients.Dynamic.Resource(volumeSnapshots).Namespace(ns).List))
 		switch {
 		case apierrors.IsNotFound(err):
 			s.VolumeSnapshots[ns] = []snapshot.VolumeSnapshot{} // not served: no snapshot holds anything
@@ -63,9 +60,7 @@ func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapsho
 		s.NamespaceClaims = map[string][]corev1.PersistentVolumeClaim{}
 	}
 	for _, ns := range claimNS {
-		claims, err := listAll[corev1.PersistentVolumeClaim](ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return c.Clients.Typed.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
-		})
+		claims, err := listAll[corev1.PersistentVolumeClaim](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().PersistentVolumeClaims(ns).List))
 		if err != nil {
 			c.Skip(skipOf("persistentvolumeclaims in "+ns, err))
 			continue

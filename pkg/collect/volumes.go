@@ -72,20 +72,20 @@ func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		v.CSINodes[node] = csiNode // nil: the node has no CSINode
 	}
-	if drivers, err := storage.CSIDrivers().List(ctx, metav1.ListOptions{}); err != nil {
+	if drivers, err := listAll[storagev1.CSIDriver](ctx, metav1.ListOptions{}, pages(storage.CSIDrivers().List)); err != nil {
 		c.Skip(skipOf("list csidrivers", err))
 	} else {
 		v.CSIDrivers = map[string]*storagev1.CSIDriver{}
-		for i := range drivers.Items {
-			v.CSIDrivers[drivers.Items[i].Name] = &drivers.Items[i]
+		for i := range drivers {
+			v.CSIDrivers[drivers[i].Name] = &drivers[i]
 		}
 	}
-	vas, err := storage.VolumeAttachments().List(ctx, metav1.ListOptions{})
+	vas, err := listAll[storagev1.VolumeAttachment](ctx, metav1.ListOptions{}, pages(storage.VolumeAttachments().List))
 	if err != nil {
 		c.Skip(skipOf("list volumeattachments", err))
 		return
 	}
-	for _, va := range vas.Items {
+	for _, va := range vas {
 		if nodes[va.Spec.NodeName] {
 			v.Attachments = append(v.Attachments, va)
 		}
