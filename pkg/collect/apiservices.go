@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -21,11 +20,10 @@ func init() {
 // k8s.io/kube-aggregator, a dependency the plugin does not need otherwise.
 var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
-// readAPIServices reads the aggregated APIServices when discovery failed for
-// the run, or a namespace is terminating, with the ready endpoints of
-// unavailable ones.
+// readAPIServices reads the aggregated APIServices when a rule needs them,
+// with the ready endpoints of unavailable ones.
 func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
-	if !discoveryFailed(s, c.Skips()) {
+	if !apiServicesNeeded(s) {
 		return
 	}
 	items, err := listAll[unstructured.Unstructured](ctx, metav1.ListOptions{}, pages(c.Clients.Dynamic.Resource(apiServices).List))
@@ -68,16 +66,10 @@ func apiServiceOf(u *unstructured.Unstructured) snapshot.APIService {
 	return a
 }
 
-// discoveryFailed: the run's own discovery skipped a group, or a rule needs
-// the APIServices (a terminating namespace).
-func discoveryFailed(s *snapshot.Snapshot, skips []report.Skip) bool {
-	for _, sk := range skips {
-		if sk.Reason == report.SkipDiscovery {
-			return true
-		}
-	}
-	// An unavailable APIService blocks a terminating namespace even before
-	// the namespace controller says so, and aggregated discovery hides the
-	// group from clients without an error.
+// apiServicesNeeded: a rule needs the APIServices (a terminating namespace;
+// the garbage collector's finalizers). An unavailable APIService blocks them
+// even before their controller says so, and aggregated discovery hides the
+// group from clients without an error.
+func apiServicesNeeded(s *snapshot.Snapshot) bool {
 	return len(needing(s, diagnose.APIServiceEvidence)) > 0
 }

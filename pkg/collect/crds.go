@@ -26,8 +26,8 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // webhook may be why), and the endpoints of the conversion webhooks that
 // concern the targets.
 func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
-	texts := crdConcerns(s)
-	if len(texts) == 0 {
+	concerned := needing(s, diagnose.CRDEvidence)
+	if len(concerned) == 0 {
 		return
 	}
 	items, err := listAll[unstructured.Unstructured](ctx, metav1.ListOptions{}, pages(c.Clients.Dynamic.Resource(crdResource).List))
@@ -38,7 +38,7 @@ func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
 	for i := range items {
 		crd := crdOf(&items[i])
 		s.CRDs[crd.Name] = crd
-		if crd.ConversionService == "" || !mentioned(texts, crd) {
+		if crd.ConversionService == "" || !slices.ContainsFunc(concerned, func(t *snapshot.Target) bool { return diagnose.ReadsConversionOf(s, t, crd) }) {
 			continue
 		}
 		ns, name, _ := strings.Cut(crd.ConversionService, "/")
@@ -49,37 +49,6 @@ func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		crd.ConversionServiceEndpoints = &ready
 	}
-}
-
-// crdConcerns returns what names the CRDs a diagnosis may need: the CRD
-// targets' names, the failing namespaces' condition messages and scan errors.
-func crdConcerns(s *snapshot.Snapshot) []string {
-	var out []string
-	for _, t := range needing(s, diagnose.CRDEvidence) {
-		if t.Namespace == nil { // a CRD, for its own cleanup
-			out = append(out, t.Ref.Name)
-			continue
-		}
-		for _, cond := range t.Namespace.Status.Conditions {
-			out = append(out, cond.Message)
-		}
-		if t.Contents != nil {
-			for _, sk := range t.Contents.Skipped {
-				out = append(out, sk.APIMessage)
-			}
-		}
-	}
-	return out
-}
-
-// mentioned reports whether any text names the CRD or its group.
-func mentioned(texts []string, crd *snapshot.CRD) bool {
-	for _, t := range texts {
-		if t == crd.Name || strings.Contains(t, crd.Group+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // crdOf reduces a CustomResourceDefinition to what the rules read.

@@ -199,7 +199,9 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		{"undocumented code", undocumented, func(*report.Cause) {}, "code " + string(emitted) + " has no entry in docs/causes.md"},
 		{"stale docs link", catalogued, func(c *report.Cause) { c.Docs = "" }, "not its docs entry"},
 		{"ungraded step", catalogued, func(c *report.Cause) { c.Remediation[0].RiskLevel = "" }, `has riskLevel ""`},
-		{"unnamed node", catalogued, func(c *report.Cause) { c.Code, c.Docs, c.About = "NodeUnreachable", catalog.DocsURL("NodeUnreachable"), report.About{} },
+		{"unnamed node", catalogued, func(c *report.Cause) {
+			c.Code, c.Docs, c.About = "NodeUnreachable", catalog.DocsURL("NodeUnreachable"), report.About{}
+		},
 			"NodeUnreachable does not name its node"},
 		{"unnamed finalizer", catalogued, func(c *report.Cause) {
 			c.Code, c.Docs, c.About = "FinalizerPending", catalog.DocsURL("FinalizerPending"), report.About{Node: "n"}

@@ -23,6 +23,19 @@ import (
 // from the live scan's own failed lists, and from the webhook configuration.
 func contentFailureCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
 	var named []string
+	if c := namespaceCondition(t.Namespace, corev1.NamespaceDeletionContentFailure); c != nil && c.Status == corev1.ConditionTrue {
+		named = parseWebhookNames(c.Message)
+	}
+	causes := namespaceWebhookCauses(s, t, named, tm)
+	for _, f := range conversionFailures(s, t) {
+		causes = append(causes, conversionCause(s, f, tm))
+	}
+	return causes
+}
+
+// conversionFailures are the kinds a namespace's live scan failed to list,
+// and its condition says, for want of a conversion webhook.
+func conversionFailures(s *snapshot.Snapshot, t *snapshot.Target) []conversionFailure {
 	var conversions []conversionFailure
 	if c := t.Contents; c != nil {
 		for _, sk := range c.Skipped {
@@ -30,7 +43,6 @@ func contentFailureCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) [
 		}
 	}
 	if c := namespaceCondition(t.Namespace, corev1.NamespaceDeletionContentFailure); c != nil && c.Status == corev1.ConditionTrue {
-		named = parseWebhookNames(c.Message)
 		for _, f := range parseConversionFailures(c.Message) {
 			// The condition may be minutes old: a kind the live scan listed
 			// without error converts fine now.
@@ -39,11 +51,17 @@ func contentFailureCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) [
 			}
 		}
 	}
-	causes := namespaceWebhookCauses(s, t, named, tm)
-	for _, f := range conversions {
-		causes = append(causes, conversionCause(s, f, tm))
+	return conversions
+}
+
+// ReadsConversionOf reports whether the diagnosis of t reads the backend of
+// crd's conversion webhook: a CRD target's own; for a namespace, a kind
+// that fails to convert. The collector reads those backends' endpoints.
+func ReadsConversionOf(s *snapshot.Snapshot, t *snapshot.Target, crd *snapshot.CRD) bool {
+	if t.Namespace == nil {
+		return t.Ref.Name == crd.Name
 	}
-	return causes
+	return slices.ContainsFunc(conversionFailures(s, t), func(f conversionFailure) bool { return f.group == crd.Group && f.kind == crd.Kind })
 }
 
 // addConversions adds the conversion failures a text reports, each kind once.

@@ -32,9 +32,10 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		}
 	}
 	if len(blocking) == 0 {
+		evidence = append(evidence, fmt.Sprintf("live scan: %d dependent(s), none with blockOwnerDeletion", len(t.Dependents)))
 		return []report.Cause{cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
-			"no dependent blocks the deletion any more, yet the garbage collector has not removed foregroundDeletion: it may be blocked (a discovery failure stops it; see the namespace conditions and APIServices)",
-			append(evidence, fmt.Sprintf("live scan: %d dependent(s), none with blockOwnerDeletion", len(t.Dependents))),
+			"no dependent blocks the deletion any more, yet the garbage collector has not removed foregroundDeletion: "+collectorBlocked(s),
+			append(evidence, unavailableAPIs(s)...),
 			read("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False"))}
 	}
 	var items []report.Item
@@ -72,6 +73,27 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		BlockedBy: items}}
 }
 
+// collectorBlocked says what may hold the garbage collector back: an
+// unavailable aggregated API fails its discovery, and it cannot resolve
+// owners and dependents of that group.
+func collectorBlocked(s *snapshot.Snapshot) string {
+	if gvs := unavailableGroupVersions(s); len(gvs) > 0 {
+		return fmt.Sprintf("its discovery fails for %s (unavailable aggregated API), which may hold it back", strings.Join(gvs, ", "))
+	}
+	return "it may be blocked (a discovery failure stops it; see the namespace conditions and APIServices)"
+}
+
+// unavailableAPIs quotes the unavailable APIServices as evidence.
+func unavailableAPIs(s *snapshot.Snapshot) []string {
+	var out []string
+	for _, a := range s.APIServices {
+		if a.Available != "True" {
+			out = append(out, fmt.Sprintf("apiservice %s: condition Available=%s reason %s: %s", a.Name, a.Available, a.Reason, a.Message))
+		}
+	}
+	return out
+}
+
 // orphanCause: the garbage collector removes the owner's reference from
 // each dependent, then the orphan finalizer. It is the FinalizerPending
 // rule's one specific case; every other finalizer of that code is explained
@@ -86,11 +108,11 @@ func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 	}
 	summary := fmt.Sprintf("the garbage collector still has to orphan %d dependent(s): %s", len(names), strings.Join(names, ", "))
 	if len(names) == 0 {
-		summary = "every dependent is orphaned, yet the garbage collector has not removed the orphan finalizer: it may be blocked (a discovery failure stops it)"
+		summary = "every dependent is orphaned, yet the garbage collector has not removed the orphan finalizer: " + collectorBlocked(s)
 	}
 	return []report.Cause{cause(catalog.FinalizerPending, settling(report.Warning, tm), 0.6, summary,
-		[]string{"finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner",
-			fmt.Sprintf("live scan: %d dependent(s) still name %s/%s in ownerReferences", len(names), t.Ref.Kind, t.Ref.Name)},
+		append([]string{"finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner",
+			fmt.Sprintf("live scan: %d dependent(s) still name %s/%s in ownerReferences", len(names), t.Ref.Kind, t.Ref.Name)}, unavailableAPIs(s)...),
 		read("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False"),
 		fix("Only if the garbage collector cannot recover: remove the orphan finalizer", removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), "orphan"), report.RiskHigh,
 			"the dependents keep an ownerReference to a deleted owner and may be garbage-collected later instead of orphaned"))}

@@ -61,6 +61,16 @@ func TestForegroundDeletion(t *testing.T) {
 	it = Diagnose(snapOf(owner)).Items[0]
 	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Warning, "none with blockOwnerDeletion")
 
+	// An unavailable aggregated API is what may hold the garbage collector back: named, quoted.
+	withAPI := snapOf(owner)
+	withAPI.APIServices = []snapshot.APIService{{Name: "v1beta1.metrics.k8s.io", Group: "metrics.k8s.io", Version: "v1beta1", Service: "kube-system/metrics-server",
+		Available: "False", Reason: "MissingEndpoints", Message: "endpoints for service/metrics-server in \"kube-system\" have no addresses"}}
+	it = Diagnose(withAPI).Items[0]
+	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Warning, "apiservice v1beta1.metrics.k8s.io: condition Available=False reason MissingEndpoints")
+	if !strings.Contains(it.Causes[0].Summary, "its discovery fails for metrics.k8s.io/v1beta1") {
+		t.Errorf("summary: %q", it.Causes[0].Summary)
+	}
+
 	// Dependents not read: the generic answer.
 	owner.Dependents = nil
 	expectCauses(t, Diagnose(snapOf(owner)).Items[0], []string{"FinalizerPending"}, report.Warning, "")

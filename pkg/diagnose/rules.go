@@ -44,7 +44,8 @@ const (
 	InstanceEvidence
 	// CRDEvidence: the CustomResourceDefinitions (conversion webhooks).
 	CRDEvidence
-	// APIServiceEvidence: the aggregated APIServices (discovery failures).
+	// APIServiceEvidence: the aggregated APIServices (discovery failures,
+	// which hold back the namespace controller and the garbage collector).
 	APIServiceEvidence
 	// DrainEvidence: the pods still on the node a drain finalizer empties,
 	// and the PodDisruptionBudgets of their namespaces.
@@ -152,7 +153,7 @@ func init() {
 	finalizerRules = map[catalog.Code]finalizerRule{
 		catalog.NamespaceContentRemaining:  {needs: namespaceNeeds, explain: namespaceCauses},
 		catalog.CRDInstancesRemaining:      {needs: evidence(InstanceEvidence | CRDEvidence), explain: crdCauses},
-		catalog.ForegroundDeletionBlocked:  {needs: evidence(DependentEvidence), explain: foregroundCause},
+		catalog.ForegroundDeletionBlocked:  {needs: evidence(DependentEvidence | APIServiceEvidence), explain: foregroundCause},
 		catalog.PVCInUse:                   {needs: evidence(ClaimUserEvidence), explain: claimInUseCause},
 		catalog.PVBound:                    {needs: evidence(0), explain: volumeBoundCause},
 		catalog.VolumeDetachFailed:         {needs: evidence(AttachmentEvidence), explain: detachCause},
@@ -194,7 +195,7 @@ func pendingNeeds(_ *snapshot.Target, f heldBy) Evidence {
 	case catalog.ThirdPartyFinalizer(f.name):
 		return OwnerEvidence | EventEvidence
 	case f.name == metav1.FinalizerOrphanDependents:
-		return DependentEvidence
+		return DependentEvidence | APIServiceEvidence
 	}
 	return 0
 }
