@@ -2,7 +2,9 @@ package collect
 
 import (
 	"context"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sort"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -59,6 +61,8 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 	a := snapshot.NewAdmission()
 	a.Validating, a.Mutating = vw, mw
 	switch {
+	case apierrors.IsNotFound(pErr) || apierrors.IsNotFound(bErr):
+		s.AddNotServed("validatingadmissionpolicies", "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy is not served (GA in Kubernetes 1.30)")
 	case pErr != nil:
 		c.Skip(skipOf("list validatingadmissionpolicies", pErr))
 	case bErr != nil:

@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/versions"
 )
 
 // Diagnose builds the report for every target of the snapshot, most severe first.
@@ -29,10 +30,35 @@ func Diagnose(s *snapshot.Snapshot) report.Report {
 	}
 	SortItems(r.Items)
 	r.Complete = len(r.Incomplete()) == 0
+	r.NotApplicable = s.NotServed
+	if len(s.Targets) > 0 {
+		r.Server = serverOf(s)
+	}
 	if diagnosed != nil {
 		diagnosed(r)
 	}
 	return r
+}
+
+// serverOf says which release the verdicts were made for, and what they
+// assume of it.
+func serverOf(s *snapshot.Snapshot) *report.Server {
+	srv := &report.Server{Assumptions: []string{}}
+	if s.Server != nil {
+		srv.GitVersion = s.Server.GitVersion
+	}
+	for _, g := range versions.Gates {
+		srv.Assumptions = append(srv.Assumptions, g.On(minorOf(s)).Why)
+	}
+	return srv
+}
+
+// minorOf is the server's minor version, 0 when unknown.
+func minorOf(s *snapshot.Snapshot) int {
+	if s.Server == nil {
+		return 0
+	}
+	return versions.Minor(s.Server.GitVersion)
 }
 
 // diagnosed, when set (by this package's tests, which check every report

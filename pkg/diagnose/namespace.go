@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/versions"
 )
 
 // controllerSilence is how long a Terminating namespace may go without any
@@ -62,28 +63,45 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 		return nil // not read: the generic FinalizerPending speaks
 	}
 	causes := append(contentCauses(s, t, tm), contentFailureCauses(s, t, tm)...)
-	podsFirst := t.Contents != nil && t.Contents.Counts[snapshot.Pods] > 0
-	if podsFirst && !slices.ContainsFunc(causes, func(c report.Cause) bool { return c.Code == string(catalog.PodStuckTerminating) }) {
-		causes = append(causes, podsFirstCause(s, t, tm))
+	ordered := versions.OrderedNamespaceDeletion.On(minorOf(s))
+	podsLeft := t.Contents != nil && t.Contents.Counts[snapshot.Pods] > 0
+	// With ordered deletion the rest waits for the pods by design; without
+	// it every type is deleted at once and the pods hold back nothing.
+	podsFirst := podsLeft && ordered.On
+	podsProgressing := podsLeft && !slices.ContainsFunc(causes, func(c report.Cause) bool { return c.Code == string(catalog.PodStuckTerminating) })
+	if podsProgressing {
+		causes = append(causes, podsInGraceCause(s, t, tm, ordered))
+	}
+	others := leftovers(t.Contents)
+	if podsLeft {
+		others -= t.Contents.Counts[snapshot.Pods]
 	}
 	if c := namespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure); c == nil || c.Status != corev1.ConditionTrue {
 		// Not (yet) named by the namespace controller, but it will block it all the same.
 		causes = append(causes, apiServiceCauses(s, unavailableGroupVersions(s))...)
 	}
-	// While pods remain, the rest waits for them by design (see podsFirstCause).
-	if c := namespaceCondition(ns, corev1.NamespaceContentRemaining); (c == nil || c.Status != corev1.ConditionTrue) && leftovers(t.Contents) > 0 && !podsFirst {
+	// While pods remain under ordered deletion, the rest waits for them by
+	// design (see podsInGraceCause); pods terminating normally are no leftover.
+	unreported := others
+	if !podsProgressing {
+		unreported = leftovers(t.Contents)
+	}
+	if c := namespaceCondition(ns, corev1.NamespaceContentRemaining); (c == nil || c.Status != corev1.ConditionTrue) && unreported > 0 && !podsFirst {
 		c := cause(catalog.NamespaceContentRemaining, settling(report.Warning, tm), 0.6,
-			fmt.Sprintf("the live scan finds %d object(s) left in the namespace; the namespace controller has not reported them (yet)", leftovers(t.Contents)),
+			fmt.Sprintf("the live scan finds %d object(s) left in the namespace; the namespace controller has not reported them (yet)", unreported),
 			scanEvidence(t.Contents),
 			read("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns.Name)),
 			clearNamespaceFinalizers(ns.Name))
-		c.About.Count = leftovers(t.Contents)
+		c.About.Count = unreported
 		causes = append(causes, c)
 	}
 	for _, nc := range namespaceConditions {
 		c := namespaceCondition(ns, nc.condition)
 		if c == nil || c.Status != corev1.ConditionTrue {
 			continue
+		}
+		if c.Type == corev1.NamespaceContentRemaining && podsProgressing && others == 0 {
+			continue // all that remains is pods terminating normally: podsInGraceCause speaks
 		}
 		evidence := []string{fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message)}
 		evidence = append(evidence, conditionDetails(c)...)

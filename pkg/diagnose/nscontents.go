@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/versions"
 )
 
 // contentCauses explains a namespace from the live scan of what is left in
@@ -79,12 +80,13 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 	}, true
 }
 
-// podsFirstCause: the namespace controller deletes a namespace's pods first
-// and leaves the rest of its content until they are gone (ordered namespace
-// deletion: on by default from 1.33, always from 1.34), so a namespace whose
-// pods are terminating normally is progressing, whatever else it still
-// holds. Stuck pods are PodStuckTerminating instead.
-func podsFirstCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) report.Cause {
+// podsInGraceCause: a namespace whose pods are terminating normally is
+// progressing. Under ordered namespace deletion (on by default from 1.33,
+// always from 1.34) the namespace controller deletes the pods first and
+// leaves the rest until they are gone, so it progresses whatever else it
+// still holds; without it every type is deleted at once, and what else it
+// holds is judged beside the pods. Stuck pods are PodStuckTerminating instead.
+func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, ordered versions.State) report.Cause {
 	c := t.Contents
 	var latest time.Time
 	var evidence []string
@@ -98,7 +100,7 @@ func podsFirstCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) report.
 	others := sum(c.Counts) - c.Counts[snapshot.Pods]
 	evidence = append(evidence,
 		fmt.Sprintf("live scan of namespace %s: %d pod(s) left, %d being deleted; %d other object(s), %d of them not deleted yet", t.Ref.Name, c.Counts[snapshot.Pods], len(c.Pods), others, sum(c.NotDeleted)-c.NotDeleted[snapshot.Pods]),
-		"ordered namespace deletion (Kubernetes 1.33+): the namespace controller deletes the other content only once no pod is left")
+		ordered.Why)
 	deadline := "its pods are past their deadline and settling"
 	if latest.After(s.Now) {
 		deadline = fmt.Sprintf("the last pod's grace period ends in %s (%s)", report.HumanDuration(latest.Sub(s.Now)), latest.UTC().Format(time.RFC3339))
@@ -106,9 +108,11 @@ func podsFirstCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) report.
 	if waiting := c.Counts[snapshot.Pods] - len(c.Pods); waiting > 0 {
 		deadline += fmt.Sprintf("; %d pod(s) not deleted yet by the namespace controller", waiting)
 	}
-	return cause(catalog.WithinGracePeriod, report.Info, 0.9,
-		fmt.Sprintf("progressing: the namespace controller deletes the pods first and waits for them; %d pod(s) are terminating normally and %s; the %d other object(s) are deleted after them", len(c.Pods), deadline, others),
-		evidence,
+	summary := fmt.Sprintf("progressing: the namespace controller deletes the pods first and waits for them; %d pod(s) are terminating normally and %s; the %d other object(s) are deleted after them", len(c.Pods), deadline, others)
+	if !ordered.On {
+		summary = fmt.Sprintf("progressing: %d pod(s) are terminating normally and %s; the namespace controller deletes every type at once (no ordered namespace deletion on this release), so the %d other object(s) do not wait for them", len(c.Pods), deadline, others)
+	}
+	return cause(catalog.WithinGracePeriod, report.Info, 0.9, summary, evidence,
 		read("Wait for the pods to finish; watch them", command("kubectl", "terminating", "wait", "ns/"+t.Ref.Name, "--timeout", "5m")))
 }
 

@@ -79,7 +79,7 @@ func TestNamespaceWaitingForItsPodsByDesign(t *testing.T) {
 	}
 
 	it := Diagnose(build(2*time.Minute, corev1.ConditionTrue, 5*time.Second)).Items[0]
-	expectCauses(t, it, []string{"WithinGracePeriod"}, report.Info, "ordered namespace deletion")
+	expectCauses(t, it, []string{"WithinGracePeriod"}, report.Info, "OrderedNamespaceDeletion: server version unknown, assumed as in the newest releases (on)")
 	if it.Stuck || !strings.Contains(it.Causes[0].Summary, "2 pod(s) are terminating normally and the last pod's grace period ends in 3m") ||
 		!strings.Contains(it.Causes[0].Summary, "the 4 other object(s) are deleted after them") {
 		t.Errorf("stuck %t, summary %q", it.Stuck, it.Causes[0].Summary)
@@ -92,5 +92,66 @@ func TestNamespaceWaitingForItsPodsByDesign(t *testing.T) {
 	}
 	if top := it.Causes[0]; top.Severity != report.Critical || top.BlockedBy[0].Causes[0].Code != "NodeUnreachable" {
 		t.Errorf("top %s, nested %v", top.Severity, codes(top.BlockedBy[0]))
+	}
+}
+
+// Without ordered namespace deletion (off by default before 1.33) the
+// namespace controller deletes every type at once and reports the pods in
+// its NamespaceContentRemaining condition: pods inside their grace period
+// still make the namespace progressing (not the false STUCK a 1.31 cluster
+// got), the rest does not wait for them, and content held by a finalizer
+// whose controller is gone blocks now, beside them. On 1.33+ the same
+// namespace waits for its pods by design.
+func TestNamespaceWithPodsInGraceByRelease(t *testing.T) {
+	build := func(gitVersion string, heldWidget bool) *snapshot.Snapshot {
+		msg := "Some resources are remaining: pods. has 2 resource instances"
+		counts := map[string]int{"pods": 2}
+		if heldWidget {
+			msg += ", widgets.example.com has 1 resource instances"
+			counts["widgets.example.com"] = 1
+		}
+		ns := terminatingNamespace(2*time.Minute, allConditions(nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", msg))...)
+		s := snap(ns, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
+		s.Server = &snapshot.Server{GitVersion: gitVersion}
+		var pods []*snapshot.Target
+		for _, name := range []string{"db-0", "db-1"} {
+			p := terminatingPod(2*time.Minute, 300)
+			p.Name, p.UID = name, "uid-"+types.UID(name)
+			pods = append(pods, snap(p).Targets[0])
+		}
+		c := &snapshot.Contents{Counts: byType(counts), Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}, Pods: pods}
+		if heldWidget {
+			w := widget(2*time.Minute, "widgets.acme.io/cleanup")
+			c.Finalizers["widgets.acme.io/cleanup"] = 1
+			c.Held["widgets.acme.io/cleanup"] = []*snapshot.Target{snap(w).Targets[0]}
+		}
+		s.Targets[0].Contents = c
+		s.Controllers = &snapshot.Controllers{}
+		return s
+	}
+	for _, tc := range []struct {
+		version, assumed, wording string
+	}{
+		{"v1.31.14", "OrderedNamespaceDeletion: off by default in 1.31", "deletes every type at once"},
+		{"v1.32.9", "OrderedNamespaceDeletion: off by default in 1.32", "deletes every type at once"},
+		{"v1.33.5", "OrderedNamespaceDeletion: on by default in 1.33", "deletes the pods first"},
+		{"v1.37.2", "OrderedNamespaceDeletion: always on in 1.37", "deletes the pods first"},
+	} {
+		r := Diagnose(build(tc.version, false))
+		it := r.Items[0]
+		if it.Stuck || it.Severity != report.Info || codes(it)[0] != "WithinGracePeriod" || slices.Contains(codes(it), "NamespaceContentRemaining") {
+			t.Errorf("%s, pods in grace only: stuck %t %s %v, want progressing", tc.version, it.Stuck, it.Severity, codes(it))
+		}
+		if !strings.Contains(it.Causes[0].Summary, tc.wording) || !slices.ContainsFunc(it.Causes[0].Evidence, func(e string) bool { return strings.HasPrefix(e, tc.assumed) }) {
+			t.Errorf("%s: summary %q, evidence %q", tc.version, it.Causes[0].Summary, it.Causes[0].Evidence)
+		}
+		if r.Server == nil || r.Server.GitVersion != tc.version || !slices.ContainsFunc(r.Server.Assumptions, func(a string) bool { return strings.HasPrefix(a, tc.assumed) }) {
+			t.Errorf("%s: report.server %+v", tc.version, r.Server)
+		}
+
+		held := Diagnose(build(tc.version, true)).Items[0]
+		if !held.Stuck || codes(held)[0] != "FinalizerPending" || !slices.Contains(codes(held), "WithinGracePeriod") {
+			t.Errorf("%s, a widget held by a finalizer with no controller: stuck %t, codes %v", tc.version, held.Stuck, codes(held))
+		}
 	}
 }

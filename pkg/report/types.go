@@ -56,7 +56,25 @@ type Report struct {
 	// skipped read in the run nor in any item. A partial report that finds
 	// nothing stuck exits 1 (unless --allow-partial), never 0.
 	Complete bool `json:"complete"`
+	// Server is the apiserver's version and what the verdicts assume of its
+	// release (since v0.4; omitted when nothing was diagnosed).
+	Server *Server `json:"server,omitempty"`
+	// NotApplicable lists the checks the server makes moot: an API it does
+	// not serve. Never a skipped read: it does not make a report partial
+	// (since v0.4).
+	NotApplicable []NotApplicable `json:"notApplicable,omitempty"`
 }
+
+// Server is the apiserver's version (GET /version) and, for each behaviour
+// the verdicts depend on that changed between releases, what they assume.
+type Server struct {
+	// GitVersion is empty when the version could not be read.
+	GitVersion  string   `json:"gitVersion,omitempty"`
+	Assumptions []string `json:"assumptions"`
+}
+
+// NotApplicable is a check whose API the server does not serve, and why.
+type NotApplicable = snapshot.NotServed
 
 // Incomplete lists every read the report lacks: the run's, then each
 // item's, nested items included.

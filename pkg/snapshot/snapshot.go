@@ -77,6 +77,33 @@ type Snapshot struct {
 	NamespaceClaims map[string][]corev1.PersistentVolumeClaim `json:"namespaceClaims"`
 	// Skipped lists run-wide reads that could not be made.
 	Skipped []Skip `json:"skipped"`
+	// Server is the apiserver's version (GET /version); nil: not read.
+	Server *Server `json:"server"`
+	// NotServed lists the APIs a check needed and the server does not
+	// serve: not applicable there, not a failed read.
+	NotServed []NotServed `json:"notServed"`
+}
+
+// Server is what /version says.
+type Server struct {
+	GitVersion string `json:"gitVersion"`
+}
+
+// NotServed is an API the server does not serve, and the check that would
+// have read it.
+type NotServed struct {
+	Check  string `json:"check"`
+	Reason string `json:"reason"`
+}
+
+// AddNotServed records an API not served, once per check.
+func (s *Snapshot) AddNotServed(check, reason string) {
+	for _, n := range s.NotServed {
+		if n.Check == check {
+			return
+		}
+	}
+	s.NotServed = append(s.NotServed, NotServed{Check: check, Reason: reason})
 }
 
 // VolumeSnapshot is a snapshot.storage.k8s.io VolumeSnapshot, reduced to

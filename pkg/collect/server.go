@@ -1,0 +1,26 @@
+package collect
+
+import (
+	"context"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func init() {
+	register(source{name: "server version", read: (*Collector).readServerVersion})
+}
+
+// readServerVersion reads /version once per run: the rules derive from it
+// what changed between releases (pkg/versions). Every user may read it
+// (system:public-info-viewer).
+func (c *Collector) readServerVersion(ctx context.Context, s *snapshot.Snapshot) {
+	if len(s.Targets) == 0 {
+		return
+	}
+	v, err := c.Clients.Discovery.ServerVersion()
+	if err != nil {
+		c.Skip(skipOf("server version", err))
+		return
+	}
+	s.Server = &snapshot.Server{GitVersion: v.GitVersion}
+}
