@@ -103,7 +103,7 @@ func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets
 // newContents is an empty record of what is left, over the types scanned.
 func newContents(mappings []*meta.RESTMapping) *snapshot.Contents {
 	contents := &snapshot.Contents{Counts: map[schema.GroupResource]int{}, ByNamespace: map[string]int{}, NotDeleted: map[schema.GroupResource]int{},
-		Resources: map[schema.GroupResource]schema.GroupVersionResource{}, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
+		Resources: map[schema.GroupResource]schema.GroupVersionResource{}, Finalizers: map[string]int{}, Pending: map[string]int{}, Held: map[string][]*snapshot.Target{}}
 	for _, m := range mappings {
 		contents.Resources[m.Resource.GroupResource()] = m.Resource
 	}
@@ -159,7 +159,10 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 		contents.ByNamespace[item.Namespace]++
 		if item.DeletionTimestamp == nil {
 			contents.NotDeleted[gr]++
-			return nil // not deleted yet: no finalizer holds it
+			for _, f := range item.Finalizers {
+				contents.Pending[f]++ // holds nothing yet: it will, once deleted
+			}
+			return nil
 		}
 		return addTerminating(contents, m.Resource, item.Finalizers, func() (*snapshot.Target, error) { return metadataTarget(item, m) })
 	})

@@ -71,6 +71,7 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 	podsProgressing := podsLeft && !slices.ContainsFunc(causes, func(c report.Cause) bool { return c.Code == string(catalog.PodStuckTerminating) })
 	if podsProgressing {
 		causes = append(causes, podsInGraceCause(s, t, tm, ordered))
+		causes = append(causes, forecastCauses(s, t)...)
 	}
 	others := leftovers(t.Contents)
 	if podsLeft {

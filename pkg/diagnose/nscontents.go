@@ -116,6 +116,35 @@ func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, order
 		read("Wait for the pods to finish; watch them", command("kubectl", "terminating", "wait", "ns/"+t.Ref.Name, "--timeout", "5m")))
 }
 
+// forecastCauses: while a namespace progresses (its pods in grace), objects
+// not deleted yet whose finalizer no controller will remove are bound to hold
+// it once the namespace controller deletes them. Said now, as information:
+// nothing is stuck yet.
+func forecastCauses(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	var out []report.Cause
+	for _, f := range sortedKeys(t.Contents.Pending) {
+		if !catalog.ThirdPartyFinalizer(f) {
+			continue
+		}
+		state, evidence := ownerLiveness(s.Controllers, f)
+		if state != ownerGone && state != ownerDown {
+			continue
+		}
+		n := t.Contents.Pending[f]
+		why := "no controller that could remove it is found"
+		if state == ownerDown {
+			why = "its controller has no ready replica"
+		}
+		c := cause(catalog.FinalizerPending, report.Info, 0.6,
+			fmt.Sprintf("forecast: once the pods are gone, %d object(s) carrying %s will be deleted, and %s: the namespace will then stay Terminating", n, f, why),
+			append([]string{fmt.Sprintf("live scan of namespace %s: %d object(s) not deleted yet carry finalizer %s (removed by %s)", t.Ref.Name, n, f, catalog.FinalizerOwner(f).Owner)}, evidence...),
+			repair("Bring back the controller that removes "+f+" before the pods are gone; it then removes the finalizer itself", ""))
+		c.About.Finalizers, c.About.Count = []string{f}, n
+		out = append(out, c)
+	}
+	return out
+}
+
 // heldCause groups every object one finalizer holds.
 func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, where string, tm timing) report.Cause {
 	examples := make([]report.Item, 0, len(c.Held[finalizer]))

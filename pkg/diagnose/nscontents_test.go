@@ -155,3 +155,43 @@ func TestNamespaceWithPodsInGraceByRelease(t *testing.T) {
 		}
 	}
 }
+
+// A namespace progressing (its pods in grace) that already holds objects not
+// deleted yet whose finalizer no controller will remove gets a forecast:
+// information, never stuck; a live controller, a Kubernetes finalizer or a
+// stuck pod make none.
+func TestNamespaceForecast(t *testing.T) {
+	build := func(ctl *snapshot.Controllers, pending map[string]int) *snapshot.Snapshot {
+		ns := terminatingNamespace(time.Minute, allConditions()...)
+		s := snap(ns, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
+		s.Server = &snapshot.Server{GitVersion: "v1.36.3"}
+		p := terminatingPod(time.Minute, 300)
+		s.Targets[0].Contents = &snapshot.Contents{
+			Counts:     byType(map[string]int{"pods": 1, "widgets.example.com": 4, "configmaps": 1}),
+			NotDeleted: byType(map[string]int{"widgets.example.com": 4, "configmaps": 1}),
+			Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}, Pending: pending,
+			Pods: []*snapshot.Target{snap(p).Targets[0]},
+		}
+		s.Controllers = ctl
+		return s
+	}
+	pending := map[string]int{"widgets.acme.io/cleanup": 4, "kubernetes.io/pvc-protection": 1}
+	it := Diagnose(build(&snapshot.Controllers{}, pending)).Items[0]
+	// The forecast ranks first (the root of what is coming), as information.
+	if it.Stuck || it.Severity != report.Info || !slices.Equal(codes(it), []string{"FinalizerPending", "WithinGracePeriod"}) {
+		t.Fatalf("stuck %t %s %v: want progressing with a forecast", it.Stuck, it.Severity, codes(it))
+	}
+	f := it.Causes[0]
+	if f.Severity != report.Info || !strings.HasPrefix(f.Summary, "forecast: once the pods are gone, 4 object(s) carrying widgets.acme.io/cleanup will be deleted, and no controller") ||
+		f.About.Count != 4 || !slices.Equal(f.About.Finalizers, []string{"widgets.acme.io/cleanup"}) {
+		t.Errorf("forecast: %s %q %+v", f.Severity, f.Summary, f.About)
+	}
+
+	live := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "acme-system", Name: "acme-controller", Desired: 1, Ready: 1}}}
+	if got := codes(Diagnose(build(live, pending)).Items[0]); !slices.Equal(got, []string{"WithinGracePeriod"}) {
+		t.Errorf("controller alive: %v, want no forecast", got)
+	}
+	if got := codes(Diagnose(build(&snapshot.Controllers{}, map[string]int{"kubernetes.io/pvc-protection": 1})).Items[0]); !slices.Equal(got, []string{"WithinGracePeriod"}) {
+		t.Errorf("only Kubernetes' own finalizers: %v, want no forecast", got)
+	}
+}

@@ -259,5 +259,8 @@ func namespaceNeeds(t *snapshot.Target, _ heldBy) Evidence {
 	if t.Namespace != nil && contentFailed(t.Namespace) {
 		e |= CRDEvidence | AdmissionEvidence
 	}
+	if c := t.Contents; c != nil && slices.ContainsFunc(sortedKeys(c.Pending), catalog.ThirdPartyFinalizer) {
+		e |= OwnerEvidence // the forecast: will their controllers remove them?
+	}
 	return e
 }

@@ -310,6 +310,9 @@ type Contents struct {
 	NotDeleted map[schema.GroupResource]int `json:"notDeleted"`
 	// Finalizers counts the objects being deleted that each finalizer holds.
 	Finalizers map[string]int `json:"finalizers"`
+	// Pending counts, by finalizer, the objects not deleted yet that carry
+	// it: each will wait for it once the namespace controller deletes it.
+	Pending map[string]int `json:"pending"`
 	// Held keeps a few examples of the objects (pods aside) each finalizer holds, as targets.
 	Held map[string][]*Target `json:"held"`
 	// Pods are the namespace's terminating pods, read in full and diagnosed.
