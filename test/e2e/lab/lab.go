@@ -1,6 +1,7 @@
 // Package lab runs a real control plane on loopback: etcd, kube-apiserver,
-// kube-controller-manager (Kubernetes v1.36.3) and kwok playing the kubelets
-// of fake nodes. Binaries come from build.sh; nothing is downloaded at run time.
+// kube-controller-manager (Kubernetes v1.36.3, or another release of the
+// version matrix: Options.KubeBinDir) and kwok playing the kubelets of fake
+// nodes. Binaries come from build.sh; nothing is downloaded at run time.
 package lab
 
 import (
@@ -47,6 +48,13 @@ const (
 type Options struct {
 	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kwok.
 	BinDir string
+	// KubeBinDir, if set, holds the kube-apiserver and kube-controller-manager
+	// to run instead of BinDir's: another Kubernetes release of the version
+	// matrix (build.sh puts each in BinDir/<minor>, e.g. .lab/bin/v1.31).
+	// etcd and kwok still come from BinDir. Every release of the matrix
+	// (v1.31.4, v1.36.3, v1.37.2) takes the same flags: none is refused or
+	// reported deprecated, so no flag depends on the version.
+	KubeBinDir string
 	// Dir holds the lab's state: data, certificates, logs, kubeconfig.
 	Dir string
 	// Detach leaves the processes running when the caller exits (make demo).
@@ -99,6 +107,7 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 	}
 	path := func(n string) string { return filepath.Join(o.Dir, n) }
 	bin := func(n string) string { return filepath.Join(o.BinDir, n) }
+	kubeBin := func(n string) string { return filepath.Join(o.kubeBinDir(), n) }
 
 	if err := l.spawn(o, "etcd", bin("etcd"),
 		"--name=lab", "--data-dir="+path("etcd"),
@@ -126,7 +135,7 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 	if !o.Bench {
 		apiserver = append(apiserver, "--audit-policy-file="+path("audit-policy.yaml"), "--audit-log-path="+l.AuditLog)
 	}
-	if err := l.spawn(o, "kube-apiserver", bin("kube-apiserver"), apiserver...); err != nil {
+	if err := l.spawn(o, "kube-apiserver", kubeBin("kube-apiserver"), apiserver...); err != nil {
 		return nil, err
 	}
 	if err := waitHTTP(ctx, l.Server+"/readyz", AdminToken, 90*time.Second); err != nil {
@@ -137,7 +146,7 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 	if o.Bench {
 		controllers = "*,-namespace"
 	}
-	if err := l.spawn(o, "kube-controller-manager", bin("kube-controller-manager"),
+	if err := l.spawn(o, "kube-controller-manager", kubeBin("kube-controller-manager"),
 		"--kubeconfig="+l.Kubeconfig, "--leader-elect=false", "--controllers="+controllers,
 		"--service-account-private-key-file="+path("sa.key"), "--use-service-account-credentials=false",
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[3]),
@@ -162,6 +171,13 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		return l, l.saveState()
 	}
 	return l, nil
+}
+
+func (o Options) kubeBinDir() string {
+	if o.KubeBinDir != "" {
+		return o.KubeBinDir
+	}
+	return o.BinDir
 }
 
 func (l *Lab) writeFiles() error {
