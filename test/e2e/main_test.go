@@ -64,6 +64,7 @@ func runMain(m *testing.M) int {
 	go func() {
 		<-sig
 		theLab.Stop()
+		_ = stopVersionLabs(false)
 		scenario.RemoveTestHosts()
 		os.Exit(130)
 	}()
@@ -79,6 +80,10 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if err := stopVersionLabs(code == 0); err != nil { // the version matrix's labs (versions_test.go)
+		fmt.Fprintln(os.Stderr, "e2e: FAIL:", err)
+		code = 1
+	}
 	if code == 0 {
 		subset := flag.Lookup("test.run").Value.String() != ""
 		if err := checkReadOnly(theLab.AuditLog, subset); err != nil {
