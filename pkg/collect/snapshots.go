@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -67,11 +68,46 @@ func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapsho
 		}
 		s.NamespaceClaims[ns] = claims
 	}
+	c.readBlockerEvents(ctx, s, append(snapNS, claimNS...))
+}
+
+// readBlockerEvents reads what the snapshot-controller and the provisioner
+// say about the snapshots and claims read (SnapshotCreationFailed,
+// ProvisioningFailed...): one event list per namespace, kept by the UID of
+// the object they are about, for those objects only (in their own map: the
+// targets' events are read at the same time).
+func (c *Collector) readBlockerEvents(ctx context.Context, s *snapshot.Snapshot, namespaces []string) {
+	slices.Sort(namespaces)
+	for _, ns := range slices.Compact(namespaces) {
+		uids := map[types.UID]bool{}
+		for _, v := range s.VolumeSnapshots[ns] {
+			uids[v.UID] = true
+		}
+		for _, pvc := range s.NamespaceClaims[ns] {
+			uids[pvc.UID] = true
+		}
+		if len(uids) == 0 {
+			continue
+		}
+		byUID, err := c.namespaceEvents(ctx, ns)
+		if err != nil {
+			c.Skip(skipOf("events in "+ns, err))
+			continue
+		}
+		for uid, events := range byUID {
+			if uids[uid] {
+				if s.BlockerEvents == nil {
+					s.BlockerEvents = map[types.UID][]corev1.Event{}
+				}
+				s.BlockerEvents[uid] = events
+			}
+		}
+	}
 }
 
 func volumeSnapshotOf(u *unstructured.Unstructured) snapshot.VolumeSnapshot {
 	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
-	v := snapshot.VolumeSnapshot{Namespace: u.GetNamespace(), Name: u.GetName(), SourceClaim: str("spec", "source", "persistentVolumeClaimName"),
+	v := snapshot.VolumeSnapshot{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(), SourceClaim: str("spec", "source", "persistentVolumeClaimName"),
 		Class: str("spec", "volumeSnapshotClassName"), Error: str("status", "error", "message"), Deleted: u.GetDeletionTimestamp() != nil}
 	if ready, found, _ := unstructured.NestedBool(u.Object, "status", "readyToUse"); found {
 		v.ReadyToUse = &ready

@@ -35,7 +35,7 @@ func TestReadSnapshotSources(t *testing.T) {
 		return &snapshot.Target{Object: u, Ref: snapshot.ObjectRef{APIVersion: apiVersion, Kind: kind, Resource: resource, Namespace: "shop", Name: name}}
 	}
 	vs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-		"metadata": map[string]any{"name": "nightly", "namespace": "shop"},
+		"metadata": map[string]any{"name": "nightly", "namespace": "shop", "uid": "uid-nightly"},
 		"spec":     map[string]any{"source": map[string]any{"persistentVolumeClaimName": "data"}, "volumeSnapshotClassName": "fast"},
 		"status":   map[string]any{"readyToUse": false, "error": map[string]any{"message": "class not found"}}}}
 	listKinds := map[schema.GroupVersionResource]string{volumeSnapshots: "VolumeSnapshotList"}
@@ -46,7 +46,10 @@ func TestReadSnapshotSources(t *testing.T) {
 				return true, nil, apierrors.NewNotFound(volumeSnapshots.GroupResource(), "")
 			})
 		}
-		typed := kubefake.NewClientset(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "restore-1", Namespace: "shop"}})
+		typed := kubefake.NewClientset(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "restore-1", Namespace: "shop", UID: "uid-restore-1"}},
+			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1", Namespace: "shop"}, InvolvedObject: corev1.ObjectReference{UID: "uid-nightly"}, Type: "Warning", Reason: "SnapshotCreationFailed"},
+			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e2", Namespace: "shop"}, InvolvedObject: corev1.ObjectReference{UID: "uid-restore-1"}, Type: "Warning", Reason: "ProvisioningFailed"},
+			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e3", Namespace: "shop"}, InvolvedObject: corev1.ObjectReference{UID: "uid-unrelated"}, Type: "Warning", Reason: "BackOff"})
 		s := snapshot.New(time.Now())
 		s.Targets = []*snapshot.Target{
 			held("v1", "PersistentVolumeClaim", "persistentvolumeclaims", "data", "snapshot.storage.kubernetes.io/pvc-as-source-protection"),
@@ -65,6 +68,14 @@ func TestReadSnapshotSources(t *testing.T) {
 		}
 		if claims := s.NamespaceClaims["shop"]; len(claims) != 1 || claims[0].Name != "restore-1" {
 			t.Errorf("claims %+v", claims)
+		}
+		// What is said about them: one event list for the namespace, kept
+		// for the snapshots and claims read only.
+		if got := s.BlockerEvents["uid-restore-1"]; len(got) != 1 || got[0].Reason != "ProvisioningFailed" || len(s.BlockerEvents["uid-unrelated"]) != 0 {
+			t.Errorf("served %v: blocker events %v", served, s.BlockerEvents)
+		}
+		if got := s.BlockerEvents["uid-nightly"]; served != (len(got) == 1) {
+			t.Errorf("served %v: the snapshot's events %v", served, got)
 		}
 		if len(c.Skips()) != 0 {
 			t.Errorf("skips %v", c.Skips())

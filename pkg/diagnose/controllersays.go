@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -46,15 +47,7 @@ func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) [
 			rows = append(rows, row)
 		}
 	}
-	var out []complaint
-	for _, e := range s.Events[t.Object.GetUID()] {
-		at := eventTime(e)
-		if e.Type != corev1.EventTypeWarning || s.Now.Sub(at) > eventWindow {
-			continue
-		}
-		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool { return slices.Contains(r.FailureEvents, e.Reason) })
-		out = append(out, complaint{evidence: describeEvent(&e, s.Now) + eventSource(e), reason: e.Reason, message: e.Message, at: at, count: max(e.Count, 1), direct: direct})
-	}
+	out := eventComplaints(s, t.Object.GetUID(), rows)
 	for _, c := range conditionsOf(t.Object) {
 		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool {
 			return slices.ContainsFunc(r.FailureConditions, func(sig catalog.ConditionSignal) bool { return signals(sig, c) })
@@ -71,6 +64,29 @@ func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) [
 		}
 		out = append(out, complaint{evidence: line, reason: c.label(), message: c.Message, at: c.at, count: 1, direct: direct})
 	}
+	sortComplaints(out)
+	return out
+}
+
+// eventComplaints are the Warning events of the last hour about the object
+// uid; direct when a catalogue row names their reason.
+func eventComplaints(s *snapshot.Snapshot, uid types.UID, rows []catalog.Finalizer) []complaint {
+	var out []complaint
+	for _, e := range append(slices.Clone(s.Events[uid]), s.BlockerEvents[uid]...) {
+		at := eventTime(e)
+		if e.Type != corev1.EventTypeWarning || s.Now.Sub(at) > eventWindow {
+			continue
+		}
+		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool { return slices.Contains(r.FailureEvents, e.Reason) })
+		out = append(out, complaint{evidence: describeEvent(&e, s.Now) + eventSource(e), reason: e.Reason, message: e.Message, at: at, count: max(e.Count, 1), direct: direct})
+	}
+	sortComplaints(out)
+	return out
+}
+
+// sortComplaints puts the owner's own words first, then the most recent and
+// most repeated.
+func sortComplaints(out []complaint) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.direct != b.direct {
@@ -81,7 +97,6 @@ func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) [
 		}
 		return a.count > b.count
 	})
-	return out
 }
 
 func eventSource(e corev1.Event) string {

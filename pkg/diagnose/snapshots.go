@@ -43,21 +43,28 @@ func claimSnapshotted(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 	}
 	var taking []snapshot.VolumeSnapshot
 	var failed *snapshot.VolumeSnapshot
+	var failure string // what the failed snapshot, or the snapshot-controller about it, says
+	evidence := []string{fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no VolumeSnapshot taken from the claim is still in progress", f.name)}
 	for i, v := range snaps {
 		if v.SourceClaim != t.Ref.Name || (v.ReadyToUse != nil && *v.ReadyToUse) {
 			continue
 		}
 		taking = append(taking, v)
-		if v.Error != "" && failed == nil {
-			failed = &snaps[i]
+		evidence = append(evidence, describeSnapshot(v))
+		said := eventComplaints(s, v.UID, nil)
+		for _, c := range said {
+			evidence = append(evidence, "volumesnapshot "+v.Name+": "+c.evidence)
+		}
+		switch {
+		case failed != nil:
+		case v.Error != "":
+			failed, failure = &snaps[i], v.Error
+		case len(said) > 0:
+			failed, failure = &snaps[i], said[0].reason+": "+said[0].message
 		}
 	}
 	if len(taking) == 0 {
 		return nil // none in progress: the controller should release the claim
-	}
-	evidence := []string{fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no VolumeSnapshot taken from the claim is still in progress", f.name)}
-	for _, v := range taking {
-		evidence = append(evidence, describeSnapshot(v))
 	}
 	first := taking[0]
 	sev, confidence := settling(report.Warning, tm), 0.6
@@ -65,7 +72,7 @@ func claimSnapshotted(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 	if failed != nil {
 		first = *failed
 		sev, confidence = settling(report.Critical, tm), 0.85
-		summary = fmt.Sprintf("VolumeSnapshot %s, taken from the claim, cannot finish: %s", first.Name, first.Error)
+		summary = fmt.Sprintf("VolumeSnapshot %s, taken from the claim, cannot finish: %s", first.Name, failure)
 	}
 	return []report.Cause{cause(catalog.SnapshotSourceInUse, sev, confidence, summary, evidence,
 		read("Read the snapshot's status and events", kubectl(first.Namespace, "describe", "volumesnapshot", first.Name)),
@@ -92,17 +99,32 @@ func snapshotRestoring(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	}
 	evidence := []string{fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no claim is being restored from the snapshot", f.name)}
 	var names []string
-	for _, c := range restoring {
+	var failing *corev1.PersistentVolumeClaim
+	var failure complaint
+	for i, c := range restoring {
 		names = append(names, c.Name)
 		line := fmt.Sprintf("persistentvolumeclaim %s: status.phase Pending, restored from this snapshot (storageClassName %s)", c.Name, deref(c.Spec.StorageClassName))
 		for _, cond := range c.Status.Conditions {
 			line += fmt.Sprintf("; condition %s=%s %s %s", cond.Type, cond.Status, cond.Reason, cond.Message)
 		}
 		evidence = append(evidence, line)
+		said := eventComplaints(s, c.UID, nil)
+		for _, w := range said {
+			evidence = append(evidence, "persistentvolumeclaim "+c.Name+": "+w.evidence)
+		}
+		if failing == nil && len(said) > 0 {
+			failing, failure = &restoring[i], said[0]
+		}
 	}
 	first := restoring[0]
-	return []report.Cause{cause(catalog.SnapshotSourceInUse, settling(report.Warning, tm), 0.7,
-		fmt.Sprintf("claim(s) %s are still being restored from the snapshot (Pending): the snapshot-controller keeps the snapshot until they are provisioned", strings.Join(names, ", ")),
+	sev, confidence := settling(report.Warning, tm), 0.7
+	summary := fmt.Sprintf("claim(s) %s are still being restored from the snapshot (Pending): the snapshot-controller keeps the snapshot until they are provisioned", strings.Join(names, ", "))
+	if failing != nil {
+		first = *failing
+		sev, confidence = settling(report.Critical, tm), 0.85
+		summary = fmt.Sprintf("claim %s, restored from the snapshot, cannot be provisioned: %s: %s", first.Name, failure.reason, failure.message)
+	}
+	return []report.Cause{cause(catalog.SnapshotSourceInUse, sev, confidence, summary,
 		evidence,
 		read("Read why the claim is not provisioned (its events: ProvisioningFailed...)", kubectl(first.Namespace, "describe", "persistentvolumeclaim", first.Name)),
 		repair("Fix what keeps the claim Pending (its StorageClass, the CSI provisioner, a consumer pod for WaitForFirstConsumer); once it is Bound the snapshot is released", ""),

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -35,30 +36,46 @@ func TestSnapshotSourceInUse(t *testing.T) {
 		}
 		return c
 	}
+	// What the snapshot-controller and the provisioner say about the blocker.
+	warning := func(reason, msg string, age time.Duration) corev1.Event {
+		return corev1.Event{Type: corev1.EventTypeWarning, Reason: reason, Message: msg, Count: 3, LastTimestamp: metav1.NewTime(now.Add(-age))}
+	}
+	failingRestore := restoring("restore-3", corev1.ClaimPending, false)
+	failingRestore.UID = "uid-restore-3"
 	for _, tc := range []struct {
 		name     string
 		target   func() *snapshot.Target
 		snaps    []snapshot.VolumeSnapshot
 		claims   []corev1.PersistentVolumeClaim
+		events   map[types.UID][]corev1.Event
 		code     string
 		severity report.Severity
 		summary  string
 	}{
-		{"a snapshot still being taken", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data"}}, nil,
+		{"a snapshot whose controller reports a failure", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", UID: "uid-nightly", SourceClaim: "data", ReadyToUse: &no}}, nil,
+			map[types.UID][]corev1.Event{"uid-nightly": {warning("SnapshotContentCreationFailed", "Failed to create snapshot content with error cannot find CSI PersistentVolumeSource for volume", time.Minute)}},
+			"SnapshotSourceInUse", report.Critical, "VolumeSnapshot nightly, taken from the claim, cannot finish: SnapshotContentCreationFailed: Failed to create snapshot content"},
+		{"a snapshot with only an old warning", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", UID: "uid-nightly", SourceClaim: "data", ReadyToUse: &no}}, nil,
+			map[types.UID][]corev1.Event{"uid-nightly": {warning("SnapshotCreationFailed", "old news", 3*time.Hour)}},
+			"SnapshotSourceInUse", report.Warning, "VolumeSnapshot nightly is still being taken from the claim"},
+		{"a restore the provisioner cannot make", snap, nil, []corev1.PersistentVolumeClaim{failingRestore},
+			map[types.UID][]corev1.Event{"uid-restore-3": {warning("ProvisioningFailed", "failed to provision volume with StorageClass \"fast\": rpc error: code = ResourceExhausted", time.Minute)}},
+			"SnapshotSourceInUse", report.Critical, "claim restore-3, restored from the snapshot, cannot be provisioned: ProvisioningFailed: failed to provision volume"},
+		{"a snapshot still being taken", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data"}}, nil, nil,
 			"SnapshotSourceInUse", report.Warning, "VolumeSnapshot nightly is still being taken from the claim"},
 		{"a snapshot that fails", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "ok", SourceClaim: "data", ReadyToUse: &no},
-			{Namespace: "shop", Name: "nightly", SourceClaim: "data", ReadyToUse: &no, Error: "VolumeSnapshotClass \"fast\" not found"}}, nil,
+			{Namespace: "shop", Name: "nightly", SourceClaim: "data", ReadyToUse: &no, Error: "VolumeSnapshotClass \"fast\" not found"}}, nil, nil,
 			"SnapshotSourceInUse", report.Critical, "VolumeSnapshot nightly, taken from the claim, cannot finish: VolumeSnapshotClass \"fast\" not found"},
-		{"a ready snapshot holds nothing", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data", ReadyToUse: &yes}}, nil,
+		{"a ready snapshot holds nothing", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data", ReadyToUse: &yes}}, nil, nil,
 			"FinalizerPending", report.Warning, claimSourceFinalizer},
-		{"a snapshot of another claim", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "logs"}}, nil,
+		{"a snapshot of another claim", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "logs"}}, nil, nil,
 			"FinalizerPending", report.Warning, claimSourceFinalizer},
-		{"snapshots not read", claim, nil, nil, "FinalizerPending", report.Warning, claimSourceFinalizer},
-		{"a claim restored from the snapshot", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-1", corev1.ClaimPending, false)},
+		{"snapshots not read", claim, nil, nil, nil, "FinalizerPending", report.Warning, claimSourceFinalizer},
+		{"a claim restored from the snapshot", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-1", corev1.ClaimPending, false)}, nil,
 			"SnapshotSourceInUse", report.Warning, "claim(s) restore-1 are still being restored from the snapshot"},
-		{"through dataSourceRef", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-2", corev1.ClaimPending, true)},
+		{"through dataSourceRef", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-2", corev1.ClaimPending, true)}, nil,
 			"SnapshotSourceInUse", report.Warning, "restore-2"},
-		{"a restored claim, bound", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-1", corev1.ClaimBound, false)},
+		{"a restored claim, bound", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-1", corev1.ClaimBound, false)}, nil,
 			"FinalizerPending", report.Warning, snapshotSourceFinalizer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +86,7 @@ func TestSnapshotSourceInUse(t *testing.T) {
 			if tc.claims != nil {
 				s.NamespaceClaims = map[string][]corev1.PersistentVolumeClaim{"shop": tc.claims}
 			}
+			s.BlockerEvents = tc.events
 			it := Diagnose(s).Items[0]
 			c := it.Causes[0]
 			if c.Code != tc.code || c.Severity != tc.severity || !strings.Contains(c.Summary, tc.summary) {

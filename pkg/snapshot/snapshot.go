@@ -77,6 +77,10 @@ type Snapshot struct {
 	NamespaceClaims map[string][]corev1.PersistentVolumeClaim `json:"namespaceClaims"`
 	// Skipped lists run-wide reads that could not be made.
 	Skipped []Skip `json:"skipped"`
+	// BlockerEvents are the events about objects that hold targets without
+	// being targets (the snapshots and claims the snapshot-controller waits
+	// for), by the object's UID.
+	BlockerEvents map[types.UID][]corev1.Event `json:"blockerEvents"`
 	// Server is the apiserver's version (GET /version); nil: not read.
 	Server *Server `json:"server"`
 	// NotServed lists the APIs a check needed and the server does not
@@ -110,6 +114,8 @@ func (s *Snapshot) AddNotServed(check, reason string) {
 // what explains the snapshotter's protection finalizers.
 type VolumeSnapshot struct {
 	Namespace, Name string
+	// UID keys the snapshot's events in Snapshot.Events.
+	UID types.UID
 	// SourceClaim is spec.source.persistentVolumeClaimName ("" for a
 	// pre-provisioned snapshot).
 	SourceClaim string
