@@ -143,6 +143,13 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	if len(items) > 0 && items[0].Stuck {
 		summary += "; " + nestedSummary(items[0])
 	}
+	// Judged by its users, as a foreground owner by its leaves: pods that
+	// are all being deleted, none stuck (inside their grace period), release
+	// the claim by themselves.
+	if len(items) == len(t.ClaimUsers) && !items[0].Stuck {
+		sev = report.Info
+		summary = fmt.Sprintf("progressing: the %d pod(s) that use the claim are being deleted and none is stuck (%s); the PVC protection controller releases the claim once they are gone", len(items), nestedSummary(items[0]))
+	}
 	return []report.Cause{{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
 		About: report.About{Count: len(t.ClaimUsers)},
 		Remediation: []report.Step{

@@ -98,6 +98,18 @@ func TestClaimInUse(t *testing.T) {
 	if !strings.Contains(last.Risk, "data loss") {
 		t.Errorf("last step: %+v", last)
 	}
+
+	// Its only user inside its grace period, its node alive: the claim is
+	// progressing (a namespace deleted on a release without ordered deletion).
+	inGrace := snap(terminatingPod(time.Minute, 300)).Targets[0]
+	claim.ClaimUsers = []*snapshot.Target{inGrace}
+	s = snapOf(claim)
+	s.Nodes["node-1"], s.Leases["node-1"] = node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second)
+	it = Diagnose(s).Items[0]
+	expectCauses(t, it, []string{"PVCInUse"}, report.Info, "")
+	if it.Stuck || !strings.HasPrefix(it.Causes[0].Summary, "progressing: the 1 pod(s) that use the claim are being deleted and none is stuck") {
+		t.Errorf("stuck %t: %q", it.Stuck, it.Causes[0].Summary)
+	}
 }
 
 func TestVolumeBoundAndDetach(t *testing.T) {
