@@ -25,9 +25,7 @@ import (
 //   - with a ConfigMap beside it whose finalizer no controller removes, v1.31
 //     deletes every type at once, so the ConfigMap holds the namespace now
 //     (stuck, exit 2), while v1.37 deletes the pods first: the ConfigMap is not
-//     deleted yet, and the report forecasts it (exit 0);
-//   - the pod's claim, held by pvc-protection while the pod in grace uses it,
-//     is progressing on both.
+//     deleted yet, and the report forecasts it (exit 0).
 //
 // v1.31 serves no resource.k8s.io (DRA off): the runs stay complete.
 func TestNamespaceWithPodsInGraceAcrossReleases(t *testing.T) {
