@@ -4,6 +4,8 @@ package collect
 // (objects.go reads them).
 func init() {
 	register(source{name: "dependents", read: (*Collector).readDependents})
-	register(source{name: "claim users", read: (*Collector).readClaimUsers})
+	// After the namespace scans: a claim a namespace's scan finds held is
+	// judged by its users too.
+	register(source{name: "claim users", after: []string{"namespace contents"}, read: (*Collector).readClaimUsers})
 	register(source{name: "volume attachments", after: []string{"namespace contents", "dependents", "claim users"}, read: (*Collector).readVolumeAttachments})
 }

@@ -145,11 +145,11 @@ func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snaps
 // (what the PVC protection controller waits for): one pod list per namespace.
 func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 	pods := map[string][]corev1.Pod{}
-	for _, t := range topNeeding(s, diagnose.ClaimUserEvidence) {
-		if t.Claim == nil {
-			continue // its typed form could not be read
+	for _, t := range needing(s, diagnose.ClaimUserEvidence) {
+		if t.Ref.Resource != "persistentvolumeclaims" || t.ClaimUsers != nil {
+			continue
 		}
-		ns := t.Claim.Namespace
+		ns := t.Ref.Namespace
 		if _, read := pods[ns]; !read {
 			list, err := listAll[corev1.Pod](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().Pods(ns).List))
 			if err != nil {
@@ -160,7 +160,7 @@ func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		t.ClaimUsers = []*snapshot.Target{}
 		for i := range pods[ns] {
-			if p := &pods[ns][i]; usesClaim(p, t.Claim.Name) {
+			if p := &pods[ns][i]; usesClaim(p, t.Ref.Name) {
 				t.ClaimUsers = append(t.ClaimUsers, podTarget(p))
 			}
 		}

@@ -62,7 +62,8 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 	if ns == nil {
 		return nil // not read: the generic FinalizerPending speaks
 	}
-	causes := append(contentCauses(s, t, tm), contentFailureCauses(s, t, tm)...)
+	content := contentCauses(s, t, tm)
+	causes := append(slices.Clone(content), contentFailureCauses(s, t, tm)...)
 	ordered := versions.OrderedNamespaceDeletion.On(minorOf(s))
 	podsLeft := t.Contents != nil && t.Contents.Counts[snapshot.Pods] > 0
 	// With ordered deletion the rest waits for the pods by design; without
@@ -77,6 +78,12 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 	if podsLeft {
 		others -= t.Contents.Counts[snapshot.Pods]
 	}
+	// Everything left is progressing: the pods in grace, what the scan
+	// found held only by what they hold (a claim they use), and, under
+	// ordered deletion, the rest not deleted yet. The controller's
+	// *Remaining conditions then describe progress, not a blocker.
+	restProgressing := podsProgressing && !slices.ContainsFunc(content, func(c report.Cause) bool { return c.Severity != report.Info }) &&
+		(ordered.On || sum(t.Contents.NotDeleted)-t.Contents.NotDeleted[snapshot.Pods] == 0)
 	if c := namespaceCondition(ns, corev1.NamespaceDeletionDiscoveryFailure); c == nil || c.Status != corev1.ConditionTrue {
 		// Not (yet) named by the namespace controller, but it will block it all the same.
 		causes = append(causes, apiServiceCauses(s, unavailableGroupVersions(s))...)
@@ -101,8 +108,8 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 		if c == nil || c.Status != corev1.ConditionTrue {
 			continue
 		}
-		if c.Type == corev1.NamespaceContentRemaining && podsProgressing && others == 0 {
-			continue // all that remains is pods terminating normally: podsInGraceCause speaks
+		if (c.Type == corev1.NamespaceContentRemaining || c.Type == corev1.NamespaceFinalizersRemaining) && restProgressing {
+			continue // all that remains is progressing: podsInGraceCause and the content's own causes speak
 		}
 		evidence := []string{fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message)}
 		evidence = append(evidence, conditionDetails(c)...)

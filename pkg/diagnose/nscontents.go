@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -154,9 +155,22 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, wher
 		names = append(names, h.Ref.Resource+"/"+h.Ref.Name)
 	}
 	held := c.Held[finalizer][0]
+	scanned := fmt.Sprintf("live scan of %s: finalizer %s on %d object(s)", where, finalizer, c.Finalizers[finalizer])
+	// A finalizer with a rule of its own (a claim's pvc-protection judged by
+	// the pods that use it...) speaks through the first example's diagnosis.
+	worst := slices.Clone(examples)
+	SortItems(worst)
+	if top := worst[0]; len(top.Causes) > 0 && top.Causes[0].Code != string(catalog.FinalizerPending) && slices.Contains(top.Causes[0].About.Finalizers, finalizer) {
+		fc := top.Causes[0]
+		fc.Severity = top.Severity
+		fc.Summary = fmt.Sprintf("%d %s are held by finalizer %s (%s): %s", c.Finalizers[finalizer], noun, finalizer, strings.Join(names, ", "), fc.Summary)
+		fc.Evidence = append([]string{scanned}, fc.Evidence...)
+		fc.BlockedBy = examples
+		return fc
+	}
 	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, tm)[0]
 	fc.Summary = fmt.Sprintf("%d %s are held by finalizer %s (%s): %s", c.Finalizers[finalizer], noun, finalizer, strings.Join(names, ", "), fc.Summary)
-	fc.Evidence = append([]string{fmt.Sprintf("live scan of %s: finalizer %s on %d object(s)", where, finalizer, c.Finalizers[finalizer])}, fc.Evidence[1:]...)
+	fc.Evidence = append([]string{scanned}, fc.Evidence[1:]...)
 	fc.BlockedBy = examples
 	return fc
 }

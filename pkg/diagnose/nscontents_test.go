@@ -195,3 +195,33 @@ func TestNamespaceForecast(t *testing.T) {
 		t.Errorf("only Kubernetes' own finalizers: %v, want no forecast", got)
 	}
 }
+
+// On a release without ordered deletion the pod's claim is deleted with it
+// and held by pvc-protection while the pod, in grace, still uses it; the
+// controller says so in its *Remaining conditions. Everything left is
+// progressing: the namespace is not stuck, the claim judged by its pod.
+func TestNamespaceWithAClaimOfAPodInGrace(t *testing.T) {
+	ns := terminatingNamespace(2*time.Minute, allConditions(
+		nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", "Some resources are remaining: persistentvolumeclaims. has 1 resource instances, pods. has 1 resource instances"),
+		nsCond(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: kubernetes.io/pvc-protection in 1 resource instances"),
+	)...)
+	s := snap(ns, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
+	s.Server = &snapshot.Server{GitVersion: "v1.31.4"}
+	pod := snap(terminatingPod(2*time.Minute, 300)).Targets[0]
+	claim := heldObject("PersistentVolumeClaim", "persistentvolumeclaims", "data", 2*time.Minute, "kubernetes.io/pvc-protection")
+	claim.ClaimUsers = []*snapshot.Target{pod}
+	s.Targets[0].Contents = &snapshot.Contents{
+		Counts:     byType(map[string]int{"pods": 1, "persistentvolumeclaims": 1}),
+		Finalizers: map[string]int{"kubernetes.io/pvc-protection": 1},
+		Held:       map[string][]*snapshot.Target{"kubernetes.io/pvc-protection": {claim}},
+		Pods:       []*snapshot.Target{pod},
+	}
+	it := Diagnose(s).Items[0]
+	if it.Stuck || it.Severity != report.Info || slices.Contains(codes(it), "NamespaceFinalizersRemaining") || slices.Contains(codes(it), "NamespaceContentRemaining") {
+		t.Fatalf("stuck %t %s %v: want progressing, the conditions no blocker", it.Stuck, it.Severity, codes(it))
+	}
+	held := it.Causes[slices.Index(codes(it), "PVCInUse")]
+	if len(held.BlockedBy) != 1 || !strings.HasPrefix(held.BlockedBy[0].Causes[0].Summary, "progressing: the 1 pod(s) that use the claim") {
+		t.Errorf("the held claim: %q %+v", held.Summary, held.BlockedBy)
+	}
+}

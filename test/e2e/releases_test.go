@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
@@ -25,7 +26,9 @@ import (
 //   - with a ConfigMap beside it whose finalizer no controller removes, v1.31
 //     deletes every type at once, so the ConfigMap holds the namespace now
 //     (stuck, exit 2), while v1.37 deletes the pods first: the ConfigMap is not
-//     deleted yet, and the report forecasts it (exit 0).
+//     deleted yet, and the report forecasts it (exit 0);
+//   - the pod's claim, held by pvc-protection while the pod in grace uses it,
+//     is progressing on both.
 //
 // v1.31 serves no resource.k8s.io (DRA off): the runs stay complete.
 func TestNamespaceWithPodsInGraceAcrossReleases(t *testing.T) {
@@ -40,7 +43,7 @@ func TestNamespaceWithPodsInGraceAcrossReleases(t *testing.T) {
 			t.Parallel()
 			v := versionLab(t, tc.minor)
 			ctx := context.Background()
-			build := func(ns string, held bool) {
+			build := func(ns string, held, claim bool) {
 				t.Helper()
 				if err := v.Env.Namespace(ctx, ns); err != nil {
 					t.Fatal(err)
@@ -49,6 +52,16 @@ func TestNamespaceWithPodsInGraceAcrossReleases(t *testing.T) {
 				grace := int64(600)
 				p.Spec.TerminationGracePeriodSeconds = &grace
 				p.Annotations = map[string]string{lab.KillDelayAnnotation: "3600s"} // shuts down slowly, inside its grace period
+				if claim {                                                          // the pod's claim, kept by the PVC protection controller while the pod uses it
+					pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+					if _, err := v.Env.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+				}
 				if err := v.Env.RunningPod(ctx, p); err != nil {
 					t.Fatal(err)
 				}
@@ -85,13 +98,32 @@ func TestNamespaceWithPodsInGraceAcrossReleases(t *testing.T) {
 			}
 
 			start := time.Now()
-			build("grace-only", false)
-			build("grace-held", true)
+			build("grace-only", false, false)
+			build("grace-held", true, false)
+			build("grace-claim", false, true)
 			settle(t, start.Add(10*time.Second)) // the controller deletes the ConfigMap a few seconds after the namespace
 
 			it, ns, res := why("grace-only")
 			if res.code != 0 || it.Stuck || !slices.Equal(codesOf(it), []string{"WithinGracePeriod"}) || !strings.Contains(it.Causes[0].Summary, tc.wording) {
 				t.Errorf("%s: exit %d, stuck %t, causes %v, summary %q; want 0, progressing, WithinGracePeriod saying %q", ns, res.code, it.Stuck, codesOf(it), it.Causes[0].Summary, tc.wording)
+			}
+
+			// Its claim, held by pvc-protection while the pod in grace uses it
+			// (deleted at once on v1.31, not yet on v1.37): progressing too, the
+			// pod nested, no "bring the controller back".
+			it, ns, res = why("grace-claim")
+			if res.code != 0 || it.Stuck {
+				t.Errorf("%s: exit %d, stuck %t, causes %v; want 0, progressing", ns, res.code, it.Stuck, codesOf(it))
+			}
+			for _, c := range it.Causes {
+				if c.Severity != "info" {
+					t.Errorf("%s: %s %s %q, want information only", ns, c.Code, c.Severity, c.Summary)
+				}
+			}
+			if tc.minor == "v1.31" && !slices.ContainsFunc(it.Causes, func(c cause) bool {
+				return len(c.BlockedBy) == 1 && codesOf(c.BlockedBy[0])[0] == "PVCInUse" && strings.HasPrefix(c.BlockedBy[0].Causes[0].Summary, "progressing: the 1 pod(s) that use the claim")
+			}) {
+				t.Errorf("%s: the held claim is not judged by its pod: %+v", ns, it.Causes)
 			}
 
 			it, ns, res = why("grace-held")
