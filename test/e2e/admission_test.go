@@ -18,6 +18,13 @@ import (
 // its terminal phase and stays (state C), its final DELETE really refused.
 func guardedPodInStateC(t *testing.T, ns, name string, guard func(context.Context, string) error) (deadline time.Time) {
 	t.Helper()
+	return guardedPodInStateCOn(t, env, liveNode, ns, name, guard)
+}
+
+// guardedPodInStateCOn is guardedPodInStateC in the lab e drives (a release
+// of the version matrix), on its live node.
+func guardedPodInStateCOn(t *testing.T, env *scenario.Env, liveNode, ns, name string, guard func(context.Context, string) error) (deadline time.Time) {
+	t.Helper()
 	ctx := context.Background()
 	pod := scenario.PodSpec(ns, name, liveNode)
 	pod.Labels[scenario.GuardLabel] = ns

@@ -138,3 +138,31 @@ func TestNamespaceWithPodsInGraceAcrossReleases(t *testing.T) {
 		})
 	}
 }
+
+// A ValidatingAdmissionPolicy refusing the kubelet's final DELETE (its
+// admissionregistration.k8s.io/v1 API is served from 1.30) is judged the
+// same on the oldest and newest releases: its validation evaluated against
+// the DELETE, a certain refusal.
+func TestFinalDeleteRefusedByAnAdmissionPolicyAcrossReleases(t *testing.T) {
+	for _, minor := range matrixVersions {
+		t.Run(minor, func(t *testing.T) {
+			t.Parallel()
+			v := versionLab(t, minor)
+			ns := "guarded-policy"
+			if err := v.Env.Namespace(context.Background(), ns); err != nil {
+				t.Fatal(err)
+			}
+			guardedPodInStateCOn(t, v.Env, v.LiveNode, ns, "api-0", v.Env.DenyPolicy)
+			res := runWith(t, "--kubeconfig", v.Kubeconfig, "why", "pod/api-0", "-n", ns, "-o", "json")
+			var r report
+			if err := json.Unmarshal([]byte(res.stdout), &r); err != nil || len(r.Items) != 1 {
+				t.Fatalf("exit %d, not one item: %v\n%s", res.code, err, res.stderr)
+			}
+			it := r.Items[0]
+			if top := it.Causes[0]; res.code != 2 || top.Code != "AdmissionPolicyDenied" || top.Severity != "critical" || !strings.Contains(top.Summary, "may not be deleted") {
+				t.Fatalf("exit %d causes %v, top %s %q; want 2 and AdmissionPolicyDenied (critical) with the policy's message", res.code, codesOf(it), top.Severity, top.Summary)
+			}
+			expectEvidence(t, it.Causes[0], "validation request.operation != 'DELETE' is false for this request")
+		})
+	}
+}
