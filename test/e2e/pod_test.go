@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -383,8 +384,15 @@ func TestPodWhoseNodeIsGone(t *testing.T) {
 // the terminal phase (state B').
 func TestPodWhoseResourceClaimCannotBeUnprepared(t *testing.T) {
 	t.Parallel()
+	namespace(t, "dra")
+	claimNotUnprepared(t, env, liveNode, theLab.Kubeconfig, "dra")
+}
+
+// claimNotUnprepared plays that scenario in the lab env drives (any release
+// of the matrix that serves resource.k8s.io) and checks the report.
+func claimNotUnprepared(t *testing.T, env *scenario.Env, liveNode, kubeconfig, ns string) {
+	t.Helper()
 	ctx := context.Background()
-	ns := namespace(t, "dra")
 	if err := env.AllocatedClaim(ctx, ns, "gpu-claim", "gpu.lab.example.com", liveNode); err != nil {
 		t.Fatal(err)
 	}
@@ -410,9 +418,17 @@ func TestPodWhoseResourceClaimCannotBeUnprepared(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pastDeadline(t, ns, "train-0")
-	r, res := diagnose(t, "why", "pod/train-0", "-n", ns)
-	it := only(t, r)
+	if err := env.WaitPod(ctx, ns, "train-0", "past its deadline", func(p *corev1.Pod) bool {
+		return p.DeletionTimestamp != nil && time.Now().After(p.DeletionTimestamp.Add(time.Second))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res := runWith(t, "--kubeconfig", kubeconfig, "why", "pod/train-0", "-n", ns, "-o", "json")
+	var r report
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil || len(r.Items) != 1 {
+		t.Fatalf("exit %d, not one item: %v\n%s", res.code, err, res.stderr)
+	}
+	it := r.Items[0]
 	if res.code != 2 || codesOf(it)[0] != "ResourceClaimCleanupPending" || it.Causes[0].Severity != "critical" {
 		t.Fatalf("exit %d causes %v, want 2 and ResourceClaimCleanupPending (critical)", res.code, codesOf(it))
 	}

@@ -166,3 +166,16 @@ func TestFinalDeleteRefusedByAnAdmissionPolicyAcrossReleases(t *testing.T) {
 		})
 	}
 }
+
+// A DRA claim its driver cannot unprepare, on the newest release (v1.37
+// serves resource.k8s.io/v1, read in the version discovery prefers); v1.31
+// serves no resource.k8s.io (DRA off by default): there the namespace and
+// policy scenarios above show the runs stay complete.
+func TestPodWhoseResourceClaimCannotBeUnpreparedOnV137(t *testing.T) {
+	t.Parallel()
+	v := versionLab(t, "v1.37")
+	if err := v.Env.Namespace(context.Background(), "dra"); err != nil {
+		t.Fatal(err)
+	}
+	claimNotUnprepared(t, v.Env, v.LiveNode, v.Kubeconfig, "dra")
+}
