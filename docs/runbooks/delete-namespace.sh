@@ -9,7 +9,7 @@ timeout=${2:-5m}
 report=${REPORT:-$ns-stuck.json}
 
 kubectl delete namespace "$ns" --wait=false || exit 1
-kubectl terminating wait "namespace/$ns" --timeout "$timeout" -o json >"$report"
+kubectl terminating wait "namespace/$ns" --timeout "$timeout" --ignore-not-found -o json >"$report"
 status=$?
 case $status in
 0) rm -f "$report"; echo "namespace $ns deleted" ;;

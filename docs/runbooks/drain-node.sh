@@ -22,6 +22,6 @@ status=0
 for ns in $(printf '%s\n' "$pods" | awk 'NF == 2 {print $1}' | sort -u); do
   # shellcheck disable=SC2046 # one argument per pod
   kubectl terminating wait $(printf '%s\n' "$pods" | awk -v ns="$ns" '$1 == ns {print "pod/" $2}') \
-    -n "$ns" --timeout "$timeout" || status=$?
+    -n "$ns" --timeout "$timeout" --ignore-not-found || status=$?
 done
 exit "$status"

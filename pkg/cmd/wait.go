@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,10 +29,13 @@ func newWaitCommand(o *Options) *cobra.Command {
 'kubectl delete --wait=false'. Each object that goes is printed as "TYPE/NAME deleted".
 On timeout the diagnosis of what is still there is printed (as 'why' would; its
 reads have 10s more) and the exit code is 2. On a terminal, stderr shows what it waits on and the current
-top cause as it changes. Objects that do not exist count as deleted (and are
-printed so).`,
+top cause as it changes. An object asked for by name that does not exist is an
+error (exit 1): a typo must not look like success. With --ignore-not-found it
+counts as deleted and is printed so, as kubectl wait --for=delete does (for a
+delete that may already have finished).`,
 		Example: `  # Delete a namespace and wait up to 5 minutes, with the root cause if it sticks
-  kubectl delete ns shop --wait=false && kubectl terminating wait ns/shop --timeout=5m
+  # (--ignore-not-found: the namespace may be gone before wait starts)
+  kubectl delete ns shop --wait=false && kubectl terminating wait ns/shop --timeout=5m --ignore-not-found
 
   # Every pod of a drained node, as JSON on timeout
   kubectl terminating wait pods -l app=web --timeout=2m -o json`,
@@ -61,6 +65,7 @@ printed so).`,
 	}
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long to wait before printing the diagnosis of what is left and exiting 2.")
 	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector, for a TYPE without names.")
+	cmd.Flags().BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "Count an object asked for by name that does not exist as deleted (kubectl wait's behaviour) instead of an error.")
 	o.addFieldSelectorFlag(cmd)
 	o.addSaveSnapshotFlag(cmd)
 	o.addOutputFlags(cmd)
@@ -87,7 +92,11 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 		if err != nil {
 			return err
 		}
-		for _, name := range o.alreadyGone(clients, found) {
+		gone := o.alreadyGone(clients, found)
+		if len(gone) > 0 && !o.IgnoreNotFound {
+			return fmt.Errorf("%s not found (--ignore-not-found counts an object that does not exist as deleted)", report.Safe(strings.Join(gone, ", ")))
+		}
+		for _, name := range gone {
 			fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(name))
 		}
 		found, err = o.beingDeleted(found)

@@ -107,12 +107,21 @@ func TestWaitSucceedsWhenTheObjectGoes(t *testing.T) {
 		fakeClock(clocktesting.NewFakeClock(now))(o)
 		o.isTerminal = func(w io.Writer) bool { return w == o.ErrOut }
 	}
-	out, errOut, err := executeWith(t, clients, terminal, "wait", "pod/cache-0", "pod/never-was", "-n", "shop", "--timeout", "1m")
+	out, errOut, err := executeWith(t, clients, terminal, "wait", "pod/cache-0", "pod/never-was", "-n", "shop", "--timeout", "1m", "--ignore-not-found")
 	if err != nil || out != "pod/never-was deleted\npod/cache-0 deleted\n" {
 		t.Errorf("err %v, stdout %q", err, out)
 	}
 	if !strings.Contains(errOut, "waiting for 1 object(s); pod/cache-0: FinalizerPending") {
 		t.Errorf("progress on a terminal: %q", errOut)
+	}
+}
+
+// An object asked for by name that does not exist is an error at once (a
+// typo must not look like success); --ignore-not-found is kubectl's behaviour.
+func TestWaitOnAnObjectNeverSeen(t *testing.T) {
+	out, _, err := execute(t, fakes(t, cluster(), nil), "wait", "pod/cache-0", "pod/nevr-was", "-n", "shop", "--timeout", "1m")
+	if err == nil || !strings.Contains(err.Error(), "pod/nevr-was not found (--ignore-not-found") || ExitCode(err) != 1 || out != "" {
+		t.Errorf("err %v (exit %d), stdout %q", err, ExitCode(err), out)
 	}
 }
 

@@ -104,3 +104,18 @@ func heldConfigMaps(t *testing.T, ns string, names ...string) typedcorev1.Config
 	}
 	return cms
 }
+
+// An object wait never saw (a typo) is an error, exit 1; --ignore-not-found
+// counts it as deleted, as kubectl wait --for=delete does.
+func TestWaitOnAnObjectThatDoesNotExist(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "wait-typo")
+	res := run(t, "wait", "configmap/no-such-thing", "-n", ns, "--timeout", "30s")
+	if res.code != 1 || !strings.Contains(res.stderr, "configmap/no-such-thing not found") || res.stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and not found", res.code, res.stdout, res.stderr)
+	}
+	res = run(t, "wait", "configmap/no-such-thing", "-n", ns, "--timeout", "30s", "--ignore-not-found")
+	if res.code != 0 || res.stdout != "configmap/no-such-thing deleted\n" {
+		t.Errorf("--ignore-not-found: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+	}
+}
