@@ -5,6 +5,7 @@ package catalog
 
 import (
 	"sort"
+	"strings"
 )
 
 // Code is a stable cause code.
@@ -142,4 +143,61 @@ func Codes() []Code {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// Find resolves a code as a person types it: exactly, or whatever its case
+// ("nodeunreachable"). When none matches, it suggests the codes that contain
+// what was typed or are a few letters from it, closest first.
+func Find(typed string) (Code, []Code) {
+	lower := strings.ToLower(typed)
+	type near struct {
+		code Code
+		dist int
+	}
+	var close []near
+	for c := range entries {
+		name := strings.ToLower(string(c))
+		if name == lower {
+			return c, nil
+		}
+		d := editDistance(lower, name)
+		if lower != "" && strings.Contains(name, lower) {
+			d = 0
+		}
+		if d <= 3 {
+			close = append(close, near{c, d})
+		}
+	}
+	sort.Slice(close, func(i, j int) bool {
+		if close[i].dist != close[j].dist {
+			return close[i].dist < close[j].dist
+		}
+		return close[i].code < close[j].code
+	})
+	out := make([]Code, 0, len(close))
+	for _, n := range close {
+		out = append(out, n.code)
+	}
+	return "", out
+}
+
+// editDistance is the Levenshtein distance between a and b, by bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -594,6 +594,16 @@ func TestExplain(t *testing.T) {
 	if _, _, err := execute(t, fakes(t, cluster(), nil), "explain", "NoSuchCode"); ExitCode(err) != ExitError || !strings.Contains(err.Error(), `unknown cause code "NoSuchCode"`) {
 		t.Errorf("explain NoSuchCode: %v", err)
 	}
+	// Typed as a person does: any case; a near miss is suggested.
+	if out, _, err := execute(t, fakes(t, cluster(), nil), "explain", "nodeunreachable"); err != nil || !strings.HasPrefix(out, "NodeUnreachable\n\n") {
+		t.Errorf("explain nodeunreachable: %v\n%s", err, out)
+	}
+	if _, _, err := execute(t, fakes(t, cluster(), nil), "explain", "NodeUnreachble"); ExitCode(err) != ExitError || !strings.Contains(err.Error(), "did you mean NodeUnreachable?") {
+		t.Errorf("explain NodeUnreachble: %v", err)
+	}
+	if _, _, err := execute(t, fakes(t, cluster(), nil), "explain", "grace"); err == nil || !strings.Contains(err.Error(), "did you mean GracePeriodOverrun, NegativeGracePeriod, WithinGracePeriod?") {
+		t.Errorf("explain grace: %v", err)
+	}
 	wide, _, _ := execute(t, fakes(t, cluster(), nil), "why", "pod/web-0", "-n", "shop", "-o", "wide")
 	if !strings.Contains(wide, "docs: https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/causes.md#nodeunreachable") {
 		t.Errorf("-o wide lacks the docs link:\n%s", wide)

@@ -36,10 +36,18 @@ func newExplainCommand(streams genericiooptions.IOStreams) *cobra.Command {
 				}
 				return report.WriteTable(streams.Out, []string{"CODE", "MEANING"}, rows)
 			}
-			code := catalog.Code(args[0])
+			code, suggestions := catalog.Find(args[0])
 			text, ok := catalog.Explain(code)
 			if !ok {
-				return fmt.Errorf("unknown cause code %q: `kubectl terminating explain` lists them", args[0])
+				hint := "`kubectl terminating explain` lists them"
+				if len(suggestions) > 0 {
+					names := make([]string, 0, len(suggestions))
+					for _, c := range suggestions[:min(len(suggestions), 3)] {
+						names = append(names, string(c))
+					}
+					hint = "did you mean " + strings.Join(names, ", ") + "? " + hint
+				}
+				return fmt.Errorf("unknown cause code %q: %s", args[0], hint)
 			}
 			_, err := fmt.Fprintf(streams.Out, "%s\n\n%s\n\nMore: %s\n", code, text, catalog.DocsURL(code))
 			return err

@@ -279,6 +279,15 @@ func TestSortBy(t *testing.T) {
 	if err := SortBy(nil, "{.causes[0"); err == nil || !strings.Contains(err.Error(), "invalid --sort-by") {
 		t.Errorf("a broken expression: %v", err)
 	}
+	// A field the items do not have is an error, not a silent no-op; fields
+	// deep in the schema, maps and filters are accepted.
+	for expr, bad := range map[string]bool{".foo": true, ".object.nmae": true, ".causes.code": true, ".overdueSeconds[0]": true,
+		".causes[0].about.node": false, ".causes[0].blockedBy[0].object.name": false, ".deletionTimestamp": false, `.causes[?(@.code=="X")].severity`: false} {
+		err := SortBy(items(), expr)
+		if bad != (err != nil) || (bad && !strings.Contains(err.Error(), "invalid --sort-by")) {
+			t.Errorf("--sort-by %s: %v, want an error %t", expr, err, bad)
+		}
+	}
 }
 
 // WriteJSON streams the items, yet writes the bytes json.Encoder writes for

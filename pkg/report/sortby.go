@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,9 @@ func SortBy(items []Item, expr string) error {
 	jp := jsonpath.New("sort-by").AllowMissingKeys(true)
 	if err := jp.Parse(expr); err != nil {
 		return fmt.Errorf("invalid --sort-by %q: %v", expr, err)
+	}
+	if err := inSchema(expr); err != nil {
+		return fmt.Errorf("invalid --sort-by %q: %v (the fields of items[] are in docs/runbooks.md)", expr, err)
 	}
 	keys := make([]string, len(items))
 	for i := range items {
@@ -62,4 +66,72 @@ func compareValues(a, b string) int {
 		return 0
 	}
 	return strings.Compare(a, b)
+}
+
+// inSchema checks that the fields a path names exist in the report's items
+// (values may be missing in some items, names may not: a misspelt field
+// would sort nothing, silently). Filters, wildcards and recursive descent are
+// taken as they are.
+func inSchema(expr string) error {
+	p, err := jsonpath.Parse("sort-by", expr)
+	if err != nil {
+		return err
+	}
+	t := reflect.TypeOf(Item{})
+	var walk func(nodes []jsonpath.Node) error
+	walk = func(nodes []jsonpath.Node) error {
+		for _, n := range nodes {
+			for t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+			switch n := n.(type) {
+			case *jsonpath.ListNode:
+				if err := walk(n.Nodes); err != nil {
+					return err
+				}
+			case *jsonpath.FieldNode:
+				if n.Value == "" { // the root
+					continue
+				}
+				next, ok := jsonFieldType(t, n.Value)
+				if !ok {
+					return fmt.Errorf("no field %q there", n.Value)
+				}
+				t = next
+			case *jsonpath.ArrayNode:
+				if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+					return fmt.Errorf("an index into %s, which is not a list", t)
+				}
+				t = t.Elem()
+			default: // filters, wildcards, recursion: not checked
+				return nil
+			}
+		}
+		return nil
+	}
+	return walk(p.Root.Nodes)
+}
+
+// jsonFieldType finds the type of the field a JSON name designates in t (a
+// struct, its embedded structs included, or a map, whose keys are free).
+func jsonFieldType(t reflect.Type, name string) (reflect.Type, bool) {
+	switch t.Kind() {
+	case reflect.Map:
+		return t.Elem(), true
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && tag == "" {
+				if ft, ok := jsonFieldType(f.Type, name); ok {
+					return ft, true
+				}
+				continue
+			}
+			if tag == name || (tag == "" && f.Name == name) {
+				return f.Type, true
+			}
+		}
+	}
+	return nil, false
 }
