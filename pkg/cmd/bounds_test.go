@@ -220,9 +220,14 @@ func TestCredentialPlugin(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	hangs := pluginKubeconfig(t, srv.URL, fmt.Sprintf("echo $$ > %q\nexec sleep 30\n", pidFile))
 	defer func() {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+		// Under load the plugin may start after the run has given up on it:
+		// wait for its pid before killing it, so that it neither outlives
+		// the test nor writes into a TempDir being removed.
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			b, err := os.ReadFile(pidFile)
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
 				_ = syscall.Kill(pid, syscall.SIGKILL) // unit tests run it unguarded
+				return
 			}
 		}
 	}()

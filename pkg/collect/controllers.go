@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	appsv1 "k8s.io/api/apps/v1"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,7 +20,7 @@ func init() {
 // readControllers reads the workloads (Deployments, StatefulSets, DaemonSets)
 // and the CRD groups, when a target waits on a third-party finalizer.
 func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
-	if len(needing(s, diagnose.OwnerEvidence)) == 0 {
+	if len(needing(s, diagnose.OwnerEvidence)) == 0 && !slices.ContainsFunc(s.Targets, diagnose.ForecastNeedsOwners) {
 		return
 	}
 	apps := c.Clients.Typed.AppsV1()

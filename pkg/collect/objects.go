@@ -3,6 +3,7 @@ package collect
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -141,12 +142,24 @@ func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snaps
 	}
 }
 
-// readClaimUsers finds, for each claim target, the pods that reference it
-// (what the PVC protection controller waits for): one pod list per namespace.
+// readClaimUsers finds, for each claim target and each claim a namespace's
+// scan found held, the pods that reference it (what the PVC protection
+// controller waits for): one pod list per namespace. It reads the targets
+// and their scans only: the other nesting sources of its stage write the
+// rest of the graph.
 func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 	pods := map[string][]corev1.Pod{}
-	for _, t := range needing(s, diagnose.ClaimUserEvidence) {
-		if t.Ref.Resource != "persistentvolumeclaims" || t.ClaimUsers != nil {
+	var claims []*snapshot.Target
+	for _, t := range s.Targets {
+		claims = append(claims, t)
+		if t.Contents != nil {
+			for _, f := range slices.Sorted(maps.Keys(t.Contents.Held)) {
+				claims = append(claims, t.Contents.Held[f]...)
+			}
+		}
+	}
+	for _, t := range claims {
+		if t.Ref.Resource != "persistentvolumeclaims" || t.ClaimUsers != nil || !diagnose.Needs(t).Has(diagnose.ClaimUserEvidence) {
 			continue
 		}
 		ns := t.Ref.Namespace

@@ -259,8 +259,14 @@ func namespaceNeeds(t *snapshot.Target, _ heldBy) Evidence {
 	if t.Namespace != nil && contentFailed(t.Namespace) {
 		e |= CRDEvidence | AdmissionEvidence
 	}
-	if c := t.Contents; c != nil && slices.ContainsFunc(sortedKeys(c.Pending), catalog.ThirdPartyFinalizer) {
-		e |= OwnerEvidence // the forecast: will their controllers remove them?
-	}
 	return e
+}
+
+// ForecastNeedsOwners: a namespace's forecast asks whether the controllers
+// of the third-party finalizers its scan found on objects not deleted yet
+// are there (OwnerEvidence). Known only once the scan is done, and Needs is
+// asked while it runs, so the source that reads the owners asks this itself.
+func ForecastNeedsOwners(t *snapshot.Target) bool {
+	c := t.Contents
+	return t.Namespace != nil && c != nil && slices.ContainsFunc(sortedKeys(c.Pending), catalog.ThirdPartyFinalizer)
 }
