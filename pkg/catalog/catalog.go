@@ -150,11 +150,11 @@ func Codes() []Code {
 // what was typed or are a few letters from it, closest first.
 func Find(typed string) (Code, []Code) {
 	lower := strings.ToLower(typed)
-	type near struct {
+	type nearby struct {
 		code Code
 		dist int
 	}
-	var close []near
+	var near []nearby
 	for c := range entries {
 		name := strings.ToLower(string(c))
 		if name == lower {
@@ -165,17 +165,17 @@ func Find(typed string) (Code, []Code) {
 			d = 0
 		}
 		if d <= 3 {
-			close = append(close, near{c, d})
+			near = append(near, nearby{c, d})
 		}
 	}
-	sort.Slice(close, func(i, j int) bool {
-		if close[i].dist != close[j].dist {
-			return close[i].dist < close[j].dist
+	sort.Slice(near, func(i, j int) bool {
+		if near[i].dist != near[j].dist {
+			return near[i].dist < near[j].dist
 		}
-		return close[i].code < close[j].code
+		return near[i].code < near[j].code
 	})
-	out := make([]Code, 0, len(close))
-	for _, n := range close {
+	out := make([]Code, 0, len(near))
+	for _, n := range near {
 		out = append(out, n.code)
 	}
 	return "", out

@@ -72,9 +72,15 @@ func TestFinalDeleteRefusedByAWebhookWhoseServiceIsGone(t *testing.T) {
 func TestFinalDeleteRefusedByAnAdmissionPolicy(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t, "guarded-policy")
-	guardedPodInStateC(t, ns, "api-0", env.DenyPolicy)
+	policyRefusesTheFinalDelete(t, env, liveNode, theLab.Kubeconfig, ns)
+}
 
-	r, res := diagnose(t, "why", "pod/api-0", "-n", ns)
+// policyRefusesTheFinalDelete plays that scenario in the lab env drives (any
+// release of the matrix) and checks the report.
+func policyRefusesTheFinalDelete(t *testing.T, env *scenario.Env, liveNode, kubeconfig, ns string) {
+	t.Helper()
+	guardedPodInStateCOn(t, env, liveNode, ns, "api-0", env.DenyPolicy)
+	r, res := diagnoseIn(t, kubeconfig, "why", "pod/api-0", "-n", ns)
 	it := only(t, r)
 	// Its validation, evaluated against the kubelet's DELETE, is false: a certain refusal.
 	if top := it.Causes[0]; res.code != 2 || top.Code != "AdmissionPolicyDenied" || top.Severity != "critical" || !strings.Contains(top.Summary, "may not be deleted") {

@@ -152,6 +152,9 @@ type report struct {
 	Items      []item `json:"items"`
 	Skipped    []skip `json:"skipped"`
 	Complete   *bool  `json:"complete"`
+	Server     *struct {
+		GitVersion string `json:"gitVersion"`
+	} `json:"server"`
 }
 
 type item struct {
@@ -190,7 +193,13 @@ type skip struct{ Check, Reason, Detail string }
 // diagnose runs the plugin with -o json and parses the report.
 func diagnose(t *testing.T, args ...string) (report, result) {
 	t.Helper()
-	res := run(t, append(args, "-o", "json")...)
+	return diagnoseIn(t, theLab.Kubeconfig, args...)
+}
+
+// diagnoseIn is diagnose in the lab of kubeconfig (a release of the matrix).
+func diagnoseIn(t *testing.T, kubeconfig string, args ...string) (report, result) {
+	t.Helper()
+	res := runWith(t, append([]string{"--kubeconfig", kubeconfig}, append(args, "-o", "json")...)...)
 	var r report
 	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
 		t.Fatalf("plugin %v: exit %d, output is not a JSON report: %v\nstdout: %s\nstderr: %s", args, res.code, err, res.stdout, res.stderr)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -423,12 +422,8 @@ func claimNotUnprepared(t *testing.T, env *scenario.Env, liveNode, kubeconfig, n
 	}); err != nil {
 		t.Fatal(err)
 	}
-	res := runWith(t, "--kubeconfig", kubeconfig, "why", "pod/train-0", "-n", ns, "-o", "json")
-	var r report
-	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil || len(r.Items) != 1 {
-		t.Fatalf("exit %d, not one item: %v\n%s", res.code, err, res.stderr)
-	}
-	it := r.Items[0]
+	r, res := diagnoseIn(t, kubeconfig, "why", "pod/train-0", "-n", ns)
+	it := only(t, r)
 	if res.code != 2 || codesOf(it)[0] != "ResourceClaimCleanupPending" || it.Causes[0].Severity != "critical" {
 		t.Fatalf("exit %d causes %v, want 2 and ResourceClaimCleanupPending (critical)", res.code, codesOf(it))
 	}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -80,21 +79,14 @@ func TestNamespaceWithPodsInGraceAcrossReleases(t *testing.T) {
 			}
 			why := func(ns string) (item, string, result) {
 				t.Helper()
-				res := runWith(t, "--kubeconfig", v.Kubeconfig, "why", "ns/"+ns, "-o", "json")
-				var r struct {
-					report
-					Server *struct{ GitVersion string } `json:"server"`
-				}
-				if err := json.Unmarshal([]byte(res.stdout), &r); err != nil || len(r.Items) != 1 {
-					t.Fatalf("exit %d, not one item: %v\n%s\n%s", res.code, err, res.stdout, res.stderr)
-				}
+				r, res := diagnoseIn(t, v.Kubeconfig, "why", "ns/"+ns)
 				if r.Complete == nil || !*r.Complete || len(r.Skipped) > 0 {
 					t.Errorf("%s: a partial report (complete %v, skipped %+v)", ns, r.Complete, r.Skipped)
 				}
 				if r.Server == nil || !strings.HasPrefix(r.Server.GitVersion, tc.minor+".") {
 					t.Errorf("%s: report.server %+v, want %s", ns, r.Server, tc.minor)
 				}
-				return r.Items[0], ns, res
+				return only(t, r), ns, res
 			}
 
 			start := time.Now()
@@ -152,17 +144,7 @@ func TestFinalDeleteRefusedByAnAdmissionPolicyAcrossReleases(t *testing.T) {
 			if err := v.Env.Namespace(context.Background(), ns); err != nil {
 				t.Fatal(err)
 			}
-			guardedPodInStateCOn(t, v.Env, v.LiveNode, ns, "api-0", v.Env.DenyPolicy)
-			res := runWith(t, "--kubeconfig", v.Kubeconfig, "why", "pod/api-0", "-n", ns, "-o", "json")
-			var r report
-			if err := json.Unmarshal([]byte(res.stdout), &r); err != nil || len(r.Items) != 1 {
-				t.Fatalf("exit %d, not one item: %v\n%s", res.code, err, res.stderr)
-			}
-			it := r.Items[0]
-			if top := it.Causes[0]; res.code != 2 || top.Code != "AdmissionPolicyDenied" || top.Severity != "critical" || !strings.Contains(top.Summary, "may not be deleted") {
-				t.Fatalf("exit %d causes %v, top %s %q; want 2 and AdmissionPolicyDenied (critical) with the policy's message", res.code, codesOf(it), top.Severity, top.Summary)
-			}
-			expectEvidence(t, it.Causes[0], "validation request.operation != 'DELETE' is false for this request")
+			policyRefusesTheFinalDelete(t, v.Env, v.LiveNode, v.Kubeconfig, ns)
 		})
 	}
 }
