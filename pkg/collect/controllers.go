@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"sort"
 	"strings"
@@ -49,21 +50,21 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		return
 	}
 	for _, d := range deployments {
-		ctl.Workloads = append(ctl.Workloads, workload("deployment", d.ObjectMeta, replicas(d.Spec.Replicas), d.Status.ReadyReplicas))
+		ctl.Workloads = append(ctl.Workloads, workload("deployment", d.ObjectMeta, d.Spec.Template.Spec, replicas(d.Spec.Replicas), d.Status.ReadyReplicas))
 	}
 	if stErr != nil {
 		c.Skip(skipOf("list statefulsets.apps", stErr))
 		return
 	}
 	for _, st := range statefulSets {
-		ctl.Workloads = append(ctl.Workloads, workload("statefulset", st.ObjectMeta, replicas(st.Spec.Replicas), st.Status.ReadyReplicas))
+		ctl.Workloads = append(ctl.Workloads, workload("statefulset", st.ObjectMeta, st.Spec.Template.Spec, replicas(st.Spec.Replicas), st.Status.ReadyReplicas))
 	}
 	if dsErr != nil {
 		c.Skip(skipOf("list daemonsets.apps", dsErr))
 		return
 	}
 	for _, ds := range daemonSets {
-		ctl.Workloads = append(ctl.Workloads, workload("daemonset", ds.ObjectMeta, ds.Status.DesiredNumberScheduled, ds.Status.NumberReady))
+		ctl.Workloads = append(ctl.Workloads, workload("daemonset", ds.ObjectMeta, ds.Spec.Template.Spec, ds.Status.DesiredNumberScheduled, ds.Status.NumberReady))
 	}
 	s.Controllers = ctl
 	groups := map[string]bool{}
@@ -87,7 +88,7 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 	sort.Strings(ctl.APIGroups)
 }
 
-func workload(kind string, m metav1.ObjectMeta, desired, ready int32) snapshot.Workload {
+func workload(kind string, m metav1.ObjectMeta, pod corev1.PodSpec, desired, ready int32) snapshot.Workload {
 	var labels map[string]string
 	for _, l := range snapshot.WorkloadNameLabels {
 		if v, ok := m.Labels[l]; ok {
@@ -97,7 +98,11 @@ func workload(kind string, m metav1.ObjectMeta, desired, ready int32) snapshot.W
 			labels[l] = v
 		}
 	}
-	return snapshot.Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Labels: labels, Desired: desired, Ready: ready}
+	sa := pod.ServiceAccountName
+	if sa == "" {
+		sa = "default" // what the ServiceAccount admission plugin sets
+	}
+	return snapshot.Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Labels: labels, Desired: desired, Ready: ready, ServiceAccount: sa}
 }
 
 // replicas reads spec.replicas, which defaults to 1.

@@ -52,6 +52,9 @@ type hook struct {
 	service            *admissionregistrationv1.ServiceReference
 	url                string
 	matchConditions    []admissionregistrationv1.MatchCondition
+	// reinvoked: a mutating webhook with reinvocationPolicy IfNeeded, called
+	// again when a later webhook changed the object.
+	reinvoked bool
 }
 
 func hooksOf(a snapshot.Admission) []hook {
@@ -59,13 +62,14 @@ func hooksOf(a snapshot.Admission) []hook {
 	for _, c := range a.Validating {
 		for i, w := range c.Webhooks {
 			out = append(out, hook{"validatingwebhookconfiguration", c.Name, w.Name, i, w.Rules, w.NamespaceSelector, w.ObjectSelector,
-				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), w.MatchConditions})
+				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), w.MatchConditions, false})
 		}
 	}
 	for _, c := range a.Mutating {
 		for i, w := range c.Webhooks {
 			out = append(out, hook{"mutatingwebhookconfiguration", c.Name, w.Name, i, w.Rules, w.NamespaceSelector, w.ObjectSelector,
-				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), w.MatchConditions})
+				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), w.MatchConditions,
+				w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy})
 		}
 	}
 	return out

@@ -3,8 +3,10 @@ package diagnose
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -311,7 +313,7 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 		after.SetFinalizers(t.Object.GetFinalizers()[1:])
 		return &celeval.Request{Operation: "UPDATE", Group: group, Version: version, Resource: resource, Kind: t.Ref.Kind,
 			Namespace: t.Ref.Namespace, Name: t.Ref.Name, Object: after.Object, OldObject: t.Object.Object, NamespaceObject: objectMap(ns),
-			User: writer(t.Object.GetFinalizers()[0])}
+			User: writer(s, t.Object.GetFinalizers()[0])}
 	})
 	r := request{operation: "UPDATE", group: group, version: version, resource: resource, namespaced: t.Ref.Namespace != "",
 		objLabels: t.Object.GetLabels(), nsLabels: nsLabels, cel: sent}
@@ -323,13 +325,17 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 		}
 	}
 	said := invalidUpdates(complaints(s, t, finalizersOf(t)))
+	var suspects []refusal
 	for _, h := range hooksOf(*s.Admission) {
 		if h.kind != mutatingHooks || !h.matches(r) {
 			continue
 		}
-		if f, ok := mutationSuspect(*s.Admission, h, r, what, said); ok {
-			causes = append(causes, f.asCause(tm))
+		if f, ok := mutationSuspect(*s.Admission, h, r, what); ok {
+			suspects = append(suspects, f)
 		}
+	}
+	for _, f := range confirmSuspects(suspects, said, what) {
+		causes = append(causes, f.asCause(tm))
 	}
 	return causes
 }
@@ -350,8 +356,9 @@ func invalidUpdates(said []complaint) []complaint {
 }
 
 // mutationSuspect is a mutating webhook, answering, that intercepts the
-// finalizer's removal: a suspect until the controller's words confirm it.
-func mutationSuspect(a snapshot.Admission, h hook, r request, what string, said []complaint) (refusal, bool) {
+// finalizer's removal: a suspect until the controller's words confirm it,
+// the likelier the more of its matching points at this very write.
+func mutationSuspect(a snapshot.Admission, h hook, r request, what string) (refusal, bool) {
 	conditions := matchConditions(h.matchConditions, r, nil)
 	if conditions.result == celeval.False {
 		return refusal{}, false
@@ -360,16 +367,24 @@ func mutationSuspect(a snapshot.Admission, h hook, r request, what string, said 
 	if !ok || f.severity == report.Critical {
 		return refusal{}, false // down: reported as a refusal already
 	}
-	f.summary = fmt.Sprintf("mutating webhook %s (%s) changes %s: a mutation of an immutable field turns it into an invalid update the apiserver rejects whatever the webhook's failurePolicy, and the finalizer stays", h.name, h.config, what)
-	if len(said) > 0 {
-		f.severity, f.confidence = report.Critical, 0.85
-		f.summary = fmt.Sprintf("mutating webhook %s (%s) intercepts %s, and the controller reports: %s", h.name, h.config, what, said[0].message)
-		for _, c := range said {
-			f.evidence = append(f.evidence, c.evidence)
-		}
-	} else {
-		f.evidence = append(f.evidence, "the controller's refused patch is only in its logs (the job controller logs \"Error syncing orphan pod ... is invalid\"): no event names it")
+	id := fmt.Sprintf("%s %s webhook %s", h.kind, h.config, h.name)
+	if namesExactly(h.rules, r) {
+		f.confidence += 0.1
+		f.evidence = append(f.evidence, fmt.Sprintf("%s: its rules name %s and %s themselves, not a wildcard", id, r.resource, r.operation))
 	}
+	if (h.objectSelector != nil && len(h.matchConditions) == 0) || (len(h.matchConditions) > 0 && conditions.result == celeval.True) {
+		f.confidence += 0.05
+		f.evidence = append(f.evidence, id+": its objectSelector or matchConditions select this object's update")
+	}
+	if h.reinvoked {
+		f.confidence += 0.05
+		f.evidence = append(f.evidence, id+": reinvocationPolicy IfNeeded: called again whenever a later webhook changes the object, so its mutation is applied last")
+	}
+	if h.failurePolicy == admissionregistrationv1.Ignore {
+		f.evidence = append(f.evidence, id+": failurePolicy Ignore does not help: the webhook answers, and what it answers is applied")
+	}
+	f.summary = fmt.Sprintf("mutating webhook %s (%s) changes %s: a mutation of an immutable field turns it into an invalid update the apiserver rejects whatever the webhook's failurePolicy, and the finalizer stays", h.name, h.config, what)
+	f.evidence = append(f.evidence, "the controller's refused patch is only in its logs (the job controller logs \"Error syncing orphan pod ... is invalid\"): no event names it")
 	f.steps = append([]report.Step{read("See what the webhook does to the object's updates", kubectl("", "get", h.kind, h.config, "-o", "yaml"))},
 		fix("Narrow the webhook so it leaves this update alone (an objectSelector, a matchCondition, or rules without UPDATE): the controller's next patch then goes through", "", report.RiskLow,
 			"the webhook no longer mutates those updates"),
@@ -378,10 +393,44 @@ func mutationSuspect(a snapshot.Admission, h hook, r request, what string, said 
 	return f, true
 }
 
+// confirmSuspects ranks the mutating suspects, likeliest first; the
+// controller's words naming an invalid update confirm the likeliest (which
+// webhook made it invalid is in no event), the others stay suspects.
+func confirmSuspects(suspects []refusal, said []complaint, what string) []refusal {
+	sort.SliceStable(suspects, func(i, j int) bool { return suspects[i].confidence > suspects[j].confidence })
+	if len(said) == 0 || len(suspects) == 0 {
+		return suspects
+	}
+	top := &suspects[0]
+	top.severity, top.confidence = report.Critical, 0.85
+	top.summary = fmt.Sprintf("mutating webhook %s (%s) intercepts %s, and the controller reports: %s", top.about.Webhook, top.about.Object.Name, what, said[0].message)
+	top.evidence = slices.DeleteFunc(top.evidence, func(e string) bool { return strings.HasPrefix(e, "the controller's refused patch is only in its logs") })
+	for _, c := range said {
+		top.evidence = append(top.evidence, c.evidence)
+	}
+	if len(suspects) > 1 {
+		top.evidence = append(top.evidence, fmt.Sprintf("%d other mutating webhook(s) intercept the same update: ranked after this one, whose matching names the write more precisely", len(suspects)-1))
+	}
+	return suspects
+}
+
+// namesExactly: a rule names the request's resource and operation, not
+// through a wildcard.
+func namesExactly(rules []admissionregistrationv1.RuleWithOperations, r request) bool {
+	return slices.ContainsFunc(rules, func(rule admissionregistrationv1.RuleWithOperations) bool {
+		return slices.Contains(rule.Resources, r.resource) && slices.Contains(rule.Operations, r.operation)
+	})
+}
+
 // writer is the user a finalizer's owner removes it as, with the groups the
-// apiserver gives a service account; nil when the catalogue does not know.
-func writer(finalizer string) *celeval.User {
+// apiserver gives a service account: the catalogue's writer (the built-in
+// controllers), else the service account of the workload that looks like
+// the owner; nil when neither is known.
+func writer(s *snapshot.Snapshot, finalizer string) *celeval.User {
 	name := catalog.FinalizerOwner(finalizer).Writer
+	if name == "" {
+		name, _, _ = ownerServiceAccount(s.Controllers, finalizer)
+	}
 	ns, _, ok := strings.Cut(strings.TrimPrefix(name, "system:serviceaccount:"), ":")
 	if name == "" || !ok {
 		return nil

@@ -43,13 +43,7 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []s
 	if ctl == nil {
 		return ownerUnknown, nil
 	}
-	// The words of the finalizer's name, and the workloads its catalogue
-	// row names (Cluster API's capi-controller-manager shares no word
-	// with machine.cluster.x-k8s.io).
-	tokens := ownerTokens(finalizer)
-	for _, w := range catalog.FinalizerOwner(finalizer).Workloads {
-		tokens = append(tokens, strings.ToLower(w))
-	}
+	tokens := ownerWords(finalizer)
 	var evidence []string
 	domain, _, _ := strings.Cut(finalizer, "/")
 	for _, g := range ctl.APIGroups {
@@ -77,6 +71,38 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []s
 		evidence = append(evidence, fmt.Sprintf("no Deployment, StatefulSet or DaemonSet in the cluster is named or labelled %q: the controller that removes %s looks gone", strings.Join(tokens, "|"), finalizer))
 	}
 	return state, evidence
+}
+
+// ownerWords are what names a finalizer's controller: the words of the
+// finalizer's name, and the workloads its catalogue row names (Cluster
+// API's capi-controller-manager shares no word with machine.cluster.x-k8s.io).
+func ownerWords(finalizer string) []string {
+	tokens := ownerTokens(finalizer)
+	for _, w := range catalog.FinalizerOwner(finalizer).Workloads {
+		tokens = append(tokens, strings.ToLower(w))
+	}
+	return tokens
+}
+
+// ownerServiceAccount is the user the controller of a third-party finalizer
+// sends its writes as: the service account of the ready workloads that look
+// like its owner, when they agree on one.
+func ownerServiceAccount(ctl *snapshot.Controllers, finalizer string) (account string, from snapshot.Workload, ok bool) {
+	tokens := ownerWords(finalizer)
+	if ctl == nil || len(tokens) == 0 {
+		return "", snapshot.Workload{}, false
+	}
+	for _, w := range ctl.Workloads {
+		if w.Ready == 0 || w.ServiceAccount == "" || !workloadMatches(w, tokens) {
+			continue
+		}
+		sa := "system:serviceaccount:" + w.Namespace + ":" + w.ServiceAccount
+		if account != "" && account != sa {
+			return "", snapshot.Workload{}, false // two candidates: the sender is unknown
+		}
+		account, from = sa, w
+	}
+	return account, from, account != ""
 }
 
 func workloadMatches(w snapshot.Workload, tokens []string) bool {

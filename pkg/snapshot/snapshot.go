@@ -199,6 +199,9 @@ type Workload struct {
 	// Labels holds the workload's WorkloadNameLabels, the only ones read.
 	Labels         map[string]string
 	Desired, Ready int32
+	// ServiceAccount is its pods' service account: the user its
+	// controller's writes are sent as.
+	ServiceAccount string
 }
 
 // CRD is a CustomResourceDefinition, reduced to what explains a stuck CRD
