@@ -306,7 +306,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"why", "pod/x", "-A"}, "cannot be retrieved by name across all namespaces"},
 		{[]string{"list", "--older-than", "-5m"}, "must not be negative"},
 		{[]string{"list", "-A", "-l", "a b c"}, `invalid --selector "a b c"`},
-		{[]string{"list", "-o", "xml"}, "unable to match a printer"},
+		{[]string{"list", "-o", "xml"}, `unknown output format "xml": -o takes wide, json, yaml, name, jsonpath=...`},
 		{[]string{"list", "a", "b"}, "accepts at most 1 arg"},
 		{[]string{"list", "--kind", "pod/web-0"}, "--kind takes types, not names"},
 		{[]string{"list", "--kind", "nosuch"}, `the server doesn't have a resource type "nosuch"`},

@@ -17,7 +17,7 @@ func newExplainCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Explain a cause code: what it means, why it blocks, what to do; without CODE, list the codes",
 		Example: `  kubectl terminating explain                 # every cause code, with a few words each
   kubectl terminating explain NodeUnreachable # its signal, evidence, why it blocks, remediation and risks`,
-		Args: cobra.MaximumNArgs(1),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			var out []string
 			for _, c := range catalog.Codes() {

@@ -24,16 +24,16 @@ func newListCommand(o *Options) *cobra.Command {
 
   # Follow them: a row each time one's diagnosis changes, and as each goes
   kubectl terminating list -n preview-42 -w`,
-		Args: cobra.MaximumNArgs(1),
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args, func(r report.Report, st report.Style) error { return report.WriteList(o.Out, r, st) })
 		},
 	}
 	o.addFlags(cmd)
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Print the rows only: no header line, no summary (tables only).")
-	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "Sort the rows by a JSONPath into each item of the JSON report, as kubectl: '.overdueSeconds', '.object.name', '{.causes[0].code}'; numbers sort as numbers. Default: most severe first.")
+	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "Sort the rows by a JSONPath into each item of the JSON report ('.overdueSeconds', '{.causes[0].code}'). Default: most severe first.")
 	cmd.Flags().StringVar(&o.GroupBy, "group-by", "", "Fold the rows into one per "+strings.Join(report.GroupKinds, ", ")+" (with counts and examples); tables only.")
-	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After the table, follow the objects listed (by watch): a row each time one's severity, top cause or verdict changes, and one as each goes. Ends when all are gone (exit 0), or at --timeout if given (the exit code of what is left).")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Then follow them: a row as one's verdict changes or it goes; ends when all are gone (exit 0), or at --timeout if given (the exit code of what is left).")
 	o.registerCompletions(cmd)
 	return cmd
 }

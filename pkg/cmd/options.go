@@ -92,28 +92,31 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector to filter on (=, ==, != and set-based).")
 	o.addFieldSelectorFlag(cmd)
 	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "Only objects whose deletion was requested at least this long ago (e.g. 10m).")
-	cmd.Flags().StringSliceVar(&o.Kinds, "kind", nil, "Only these types (kinds, resources or short names, comma-separated: --kind pods,pvc,widgets.example.com); only they are listed.")
-	cmd.Flags().BoolVar(&o.AllowPartial, "allow-partial", false, "Exit 0 when nothing stuck is found even if some reads failed (Forbidden, timeouts); without it such a partial report exits 1. The report says what was not read either way.")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "Bound the whole run: reads not made by then are reported under skipped (a partial report), so a slow or broken control plane cannot hold a runbook for long. 0: no bound.")
-	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or just past it and progressing).")
+	cmd.Flags().StringSliceVar(&o.Kinds, "kind", nil, "Only these types (kinds, resources or short names: --kind pods,pvc,widgets.example.com).")
+	cmd.Flags().BoolVar(&o.AllowPartial, "allow-partial", false, "Exit 0 when nothing stuck is found though some reads failed (a partial report: exit 1 without it).")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "Bound the whole run (0: no bound): reads not made by then are reported under skipped, a partial report.")
+	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or past it and progressing).")
 	o.addSaveSnapshotFlag(cmd)
-	cmd.Flags().BoolVar(&o.Kubelet, "kubelet", false, "Also ask each stuck pod's kubelet, through the apiserver's node proxy (/pods, /stats/summary), whether its containers, volumes and cgroup are gone. Needs get on nodes/proxy, a powerful permission (https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/rbac.md): off by default.")
+	cmd.Flags().BoolVar(&o.Kubelet, "kubelet", false, "Also ask each stuck pod's kubelet (node proxy) what it still holds. Needs get on nodes/proxy, a powerful permission (docs/rbac.md): off by default.")
 	o.addReplayFlags(cmd)
 	o.addOutputFlags(cmd)
 }
 
 func (o *Options) addSaveSnapshotFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.SaveSnapshot, "save-snapshot", "", "Also save what the run read to FILE (gzip-compressed if it ends in .gz), to replay anywhere with --snapshot FILE. Object metadata and status; never Secret or ConfigMap data.")
+	cmd.Flags().StringVar(&o.SaveSnapshot, "save-snapshot", "", "Also save what the run read to FILE (.gz: compressed), to replay anywhere with --snapshot. No Secret or ConfigMap data.")
 }
 
 func (o *Options) addFieldSelectorFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.FieldSelector, "field-selector", "", "Field selector the server filters the named types on (spec.nodeName=node-1 for pods); only with a TYPE or --kind.")
+	cmd.Flags().StringVar(&o.FieldSelector, "field-selector", "", "Server-side field selector on the named types (spec.nodeName=node-1 for pods): needs a TYPE or --kind.")
 }
 
 func (o *Options) addOutputFlags(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&o.NoColor, "no-color", false, "Never colour the output (it is never coloured when stdout is not a terminal, or when NO_COLOR is set).")
-	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", "", "Output format: wide, json, yaml, name, jsonpath=..., jsonpath-as-json=..., go-template=..., go-template-file=...")
+	cmd.Flags().BoolVar(&o.NoColor, "no-color", false, "Never colour the output (never coloured off a terminal, nor when NO_COLOR is set).")
+	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", "", "Output format: "+outputFormatList())
 	o.PrintFlags.TemplatePrinterFlags.AddFlags(cmd)
+	// cli-runtime's texts, shortened for a help that fits the screen.
+	cmd.Flags().Lookup("allow-missing-template-keys").Usage = "With -o jsonpath or go-template: a field or key missing is no error."
+	cmd.Flags().Lookup("template").Usage = "The template (or its file) of -o go-template, go-template-file, jsonpath or jsonpath-file."
 }
 
 // Complete reads the namespace and arguments and picks the printer.
@@ -138,6 +141,9 @@ func (o *Options) Complete(args []string) error {
 	case "", "wide", "name":
 	default:
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
+			if genericclioptions.IsNoCompatiblePrinterError(err) {
+				return fmt.Errorf("unknown output format %q: -o takes %s", *o.PrintFlags.OutputFormat, outputFormatList())
+			}
 			return err
 		}
 		// A report has no managed fields: skip the deep copy made to drop them.
@@ -146,6 +152,18 @@ func (o *Options) Complete(args []string) error {
 		}
 	}
 	return nil
+}
+
+// outputFormatList is -o's values for a person: "jsonpath=...".
+func outputFormatList() string {
+	list := make([]string, len(outputFormats))
+	for i, f := range outputFormats {
+		if strings.HasSuffix(f, "=") {
+			f += "..."
+		}
+		list[i] = f
+	}
+	return strings.Join(list, ", ")
 }
 
 // Validate rejects flag combinations that cannot work.

@@ -202,6 +202,8 @@ object (wait: timed out), 1 the tool failed.`,
 	flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().Lookup("request-timeout").Usage = kube.RequestTimeoutUsage
 	addVerbosityFlag(root, streams.ErrOut)
+	root.SetUsageTemplate(usageTemplate)
+	root.SetFlagErrorFunc(usageError)
 	// cobra's own `completion` command writes a script for the binary, not
 	// for `kubectl terminating`: kubectl completes plugins through
 	// kubectl_complete-terminating, which calls __complete.
@@ -213,6 +215,7 @@ object (wait: timed out), 1 the tool failed.`,
 		newWaitCommand(opts()),
 		newExplainCommand(streams),
 		newVersionCommand(streams),
+		newOptionsCommand(),
 	)
 	return root
 }

@@ -29,9 +29,9 @@ func (o *Options) selection() snapfile.Selection {
 }
 
 func (o *Options) addReplayFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.Replay, "snapshot", "", "Diagnose from a file --save-snapshot wrote instead of the cluster (no kubeconfig needed, nothing dialled): the saved run's report, its clock included. Arguments and -n/-A/-l/--kind, if given, must be the saved run's.")
+	cmd.Flags().StringVar(&o.Replay, "snapshot", "", "Diagnose from a --save-snapshot file, not the cluster (nothing dialled); any arguments, -n, -A, -l, --kind must be the saved run's.")
 	o.ReplayMaxSize.Quantity = *resource.NewQuantity(snapfile.DefaultMaxBytes, resource.BinarySI)
-	cmd.Flags().Var(&o.ReplayMaxSize, "snapshot-max-size", "The largest snapshot --snapshot reads, compressed or decompressed (e.g. 256Mi); a file holding more objects than a file of that size would is refused too. A snapshot may come from a stranger: the limit keeps a hostile file from taking the machine's memory.")
+	cmd.Flags().Var(&o.ReplayMaxSize, "snapshot-max-size", "The largest snapshot --snapshot reads, compressed or not (e.g. 256Mi): a stranger's file cannot take the machine's memory.")
 }
 
 // save writes the run's evidence to --save-snapshot's file, if asked.

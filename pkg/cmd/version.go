@@ -26,7 +26,12 @@ func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin's version",
-		Args:  cobra.NoArgs,
+		Example: `  # The version, commit and build date, for a bug report
+  kubectl terminating version
+
+  # The same with the Go version and platform, for a script
+  kubectl terminating version -o json`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			info := versionInfo{Version: version.String(), Commit: orUnknown(version.Commit), Date: orUnknown(version.Date),
 				GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}

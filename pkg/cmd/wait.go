@@ -37,9 +37,9 @@ delete that may already have finished).`,
   # (--ignore-not-found: the namespace may be gone before wait starts)
   kubectl delete ns shop --wait=false && kubectl terminating wait ns/shop --timeout=5m --ignore-not-found
 
-  # Every pod of a drained node, as JSON on timeout
-  kubectl terminating wait pods -l app=web --timeout=2m -o json`,
-		Args: cobra.MinimumNArgs(1),
+  # The pods of node-1 in namespace shop, after a drain; as JSON on timeout
+  kubectl terminating wait pods -n shop --field-selector spec.nodeName=node-1 --timeout=2m -o json`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.command = cmd.Name()
 			if err := o.Complete(args); err != nil {

@@ -25,8 +25,8 @@ func TestBadInput(t *testing.T) {
 		{"missing object", []string{"--kubeconfig", theLab.Kubeconfig, "why", "pod/nope", "-n", "default"}, `pods "nope" not found in namespace "default"`},
 		{"unreachable server", []string{"--kubeconfig", theLab.Kubeconfig, "--server", "https://127.0.0.1:1", "list"}, "cannot reach the cluster"},
 		{"rejected credentials", []string{"--kubeconfig", theLab.Kubeconfig, "--token", "expired", "list"}, "rejected the credentials"},
-		{"bad flag", []string{"why", "--no-such-flag"}, "unknown flag: --no-such-flag"},
-		{"bad output format", []string{"--kubeconfig", theLab.Kubeconfig, "list", "-o", "xml"}, "unable to match a printer"},
+		{"bad flag", []string{"why", "--no-such-flag"}, "unknown flag: --no-such-flag (see 'kubectl terminating why --help')"},
+		{"bad output format", []string{"--kubeconfig", theLab.Kubeconfig, "list", "-o", "xml"}, `unknown output format "xml": -o takes wide, json, yaml`},
 		{"mixed argument forms", []string{"--kubeconfig", theLab.Kubeconfig, "why", "pods", "pod/x"}, "no need to specify a resource type"},
 		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig", "list"}, "/nonexistent/kubeconfig"},
 	}
