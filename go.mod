@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	al.essio.dev/pkg/shellescape v1.6.1
+	github.com/creack/pty v1.1.18
 	github.com/fatih/color v1.18.0
 	github.com/google/cel-go v0.26.0
 	github.com/olekukonko/tablewriter v1.1.5

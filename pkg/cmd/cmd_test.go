@@ -148,22 +148,28 @@ func execute(t *testing.T, clients func() (*kube.Clients, error), args ...string
 // executeWith lets a test change more of the options (clock, terminal).
 func executeWith(t *testing.T, clients func() (*kube.Clients, error), customize func(*Options), args ...string) (string, string, error) {
 	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	err := executeOn(t, streams, clients, customize, args...)
+	return out.String(), errOut.String(), err
+}
+
+// executeOn runs it with the given streams (a terminal's).
+func executeOn(t *testing.T, streams genericiooptions.IOStreams, clients func() (*kube.Clients, error), customize func(*Options), args ...string) error {
+	t.Helper()
 	empty := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", empty)
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	root := newRoot(streams, func(o *Options) {
 		o.newClients = clients
 		o.now = func() time.Time { return now }
 		customize(o)
 	})
 	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errOut)
-	err := root.Execute()
-	return out.String(), errOut.String(), err
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	return root.Execute()
 }
 
 func golden(t *testing.T, name, got string) {

@@ -20,6 +20,36 @@ import (
 // are gone.
 func TestListWatchPrintsChangesAndDeletions(t *testing.T) {
 	fc := clocktesting.NewFakeClock(now)
+	out, _, err := executeWith(t, playWatch(t, fc), fakeClock(fc), "list", "pods", "-n", "shop", "--stuck-only", "-w")
+	if err != nil {
+		t.Fatalf("exit %d (%v), want 0 once everything is gone", ExitCode(err), err)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("want the header, 2 rows, 1 change, 2 deletions; got:\n%s", out)
+	}
+	for i, want := range []string{"NAME", "pod/web-0", "pod/cache-0", "pod/cache-0", "pod/web-0", "pod/cache-0"} {
+		if !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d: %q, want it to start with %q\n%s", i, lines[i], want, out)
+		}
+	}
+	if strings.Contains(lines[3], "FinalizerPending") || !strings.Contains(lines[2], "FinalizerPending") {
+		t.Errorf("cache-0's new row should show its new top cause:\n%s", out)
+	}
+	for _, l := range lines[4:] {
+		if !strings.Contains(l, " - ") || !strings.HasSuffix(l, "deleted") {
+			t.Errorf("a deletion row: %q", l)
+		}
+	}
+	if strings.Contains(out, "stuck") && strings.Contains(out, "Top causes") {
+		t.Errorf("no footer under -w:\n%s", out)
+	}
+}
+
+// playWatch is the cluster of list -w's tests, played once the plugin
+// watches the pods: cache-0's finalizer goes (a new verdict once the burst
+// settles on fc), then web-0 and cache-0 go.
+func playWatch(t *testing.T, fc *clocktesting.FakeClock) func() (*kube.Clients, error) {
 	watchers := make(chan *watch.FakeWatcher, 1)
 	var typed *kubefake.Clientset
 	clients := fakes(t, cluster(), func(cs *kubefake.Clientset, c *kube.Clients) {
@@ -59,30 +89,7 @@ func TestListWatchPrintsChangesAndDeletions(t *testing.T) {
 		w.Delete(web)
 		w.Delete(obj)
 	}()
-	out, _, err := executeWith(t, clients, fakeClock(fc), "list", "pods", "-n", "shop", "--stuck-only", "-w")
-	if err != nil {
-		t.Fatalf("exit %d (%v), want 0 once everything is gone", ExitCode(err), err)
-	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 6 {
-		t.Fatalf("want the header, 2 rows, 1 change, 2 deletions; got:\n%s", out)
-	}
-	for i, want := range []string{"NAME", "pod/web-0", "pod/cache-0", "pod/cache-0", "pod/web-0", "pod/cache-0"} {
-		if !strings.HasPrefix(lines[i], want) {
-			t.Errorf("line %d: %q, want it to start with %q\n%s", i, lines[i], want, out)
-		}
-	}
-	if strings.Contains(lines[3], "FinalizerPending") || !strings.Contains(lines[2], "FinalizerPending") {
-		t.Errorf("cache-0's new row should show its new top cause:\n%s", out)
-	}
-	for _, l := range lines[4:] {
-		if !strings.Contains(l, " - ") || !strings.HasSuffix(l, "deleted") {
-			t.Errorf("a deletion row: %q", l)
-		}
-	}
-	if strings.Contains(out, "stuck") && strings.Contains(out, "Top causes") {
-		t.Errorf("no footer under -w:\n%s", out)
-	}
+	return clients
 }
 
 // readPod reports whether the plugin has read the named pod since the

@@ -73,7 +73,7 @@ func writeGroup(w io.Writer, g []Item, st Style) error {
 func writeConcise(w io.Writer, it Item, st Style) error {
 	p := &printer{w: w}
 	writeHeader(p, it, "", st)
-	writeConciseChecks(p, it)
+	writeConciseChecks(p, it, st)
 	for n, c := range it.Causes {
 		writeCauseLine(p, c, n, "", st)
 		if n > 0 {
@@ -114,13 +114,13 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 }
 
 // blockerLine is one line for a group of nested objects held the same way.
-func blockerLine(g []Item, st Style) string {
+func blockerLine(g []Item, st Style) painted {
 	c := topCause(g[0])
 	who := objectName(g[0].Object)
 	if len(g) > 1 {
 		who = fmt.Sprintf("%d objects (%s)", len(g), examples(g, false))
 	}
-	return fmt.Sprintf("%s  %s %s: %s", who, st.paint(g[0].Severity, string(g[0].Severity)), c.Code, c.Summary)
+	return safef("%s  %s %s: %s", who, st.severity(g[0].Severity, string(g[0].Severity)), c.Code, c.Summary)
 }
 
 // examples names the first few items of a group, and how many more.
@@ -152,7 +152,7 @@ func riskiest(steps []Step) RiskLevel {
 
 // writeConciseChecks prints the checklist rows that do not pass, and names
 // the ones that do on one line: the failing rows are what explain the pod.
-func writeConciseChecks(p *printer, it Item) {
+func writeConciseChecks(p *printer, it Item, st Style) {
 	var open []Check
 	var passing []string
 	for _, c := range it.Checks {
@@ -162,7 +162,7 @@ func writeConciseChecks(p *printer, it Item) {
 			open = append(open, c)
 		}
 	}
-	writeChecks(p, Item{Checks: open}, "")
+	writeChecks(p, Item{Checks: open}, "", st)
 	if len(passing) > 0 {
 		p.linef("  pass: %s (-o wide for the details)", strings.Join(passing, ", "))
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -80,8 +79,7 @@ func groupItems(items []Item, by string) []*group {
 func writeGroups(w io.Writer, r Report, st Style) error {
 	rows := [][]string{}
 	for _, g := range groupItems(r.Items, st.GroupBy) {
-		rows = append(rows, []string{Safe(g.key), strconv.Itoa(len(g.items)), strconv.Itoa(g.stuck),
-			string(st.paint(g.severity, string(g.severity))), Safe(examples(g.items, st.GroupBy != ByNamespace))})
+		rows = append(rows, cells(g.key, len(g.items), g.stuck, st.severity(g.severity, string(g.severity)), examples(g.items, st.GroupBy != ByNamespace)))
 	}
 	err := writeListTable(w, []string{strings.ToUpper(st.GroupBy), "OBJECTS", "STUCK", "SEVERITY", "EXAMPLES"}, rows, st)
 	return writeSkipped(w, r.Skipped, err)

@@ -26,20 +26,51 @@ type Style struct {
 	Watching bool
 }
 
-func (s Style) paint(sev Severity, text string) painted {
-	if !s.Color {
-		return painted(text)
+// paint is where colour is added, and the only place: to text made safe
+// first, so that no escaping can show a colour as text. Without attributes,
+// or without Style.Color, the text is only made safe.
+func (s Style) paint(text string, attrs ...color.Attribute) painted {
+	if !s.Color || len(attrs) == 0 {
+		return painted(Safe(text))
 	}
-	attr := color.FgCyan
-	switch sev {
-	case Critical:
-		attr = color.FgRed
-	case Warning:
-		attr = color.FgYellow
-	}
-	c := color.New(attr, color.Bold)
+	c := color.New(attrs...)
 	c.EnableColor()
-	return painted(c.Sprint(text))
+	return painted(c.Sprint(Safe(text)))
+}
+
+// The colours of the words that judge: red blocks, yellow may block or is
+// not done yet, green is done, cyan informs.
+var (
+	severityColours = map[Severity]color.Attribute{Critical: color.FgRed, Warning: color.FgYellow, Info: color.FgCyan}
+	statusColours   = map[CheckStatus]color.Attribute{Pass: color.FgGreen, Fail: color.FgRed}
+)
+
+// severity paints text (a severity, in some case) in its severity's colour.
+func (s Style) severity(sev Severity, text string) painted {
+	if attr, ok := severityColours[sev]; ok {
+		return s.paint(text, attr, color.Bold)
+	}
+	return s.paint(text)
+}
+
+// status paints a checklist row's status (unknown stays plain).
+func (s Style) status(st CheckStatus) painted {
+	if attr, ok := statusColours[st]; ok {
+		return s.paint(string(st), attr)
+	}
+	return s.paint(string(st))
+}
+
+// verdict is an item's state: STUCK, progressing (past its deadline, not
+// stuck yet) or in grace period.
+func (s Style) verdict(it Item) painted {
+	switch {
+	case it.Stuck:
+		return s.paint("STUCK", color.FgRed, color.Bold)
+	case it.OverdueSeconds > 0:
+		return s.paint("progressing", color.FgYellow)
+	}
+	return s.paint("in grace period", color.FgCyan)
 }
 
 // WriteList prints one line per object: what `kubectl terminating list`
@@ -75,12 +106,12 @@ func listRows(items []Item, ambiguous map[string]bool, st Style) (header []strin
 	rows = make([][]string, 0, len(items))
 	for _, it := range items {
 		top := topCause(it)
-		row := []string{Safe(listName(it.Object, ambiguous)), durationSeconds(it.TerminatingSeconds), string(st.paint(it.Severity, string(it.Severity))), top.Code}
+		row := cells(listName(it.Object, ambiguous), durationSeconds(it.TerminatingSeconds), st.severity(it.Severity, string(it.Severity)), top.Code)
 		if st.Namespaces {
-			row = append([]string{Safe(orNone(it.Object.Namespace))}, row...)
+			row = append(cells(orNone(it.Object.Namespace)), row...)
 		}
 		if st.Wide {
-			row = append(row, durationSeconds(it.OverdueSeconds), fmt.Sprintf("%ds", it.GracePeriodSeconds), strconv.FormatBool(it.Stuck), confidence(top), Safe(top.Summary))
+			row = append(row, cells(durationSeconds(it.OverdueSeconds), fmt.Sprintf("%ds", it.GracePeriodSeconds), it.Stuck, confidence(top), top.Summary)...)
 		}
 		rows = append(rows, row)
 	}
@@ -123,7 +154,7 @@ func WriteWhy(w io.Writer, r Report, st Style) error {
 func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 	p := &printer{w: w}
 	writeHeader(p, it, head, st)
-	writeChecks(p, it, indent)
+	writeChecks(p, it, indent, st)
 	for n, c := range it.Causes {
 		writeCauseLine(p, c, n, indent, st)
 		for _, e := range c.Evidence {
@@ -152,29 +183,23 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 }
 
 func writeHeader(p *printer, it Item, head string, st Style) {
-	state := "in grace period"
-	if it.Stuck {
-		state = "STUCK"
-	} else if it.OverdueSeconds > 0 {
-		state = "progressing"
-	}
-	p.linef("%s%s  %s  Terminating %s  grace %ds  overdue %s  %s", head, objectName(it.Object), st.paint(it.Severity, strings.ToUpper(string(it.Severity))),
-		durationSeconds(it.TerminatingSeconds), it.GracePeriodSeconds, durationSeconds(it.OverdueSeconds), state)
+	p.linef("%s%s  %s  Terminating %s  grace %ds  overdue %s  %s", head, objectName(it.Object), st.severity(it.Severity, strings.ToUpper(string(it.Severity))),
+		durationSeconds(it.TerminatingSeconds), it.GracePeriodSeconds, durationSeconds(it.OverdueSeconds), st.verdict(it))
 }
 
-func writeChecks(p *printer, it Item, indent string) {
+func writeChecks(p *printer, it Item, indent string, st Style) {
 	if len(it.Checks) == 0 || p.err != nil {
 		return
 	}
 	rows := make([][]string, 0, len(it.Checks))
 	for _, c := range it.Checks {
-		rows = append(rows, []string{c.Name, string(c.Status), Safe(c.Detail)})
+		rows = append(rows, cells(c.Name, st.status(c.Status), c.Detail))
 	}
 	p.err = writeTable(p.w, indent+"  ", []string{"CHECK", "STATUS", "DETAIL"}, rows)
 }
 
 func writeCauseLine(p *printer, c Cause, n int, indent string, st Style) {
-	p.linef("%s  %d. %s %s (confidence %s): %s", indent, n+1, st.paint(c.Severity, string(c.Severity)), c.Code, confidence(c), c.Summary)
+	p.linef("%s  %d. %s %s (confidence %s): %s", indent, n+1, st.severity(c.Severity, string(c.Severity)), c.Code, confidence(c), c.Summary)
 }
 
 func writeStep(p *printer, k int, s Step, indent string) {
@@ -233,18 +258,13 @@ type printer struct {
 	err error
 }
 
-// linef prints one line; every string argument is made safe (cluster text
-// reaches most of them), what the renderer painted itself is kept.
+// linef prints one line, as safef makes it: cluster text reaches most
+// arguments.
 func (p *printer) linef(format string, args ...any) {
 	if p.err != nil {
 		return
 	}
-	for i, a := range args {
-		if s, ok := a.(string); ok {
-			args[i] = Safe(s)
-		}
-	}
-	_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	_, p.err = fmt.Fprintln(p.w, safef(format, args...))
 }
 
 func topCause(it Item) Cause {

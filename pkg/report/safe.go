@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -140,5 +141,31 @@ func unsafeRune(r rune) bool {
 	return unicode.In(r, unsafe...)
 }
 
-// painted is text the renderer coloured itself: printed as it is.
+// painted is text ready for a terminal: every piece of it made safe (Safe),
+// and the colours the renderer added after (Style.paint). It is printed as
+// it is, never escaped again: a colour is never shown as text.
 type painted string
+
+// safef formats as fmt.Sprintf does, every string argument (whatever its
+// type: Severity, SkipReason...) made safe and every painted one kept: the
+// one way cluster text, colours and the renderer's words make a line.
+func safef(format string, args ...any) painted {
+	for i, a := range args {
+		if _, ok := a.(painted); ok {
+			continue
+		}
+		if v := reflect.ValueOf(a); v.Kind() == reflect.String {
+			args[i] = Safe(v.String())
+		}
+	}
+	return painted(fmt.Sprintf(format, args...))
+}
+
+// cells is a row of a table, each value shown as safef shows it.
+func cells(values ...any) []string {
+	row := make([]string, len(values))
+	for i, v := range values {
+		row[i] = string(safef("%v", v))
+	}
+	return row
+}

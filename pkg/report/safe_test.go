@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,16 +49,19 @@ func hostile(s string) Report {
 	return r
 }
 
-func render(t *testing.T, r Report, wide bool) string {
+func render(t *testing.T, r Report, st Style) string {
 	var b bytes.Buffer
-	if err := WriteWhy(&b, r, Style{Wide: wide}); err != nil {
+	if err := WriteWhy(&b, r, st); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteList(&b, r, Style{Wide: wide}); err != nil {
+	if err := WriteList(&b, r, st); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
 }
+
+// colourCode is an SGR sequence, what Style.paint writes.
+var colourCode = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // No byte of cluster text reaches a person's terminal as a control
 // character, and none adds a line to the report.
@@ -66,7 +70,7 @@ func FuzzRenderersPrintNoControlBytes(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		out := render(t, hostile(s), true)
+		out := render(t, hostile(s), Style{Wide: true})
 		for i, r := range out {
 			if r == '\n' {
 				continue
@@ -79,8 +83,15 @@ func FuzzRenderersPrintNoControlBytes(f *testing.F) {
 		if s == "" {
 			plain = "" // an empty command prints no "$" line
 		}
-		if got, want := strings.Count(out, "\n"), strings.Count(render(t, hostile(plain), true), "\n"); got != want {
+		if got, want := strings.Count(out, "\n"), strings.Count(render(t, hostile(plain), Style{Wide: true}), "\n"); got != want {
 			t.Fatalf("cluster text %q changed the report's line count: %d, want %d", s, got, want)
+		}
+		// Colour adds its codes to the renderer's words and changes nothing else.
+		for _, wide := range []bool{false, true} {
+			plain, coloured := render(t, hostile(s), Style{Wide: wide}), render(t, hostile(s), Style{Wide: wide, Color: true})
+			if got := colourCode.ReplaceAllString(coloured, ""); got != plain || !strings.Contains(coloured, "\x1b[") {
+				t.Fatalf("coloured (wide %v), without its colour codes, differs from the plain output for %q:\n%q\n%q", wide, s, got, plain)
+			}
 		}
 	})
 }
@@ -90,10 +101,10 @@ func TestTimelineIsCapped(t *testing.T) {
 	for i := range 50 {
 		r.Items[0].Timeline = append(r.Items[0].Timeline, Moment{Event: strings.Repeat("e", i%3+1)})
 	}
-	if out := render(t, r, true); !strings.Contains(out, "... 30 earlier events (all of them in -o json)") {
+	if out := render(t, r, Style{Wide: true}); !strings.Contains(out, "... 30 earlier events (all of them in -o json)") {
 		t.Errorf("-o wide: timeline not capped:\n%s", out)
 	}
-	if out := render(t, r, false); !strings.Contains(out, "... 45 earlier events (-o wide)") {
+	if out := render(t, r, Style{}); !strings.Contains(out, "... 45 earlier events (-o wide)") {
 		t.Errorf("concise: timeline not capped:\n%s", out)
 	}
 }

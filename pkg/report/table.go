@@ -1,84 +1,62 @@
 package report
 
 import (
-	"bytes"
 	"io"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
-// WriteTable prints a table as every table of the plugin is printed.
+// WriteTable prints a table of plain text as every table of the plugin is
+// printed, each cell made safe.
 func WriteTable(w io.Writer, header []string, rows [][]string) error {
-	return writeTable(w, "", header, rows)
+	safe := make([][]string, len(rows))
+	for i, r := range rows {
+		safe[i] = cells(toAny(r)...)
+	}
+	return writeTable(w, "", header, safe)
 }
 
 // writeTable prints rows the way kubectl does: no borders, no rules,
-// left-aligned columns three spaces apart, headers as given.
+// left-aligned columns three spaces apart, headers as given, each line after
+// indent. The cells are printed as they are (cells makes them), colours
+// included: they take no width.
 func writeTable(w io.Writer, indent string, header []string, rows [][]string) error {
-	var buf bytes.Buffer
-	t := tablewriter.NewTable(&buf,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{ShowHeader: tw.Off, ShowFooter: tw.Off, BetweenRows: tw.Off, BetweenColumns: tw.Off},
-				Lines:      tw.Lines{ShowTop: tw.Off, ShowBottom: tw.Off, ShowHeaderLine: tw.Off, ShowFooterLine: tw.Off},
-			},
-		})),
-		tablewriter.WithConfig(tablewriter.Config{
-			Header: tw.CellConfig{
-				Formatting: tw.CellFormatting{AutoFormat: tw.Off, AutoWrap: tw.WrapNone},
-				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-				Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   ", Overwrite: true}, PerColumn: firstPadded(len(header), indent)},
-			},
-			Row: tw.CellConfig{
-				Formatting: tw.CellFormatting{AutoWrap: tw.WrapNone},
-				Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
-				Padding:    tw.CellPadding{Global: tw.Padding{Left: "", Right: "   ", Overwrite: true}, PerColumn: firstPadded(len(header), indent)},
-			},
-		}),
-		tablewriter.WithTrimSpace(tw.Off),
-	)
-	t.Header(toAny(header)...)
-	for _, r := range rows {
-		if err := t.Append(r); err != nil {
-			return err
-		}
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	return writeTrimmed(w, buf.String())
-}
-
-// writeTrimmed drops the trailing blanks tablewriter pads the last column with.
-func writeTrimmed(w io.Writer, s string) error {
+	all := append([][]string{header}, rows...)
+	widths := columnWidths(all)
 	var b strings.Builder
-	for _, line := range strings.SplitAfter(s, "\n") {
-		nl := strings.HasSuffix(line, "\n")
-		b.WriteString(strings.TrimRight(line, " \n"))
-		if nl {
-			b.WriteString("\n")
-		}
+	for _, row := range all {
+		writeRow(&b, indent, widths, row)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// firstPadded indents the first column; the last column gets no right padding.
-func firstPadded(n int, indent string) []tw.Padding {
-	p := make([]tw.Padding, n)
-	for i := range p {
-		p[i] = tw.Padding{Left: "", Right: "   ", Overwrite: true}
+// columnWidths is how wide each column is drawn: its widest cell.
+func columnWidths(rows [][]string) []int {
+	var widths []int
+	for _, row := range rows {
+		for i, cell := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], twwidth.Width(cell))
+		}
 	}
-	if n > 0 {
-		p[0].Left = indent
-		p[n-1].Right = ""
+	return widths
+}
+
+// writeRow writes one line of a table: each cell but the last padded to
+// its column's width and three spaces; no blanks at the end.
+func writeRow(b *strings.Builder, indent string, widths []int, row []string) {
+	line := indent
+	for i, cell := range row {
+		line += cell
+		if i < len(row)-1 {
+			line += strings.Repeat(" ", max(widths[i]-twwidth.Width(cell), 0)+3)
+		}
 	}
-	return p
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
 }
 
 func toAny(s []string) []any {

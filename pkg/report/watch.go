@@ -4,8 +4,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-
-	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
 // WatchTable is list -w's table: printed once, then a row under the same
@@ -26,12 +24,7 @@ func NewWatchTable(w io.Writer, r Report, st Style) (*WatchTable, error) {
 	st.Watching = true
 	ambiguous := ambiguousKinds(r.Items)
 	header, rows := listRows(r.Items, ambiguous, st)
-	t := &WatchTable{w: w, st: st, widths: make([]int, len(header)), ambiguous: ambiguous}
-	for _, row := range append([][]string{header}, rows...) {
-		for i, cell := range row {
-			t.widths[i] = max(t.widths[i], twwidth.Width(cell))
-		}
-	}
+	t := &WatchTable{w: w, st: st, widths: columnWidths(append([][]string{header}, rows...)), ambiguous: ambiguous}
 	return t, WriteList(w, r, st)
 }
 
@@ -52,13 +45,7 @@ func (t *WatchTable) Gone(it Item) error {
 func (t *WatchTable) write(rows [][]string) error {
 	var b strings.Builder
 	for _, row := range rows {
-		for i, cell := range row {
-			b.WriteString(cell)
-			if i < len(row)-1 {
-				b.WriteString(strings.Repeat(" ", max(t.widths[i]-twwidth.Width(cell), 0)+3))
-			}
-		}
-		b.WriteString("\n")
+		writeRow(&b, "", t.widths, row)
 	}
 	_, err := io.WriteString(t.w, b.String())
 	return err

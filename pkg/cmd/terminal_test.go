@@ -1,0 +1,183 @@
+//go:build linux || darwin
+
+package cmd
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+)
+
+// A terminal is a pseudo-terminal the plugin writes to as to a user's: its
+// own isTerminal says yes, so stdout is coloured and stderr shows progress.
+type terminal struct {
+	tty  *os.File // the plugin's side
+	got  strings.Builder
+	done chan struct{}
+}
+
+func openTerminal(t *testing.T) *terminal {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{tty: tty, done: make(chan struct{})}
+	go func() {
+		defer close(term.done)
+		_, _ = io.Copy(&term.got, ptmx) // ends when the plugin's side is closed (EIO)
+		ptmx.Close()
+	}()
+	return term
+}
+
+// screen closes the plugin's side and returns what the terminal received,
+// its line ends as the program wrote them (the tty writes "\r\n").
+func (term *terminal) screen() string {
+	term.tty.Close()
+	<-term.done
+	return strings.ReplaceAll(term.got.String(), "\r\n", "\n")
+}
+
+// A screen, and how to get the same run again: each run wants fresh fakes
+// (and a clock of its own).
+type screen struct {
+	name    string
+	args    []string
+	clients func(t *testing.T) (func() (*kube.Clients, error), func(*Options))
+}
+
+// Every screen as a terminal shows it: why (default and -o wide) for a pod,
+// a namespace whose objects block it (a tree), a CRD; list, list -A and
+// --group-by; wait's progress and its timeout report; list -w; explain. With
+// colour on, no escape sequence is ever shown as text (colour added, then
+// escaped), the only escape sequences are colours around the renderer's own
+// words (and stderr's line erasing), and without its colours a screen is
+// what the same run prints off a terminal.
+func TestEveryScreenOnATerminal(t *testing.T) {
+	replay := func(*testing.T) (func() (*kube.Clients, error), func(*Options)) { return nil, func(*Options) {} }
+	live := func(objs func() []runtime.Object) func(*testing.T) (func() (*kube.Clients, error), func(*Options)) {
+		return func(t *testing.T) (func() (*kube.Clients, error), func(*Options)) {
+			fc := clocktesting.NewFakeClock(now)
+			stop := make(chan struct{})
+			t.Cleanup(func() { close(stop) })
+			stepWhile(fc, 1, stop) // wait's deadline
+			// Its timers only: the report's clock stays still, the same in both runs.
+			return fakes(t, objs(), nil), func(o *Options) { o.clock = fc }
+		}
+	}
+	watched := func(t *testing.T) (func() (*kube.Clients, error), func(*Options)) {
+		fc := clocktesting.NewFakeClock(now)
+		return playWatch(t, fc), fakeClock(fc)
+	}
+	var screens []screen
+	fixtures, _ := filepath.Glob(filepath.Join("testdata", "snapshots", "*.json.gz"))
+	for _, file := range fixtures {
+		command := "why"
+		if strings.HasPrefix(filepath.Base(file), "list") {
+			command = "list"
+		}
+		for _, format := range []string{"", "wide"} {
+			screens = append(screens, screen{filepath.Base(file) + " -o " + format, []string{command, "--snapshot", file, "-o", format}, replay})
+		}
+	}
+	screens = append(screens,
+		screen{"list", []string{"list", "-n", "shop"}, live(cluster)},
+		screen{"list -A", []string{"list", "-A"}, live(cluster)},
+		screen{"list -A -o wide", []string{"list", "-A", "-o", "wide"}, live(cluster)},
+		screen{"list --group-by", []string{"list", "-A", "--group-by", "cause"}, live(cluster)},
+		screen{"why -A", []string{"why", "-A"}, live(cluster)},
+		screen{"wait, timed out", []string{"wait", "ns/shop", "--timeout", "3s"}, live(shopDeleted)},
+		screen{"list -w", []string{"list", "pods", "-n", "shop", "--stuck-only", "-w"}, watched},
+		screen{"explain", []string{"explain"}, replay},
+		screen{"explain CODE", []string{"explain", "NodeUnreachable"}, replay},
+	)
+	for _, sc := range screens {
+		t.Run(sc.name, func(t *testing.T) {
+			stdout, stderr := openTerminal(t), openTerminal(t)
+			clients, customize := sc.clients(t)
+			err := executeOn(t, genericiooptions.IOStreams{In: strings.NewReader(""), Out: stdout.tty, ErrOut: stderr.tty}, clients, customize, sc.args...)
+			out, errOut := stdout.screen(), stderr.screen()
+			if err != nil && !errors.As(err, new(*ExitCodeError)) {
+				t.Fatalf("%v: %v\n%s", sc.args, err, errOut)
+			}
+			coloursOnly(t, "stdout", out)
+			coloursOnly(t, "stderr", strings.ReplaceAll(errOut, "\r\x1b[K", ""))
+			if !strings.HasPrefix(sc.name, "explain") && !colourCode.MatchString(out) {
+				t.Errorf("no colour on a terminal:\n%s", out)
+			}
+
+			clients, customize = sc.clients(t)
+			plain, _, _ := executeWith(t, clients, customize, sc.args...)
+			if got := colourCode.ReplaceAllString(out, ""); got != plain {
+				t.Errorf("on a terminal, without its colours:\n%s\noff a terminal:\n%s", got, plain)
+			}
+		})
+	}
+}
+
+var (
+	// colourCode is an SGR sequence: what colours text.
+	colourCode = regexp.MustCompile("\x1b\\[[0-9;]*m")
+	// coloured is a word between two of them.
+	coloured = regexp.MustCompile("\x1b\\[[0-9;]*m([^\x1b]*)\x1b\\[[0-9;]*m")
+	// escapedEscape is an escape character written as text, in the ways
+	// Go, C, YAML and a terminal's caret notation write it.
+	escapedEscape = regexp.MustCompile(`\\x1[bB]|\\u001[bB]|\\033|\\e\[|\^\[`)
+)
+
+// colouredWords are the words the renderer colours: severities, checklist
+// statuses and verdicts.
+var colouredWords = map[string]bool{
+	"critical": true, "warning": true, "info": true, "CRITICAL": true, "WARNING": true, "INFO": true,
+	"pass": true, "fail": true, "pending": true, "STUCK": true, "progressing": true, "in grace period": true,
+}
+
+// coloursOnly fails when a screen shows an escape sequence as text, or has
+// one that is not a colour around a known word.
+func coloursOnly(t *testing.T, stream, screen string) {
+	t.Helper()
+	if e := escapedEscape.FindString(screen); e != "" {
+		t.Errorf("%s shows an escape sequence as text (%q):\n%s", stream, e, screen)
+	}
+	for _, m := range coloured.FindAllStringSubmatch(screen, -1) {
+		if !colouredWords[m[1]] {
+			t.Errorf("%s colours %q, not one of the renderer's words:\n%s", stream, m[1], screen)
+		}
+	}
+	if rest := coloured.ReplaceAllString(screen, ""); strings.Contains(rest, "\x1b") {
+		t.Errorf("%s has an escape sequence that colours no word: %q", stream, rest)
+	}
+}
+
+// shopDeleted is the command tests' cluster with namespace shop being
+// deleted: its stuck pods hold it, a tree of blockers.
+func shopDeleted() []runtime.Object {
+	objs := cluster()
+	for _, o := range objs {
+		if ns, ok := o.(*corev1.Namespace); ok && ns.Name == "shop" {
+			ns.UID, ns.DeletionTimestamp = "uid-shop", ago(5*time.Minute)
+			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
+			ns.Status.Phase = corev1.NamespaceTerminating
+			ns.Status.Conditions = []corev1.NamespaceCondition{{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue,
+				Reason: "SomeResourcesRemain", Message: "Some resources are remaining: pods. has 3 resource instances", LastTransitionTime: *ago(4 * time.Minute)}}
+		}
+	}
+	return objs
+}
