@@ -60,8 +60,10 @@ type Options struct {
 	command   string // why, list
 	args      []string
 	namespace string
-	requests  []collect.Request
-	printer   printers.ResourcePrinter
+	// namespaceGiven: -n was given (else the kubeconfig's namespace).
+	namespaceGiven bool
+	requests       []collect.Request
+	printer        printers.ResourcePrinter
 
 	// monitor follows the clients' requests (kube.Tune): what a run that
 	// stalls waits for, and the apiserver's health.
@@ -124,7 +126,7 @@ func (o *Options) Complete(args []string) error {
 	o.args = args
 	var err error
 	if o.Replay == "" { // a replay reads no kubeconfig: the snapshot has the namespace
-		if o.namespace, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace(); err != nil {
+		if o.namespace, o.namespaceGiven, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace(); err != nil {
 			return fmt.Errorf("reading the kubeconfig: %w", err)
 		}
 	}
@@ -234,6 +236,9 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 	var found []collect.Found
 	if len(o.requests) > 0 {
 		found, err = c.Resolve(ctx, o.requests, scope, o.IgnoreNotFound)
+		if err != nil {
+			err = o.hint(ctx, c, scope, err)
+		}
 		o.noteNotTerminating(found)
 	} else {
 		found, err = o.scanAll(ctx, c, scope)

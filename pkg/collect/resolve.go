@@ -3,11 +3,13 @@ package collect
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
@@ -63,7 +65,7 @@ func Mapping(mapper meta.RESTMapper, arg string) (*meta.RESTMapping, error) {
 		}
 	}
 	if meta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("the server doesn't have a resource type %q", arg)
+		return nil, &UnknownTypeError{Arg: arg}
 	}
 	return nil, err // discovery itself failed: unreachable, unauthorized...
 }
@@ -92,8 +94,20 @@ func kindFor(mapper meta.RESTMapper, arg string) (schema.GroupVersionKind, error
 	return m.GroupVersionKind, nil
 }
 
+// UnknownTypeError: the server serves no resource type by that name.
+type UnknownTypeError struct{ Arg string }
+
+func (e *UnknownTypeError) Error() string {
+	return fmt.Sprintf("the server doesn't have a resource type %q", e.Arg)
+}
+
 // NotFoundError is returned for a named object that does not exist.
-type NotFoundError struct{ Resource, Namespace, Name string }
+type NotFoundError struct {
+	Resource, Namespace, Name string
+	// TerminatingIn lists the other namespaces where an object of that
+	// type and name is terminating: where a user who forgot -n meant.
+	TerminatingIn []string
+}
 
 func (e *NotFoundError) Error() string {
 	if e.Namespace != "" {
@@ -134,11 +148,12 @@ func (c *Collector) Resolve(ctx context.Context, reqs []Request, scope Scope, ig
 				if ignoreNotFound {
 					continue
 				}
-				ns := ""
+				notFound := &NotFoundError{Resource: QualifiedResource(m.Resource), Name: name}
 				if namespaced {
-					ns = scope.Namespace
+					notFound.Namespace = scope.Namespace
+					notFound.TerminatingIn = c.terminatingIn(ctx, m.Resource, name)
 				}
-				return nil, &NotFoundError{Resource: QualifiedResource(m.Resource), Namespace: ns, Name: name}
+				return nil, notFound
 			case getErr != nil:
 				return nil, getErr
 			}
@@ -146,4 +161,26 @@ func (c *Collector) Resolve(ctx context.Context, reqs []Request, scope Scope, ig
 		}
 	}
 	return out, nil
+}
+
+// maxElsewhere bounds the list terminatingIn makes: a hint needs a few.
+const maxElsewhere = 100
+
+// terminatingIn lists the namespaces where an object of type gvr named name
+// is terminating, in one list across namespaces that the server filters on
+// the name (metadata only); none when that cannot be read.
+func (c *Collector) terminatingIn(ctx context.Context, gvr schema.GroupVersionResource, name string) []string {
+	list, err := c.Clients.Metadata.Resource(gvr).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), Limit: maxElsewhere})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, it := range list.Items {
+		if it.Name == name && it.DeletionTimestamp != nil {
+			out = append(out, it.Namespace)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
