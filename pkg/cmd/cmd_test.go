@@ -332,10 +332,23 @@ func TestIgnoreNotFound(t *testing.T) {
 	}
 }
 
+// An object named that is not being deleted is said so, and only that: no
+// "No terminating objects found in NS namespace" of a scope not looked at.
+// A type among the arguments was scanned: that line is said then.
 func TestNotTerminatingIsSaidOnStderr(t *testing.T) {
-	out, errOut, err := execute(t, fakes(t, cluster(), nil), "why", "pod/ok-0", "-n", "shop")
-	if err != nil || !strings.Contains(errOut, "pod/ok-0 is not being deleted") || !strings.Contains(errOut, "No terminating objects found in shop namespace.") || out != "" {
-		t.Errorf("err %v out %q stderr %q", err, out, errOut)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"why", "pod/ok-0", "-n", "shop"}, "pod/ok-0 is not being deleted (no metadata.deletionTimestamp)\n"},
+		{[]string{"why", "ns/shop"}, "namespace/shop is not being deleted (no metadata.deletionTimestamp)\n"},
+		{[]string{"list", "ns/shop", "-o", "wide"}, "namespace/shop is not being deleted (no metadata.deletionTimestamp)\n"},
+		{[]string{"why", "ns/shop", "--kind", "nodes"}, "namespace/shop is not being deleted (no metadata.deletionTimestamp)\nNo terminating objects found in default namespace.\n"},
+	} {
+		out, errOut, err := execute(t, fakes(t, cluster(), nil), tc.args...)
+		if err != nil || errOut != tc.want || out != "" {
+			t.Errorf("%v: err %v out %q stderr %q, want %q", tc.args, err, out, errOut, tc.want)
+		}
 	}
 }
 

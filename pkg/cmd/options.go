@@ -64,6 +64,8 @@ type Options struct {
 	namespaceGiven bool
 	requests       []collect.Request
 	printer        printers.ResourcePrinter
+	// emptySaid: stderr has said why the report is empty (noteNotTerminating).
+	emptySaid bool
 
 	// monitor follows the clients' requests (kube.Tune): what a run that
 	// stalls waits for, and the apiserver's health.
@@ -276,13 +278,19 @@ func (o *Options) scanAll(ctx context.Context, c *collect.Collector, scope colle
 	return c.Scan(ctx, scope, mappings)
 }
 
-// noteNotTerminating tells, on stderr, about named objects that are not being deleted.
+// noteNotTerminating tells, on stderr, about named objects that are not
+// being deleted. When the run named objects only, that is all there is to
+// say of its empty report: "No terminating objects found in default
+// namespace" would add a scope the run did not look at (of ns/shop, say).
 func (o *Options) noteNotTerminating(found []collect.Found) {
+	said := false
 	for _, f := range found {
 		if !f.Terminating() {
 			fmt.Fprintf(o.ErrOut, "%s is not being deleted (no metadata.deletionTimestamp)\n", report.Safe(report.Name(f.Ref())))
+			said = true
 		}
 	}
+	o.emptySaid = said && !slices.ContainsFunc(o.requests, func(r collect.Request) bool { return len(r.Names) == 0 })
 }
 
 func olderThan(items []report.Item, min time.Duration) []report.Item {
@@ -302,7 +310,7 @@ func olderThan(items []report.Item, min time.Duration) []report.Item {
 func (o *Options) Print(r report.Report, write func(report.Report, report.Style) error) error {
 	switch *o.PrintFlags.OutputFormat {
 	case "", "wide":
-		if len(r.Items) == 0 {
+		if len(r.Items) == 0 && !o.emptySaid {
 			fmt.Fprintln(o.ErrOut, o.nothingFound())
 		}
 		return write(r, o.style())

@@ -44,11 +44,12 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// A namespace that is not being deleted is said so, and only that.
 func TestObjectNotBeingDeleted(t *testing.T) {
 	t.Parallel()
 	res := run(t, "why", "ns/default")
-	if res.code != 0 || !strings.Contains(res.stderr, "namespace/default is not being deleted") {
-		t.Errorf("exit %d stderr %q", res.code, res.stderr)
+	if res.code != 0 || res.stdout != "" || res.stderr != "namespace/default is not being deleted (no metadata.deletionTimestamp)\n" {
+		t.Errorf("exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
 	}
 }
 
