@@ -18,38 +18,43 @@ func TestPodRules(t *testing.T) {
 	withFinalizer := func(p *corev1.Pod) *corev1.Pod { p.Finalizers = []string{"example.com/hold"}; return p }
 
 	cases := []struct {
-		name      string
-		objs      []runtime.Object
-		codes     []string
-		severity  report.Severity
-		stuck     bool
-		evidence  string // a fragment the top cause's evidence must hold
-		failCheck string // a check that must fail
+		name     string
+		objs     []runtime.Object
+		codes    []string
+		severity report.Severity
+		stuck    bool
+		evidence string                        // a fragment the top cause's evidence must hold
+		checks   map[string]report.CheckStatus // rows of the checklist
 	}{
 		{
 			name: "inside the grace period on a healthy node",
 			objs: with(terminatingPod(10*time.Second, 30)), codes: []string{"WithinGracePeriod"},
-			severity: report.Info, stuck: false, evidence: "metadata.deletionGracePeriodSeconds: 30", failCheck: "grace period over",
+			severity: report.Info, stuck: false, evidence: "metadata.deletionGracePeriodSeconds: 30",
+			checks: map[string]report.CheckStatus{"grace period over": report.Pending, "containers stopped": report.Pending,
+				"terminal phase reported": report.Pending, "final delete admitted": report.Pending},
 		},
 		{
 			name:  "inside the grace period on a dead node is a forecast, not stuck",
 			objs:  []runtime.Object{terminatingPod(10*time.Second, 30), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 10*time.Minute)},
 			codes: []string{"WithinGracePeriod", "NodeUnreachable"}, severity: report.Info, stuck: false,
+			checks: map[string]report.CheckStatus{"grace period over": report.Pending, "node alive": report.Fail},
 		},
 		{
 			name: "just past the deadline, containers stopping: overrun, not stuck",
 			objs: with(terminatingPod(35*time.Second, 30)), codes: []string{"GracePeriodOverrun"},
-			severity: report.Info, stuck: false, failCheck: "containers stopped",
+			severity: report.Info, stuck: false, checks: map[string]report.CheckStatus{"containers stopped": report.Fail},
 		},
 		{
 			name: "long past the deadline with running containers on a live node",
 			objs: with(terminatingPod(10*time.Minute, 30)), codes: []string{"ContainersStillRunning"},
-			severity: report.Warning, stuck: true, evidence: "status.containerStatuses[app].state.running", failCheck: "containers stopped",
+			severity: report.Warning, stuck: true, evidence: "status.containerStatuses[app].state.running",
+			checks: map[string]report.CheckStatus{"containers stopped": report.Fail, "terminal phase reported": report.Pending},
 		},
 		{
 			name:  "node lease stale: the dead node is the root cause, running containers are not reported",
 			objs:  []runtime.Object{terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Minute)},
-			codes: []string{"NodeUnreachable"}, severity: report.Critical, stuck: true, evidence: "lease kube-node-lease/node-1", failCheck: "node alive",
+			codes: []string{"NodeUnreachable"}, severity: report.Critical, stuck: true, evidence: "lease kube-node-lease/node-1",
+			checks: map[string]report.CheckStatus{"node alive": report.Fail, "containers stopped": report.Fail, "final delete admitted": report.Pending},
 		},
 		{
 			name:  "node Ready Unknown and tainted unreachable",
@@ -64,12 +69,14 @@ func TestPodRules(t *testing.T) {
 		{
 			name: "terminal phase, no final delete yet",
 			objs: with(stopped(terminatingPod(10*time.Minute, 30), corev1.PodFailed)), codes: []string{"CgroupCleanupPending"},
-			severity: report.Warning, stuck: true, failCheck: "final delete admitted",
+			severity: report.Warning, stuck: true,
+			checks: map[string]report.CheckStatus{"terminal phase reported": report.Pass, "cgroup sandbox removed": report.Unknown, "final delete admitted": report.Pending},
 		},
 		{
 			name: "final delete done, a finalizer holds the pod (state D)",
 			objs: with(withFinalizer(stopped(terminatingPod(10*time.Minute, 0), corev1.PodFailed))), codes: []string{"FinalizerPending"},
-			severity: report.Warning, stuck: true, evidence: "metadata.finalizers: [example.com/hold]", failCheck: "finalizers cleared",
+			severity: report.Warning, stuck: true, evidence: "metadata.finalizers: [example.com/hold]",
+			checks: map[string]report.CheckStatus{"final delete admitted": report.Pass, "finalizers cleared": report.Fail},
 		},
 		{
 			name: "negative grace period from an old client",
@@ -88,8 +95,11 @@ func TestPodRules(t *testing.T) {
 			if it.Stuck != tc.stuck {
 				t.Errorf("stuck = %v, want %v", it.Stuck, tc.stuck)
 			}
-			if tc.failCheck != "" {
-				expectCheck(t, it, tc.failCheck, report.Fail)
+			for name, status := range tc.checks {
+				expectCheck(t, it, name, status)
+			}
+			if c := checkOf(it, "final delete admitted"); c.Status == report.Pending && !strings.HasPrefix(c.Detail, "not sent yet") {
+				t.Errorf("a final DELETE pending is one not sent yet: %+v", c)
 			}
 			for _, c := range it.Causes {
 				if len(c.Remediation) == 0 || c.Summary == "" || len(c.Evidence) == 0 {

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,9 @@ func podChecks(pod *corev1.Pod, tm timing, f podFacts) []report.Check {
 	stopped := report.Check{Name: "containers stopped", Status: report.Pass, Detail: "no container reports state.running"}
 	if len(f.containers.running) > 0 {
 		stopped.Status, stopped.Detail = report.Fail, "running: "+strings.Join(f.containers.running, ", ")
+		if tm.remaining > 0 {
+			stopped.Status = report.Pending // they may run until the deadline, when the kubelet kills them
+		}
 	}
 	if fact := f.kubelet.containersFact(); fact != "" {
 		stopped.Detail = fact // the kubelet's word decided the row (withKubelet)
@@ -34,7 +38,8 @@ func podChecks(pod *corev1.Pod, tm timing, f podFacts) []report.Check {
 	if !ok {
 		cgroup = cgroupCheck(tm)
 	}
-	checks = append(checks, phaseCheck(pod, f.node), volumes, cgroup, finalDeleteCheck(tm, f.refused))
+	checks = append(checks, phaseCheck(pod, f.node, stopped), volumes, cgroup)
+	checks = append(checks, finalDeleteCheck(tm, f.refused, f.kubelet.forgotten(), checks))
 	if len(pod.Finalizers) > 0 {
 		checks = append(checks, report.Check{Name: "finalizers cleared", Status: report.Fail, Detail: "metadata.finalizers: " + strings.Join(pod.Finalizers, ", ")})
 	} else {
@@ -56,7 +61,7 @@ func graceCheck(tm timing) report.Check {
 		return report.Check{Name: "grace period over", Status: report.Pass,
 			Detail: fmt.Sprintf("%ds grace, deadline passed %s ago", tm.grace, report.HumanDuration(tm.overdue))}
 	}
-	return report.Check{Name: "grace period over", Status: report.Fail,
+	return report.Check{Name: "grace period over", Status: report.Pending,
 		Detail: fmt.Sprintf("%s left of %ds", report.HumanDuration(tm.remaining), tm.grace)}
 }
 
@@ -102,21 +107,39 @@ func cgroupCheck(tm timing) report.Check {
 	return report.Check{Name: "cgroup sandbox removed", Status: report.Unknown, Detail: "not visible through the API"}
 }
 
-func finalDeleteCheck(tm timing, refused []refusal) report.Check {
-	detail := fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace)
-	for _, r := range refused {
-		detail += "; " + r.summary
+// finalDeleteCheck: the kubelet sends its grace-0 DELETE only once the rows
+// before this one pass; until then it is pending (not sent yet), not failed.
+// It fails when admission refuses it, when the kubelet will never send it
+// (it no longer manages the pod), or when nothing before it is left to wait for.
+func finalDeleteCheck(tm timing, refused []refusal, forgotten bool, before []report.Check) report.Check {
+	c := report.Check{Name: "final delete admitted", Status: report.Fail, Detail: fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace)}
+	switch {
+	case tm.grace == 0:
+		c.Status = report.Pass
+	case len(refused) > 0:
+		for _, r := range refused {
+			c.Detail += "; " + r.summary
+		}
+	case forgotten:
+		c.Detail = "never sent: the kubelet no longer manages the pod (" + c.Detail + ")"
+	case slices.ContainsFunc(before, func(b report.Check) bool { return b.Status != report.Pass }):
+		c.Status, c.Detail = report.Pending, "not sent yet ("+c.Detail+")"
 	}
-	return statusCheck("final delete admitted", tm.grace == 0, detail)
+	return c
 }
 
 // phaseCheck: from 1.27 the kubelet writes a terminal phase before its final
-// DELETE; older kubelets did not (PodResourcesAreReclaimed did not ask for it).
-func phaseCheck(pod *corev1.Pod, n nodeHealth) report.Check {
+// DELETE, once the containers are stopped; older kubelets did not
+// (PodResourcesAreReclaimed did not ask for it).
+func phaseCheck(pod *corev1.Pod, n nodeHealth, stopped report.Check) report.Check {
 	c := statusCheck("terminal phase reported", isTerminalPhase(pod.Status.Phase), fmt.Sprintf("status.phase: %s", pod.Status.Phase))
-	if !n.terminalPhaseGate() && c.Status == report.Fail {
+	switch {
+	case c.Status == report.Pass:
+	case !n.terminalPhaseGate():
 		c.Status = report.Pass
 		c.Detail += fmt.Sprintf(" (not a gate for kubelet %s: before 1.27 a pod was removed without a terminal phase)", n.node.Status.NodeInfo.KubeletVersion)
+	case stopped.Status != report.Pass:
+		c.Status = report.Pending // written once the containers are stopped
 	}
 	return c
 }

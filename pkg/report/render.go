@@ -42,7 +42,7 @@ func (s Style) paint(text string, attrs ...color.Attribute) painted {
 // not done yet, green is done, cyan informs.
 var (
 	severityColours = map[Severity]color.Attribute{Critical: color.FgRed, Warning: color.FgYellow, Info: color.FgCyan}
-	statusColours   = map[CheckStatus]color.Attribute{Pass: color.FgGreen, Fail: color.FgRed}
+	statusColours   = map[CheckStatus]color.Attribute{Pass: color.FgGreen, Pending: color.FgYellow, Fail: color.FgRed}
 )
 
 // severity paints text (a severity, in some case) in its severity's colour.

@@ -228,7 +228,11 @@ func (l RiskLevel) Weight() int {
 type CheckStatus string
 
 const (
-	Pass    CheckStatus = "pass"
+	Pass CheckStatus = "pass"
+	// Pending: not yet, as expected: the grace period runs, or the kubelet
+	// does this only after a row before it passes.
+	Pending CheckStatus = "pending"
+	// Fail: not done when it should be, or refused.
 	Fail    CheckStatus = "fail"
 	Unknown CheckStatus = "unknown"
 )

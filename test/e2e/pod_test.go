@@ -48,7 +48,8 @@ func TestPodOnDeadNode(t *testing.T) {
 	if slices.Contains(codesOf(it), "ContainersStillRunning") {
 		t.Errorf("running containers are a symptom of the dead node, not a cause of their own: %v", codesOf(it))
 	}
-	expectChecks(t, it, map[string]string{"node alive": "fail", "containers stopped": "fail", "finalizers cleared": "pass", "grace period over": "pass"})
+	// The final DELETE waits on the rows above: pending (not sent yet), not an admission failure.
+	expectChecks(t, it, map[string]string{"node alive": "fail", "containers stopped": "fail", "finalizers cleared": "pass", "grace period over": "pass", "final delete admitted": "pending"})
 	if it.Object.Kind != "Pod" || it.Object.Namespace != ns || it.Object.UID == "" || it.GracePeriodSeconds != 1 {
 		t.Errorf("object/grace = %+v / %d", it.Object, it.GracePeriodSeconds)
 	}
@@ -131,9 +132,8 @@ func TestPodInsideGracePeriodIsNotStuck(t *testing.T) {
 	if it.GracePeriodSeconds != 3600 || it.OverdueSeconds != 0 || it.TerminatingSeconds > 60 {
 		t.Errorf("grace %d overdue %d terminating %d", it.GracePeriodSeconds, it.OverdueSeconds, it.TerminatingSeconds)
 	}
-	if got := checkStatus(it, "grace period over"); got != "fail" {
-		t.Errorf("grace period check = %s, want fail", got)
-	}
+	// Not yet, as expected: pending, not fail.
+	expectChecks(t, it, map[string]string{"grace period over": "pending", "containers stopped": "pending", "final delete admitted": "pending"})
 }
 
 func TestPodWhoseKubeletNeverKills(t *testing.T) {
@@ -187,7 +187,8 @@ func TestPodWhoseKubeletNeverSendsTheFinalDelete(t *testing.T) {
 	if res.code != 2 || codesOf(it)[0] != "CgroupCleanupPending" {
 		t.Fatalf("exit %d causes %v, want 2 and CgroupCleanupPending (state C)", res.code, codesOf(it))
 	}
-	expectChecks(t, it, map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "fail"})
+	// Nothing refuses the final DELETE: the kubelet has not sent it (it waits on the cgroup, which the API does not show).
+	expectChecks(t, it, map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "pending"})
 }
 
 func TestPodThatWasDeletedNormally(t *testing.T) {
