@@ -103,11 +103,14 @@ func TestEveryScreenOnATerminal(t *testing.T) {
 		screen{"list -A -o wide", []string{"list", "-A", "-o", "wide"}, live(cluster)},
 		screen{"list --group-by", []string{"list", "-A", "--group-by", "cause"}, live(cluster)},
 		screen{"why -A", []string{"why", "-A"}, live(cluster)},
+		screen{"why, a namespace held by its pods", []string{"why", "-A"}, live(shopDeleted)},
+		screen{"why -o wide, a namespace held by its pods", []string{"why", "-A", "-o", "wide"}, live(shopDeleted)},
 		screen{"wait, timed out", []string{"wait", "ns/shop", "--timeout", "3s"}, live(shopDeleted)},
 		screen{"list -w", []string{"list", "pods", "-n", "shop", "--stuck-only", "-w"}, watched},
 		screen{"explain", []string{"explain"}, replay},
 		screen{"explain CODE", []string{"explain", "NodeUnreachable"}, replay},
 	)
+	seen := map[string]bool{}
 	for _, sc := range screens {
 		t.Run(sc.name, func(t *testing.T) {
 			stdout, stderr := openTerminal(t), openTerminal(t)
@@ -116,6 +119,9 @@ func TestEveryScreenOnATerminal(t *testing.T) {
 			out, errOut := stdout.screen(), stderr.screen()
 			if err != nil && !errors.As(err, new(*ExitCodeError)) {
 				t.Fatalf("%v: %v\n%s", sc.args, err, errOut)
+			}
+			for _, m := range coloured.FindAllStringSubmatch(out, -1) {
+				seen[m[1]] = true
 			}
 			coloursOnly(t, "stdout", out)
 			coloursOnly(t, "stderr", strings.ReplaceAll(errOut, "\r\x1b[K", ""))
@@ -129,6 +135,11 @@ func TestEveryScreenOnATerminal(t *testing.T) {
 				t.Errorf("on a terminal, without its colours:\n%s\noff a terminal:\n%s", got, plain)
 			}
 		})
+	}
+	for word := range colouredWords {
+		if !seen[word] {
+			t.Errorf("%q is never coloured on these screens", word)
+		}
 	}
 }
 
@@ -167,16 +178,24 @@ func coloursOnly(t *testing.T, stream, screen string) {
 }
 
 // shopDeleted is the command tests' cluster with namespace shop being
-// deleted: its stuck pods hold it, a tree of blockers.
+// deleted: its stuck pods hold it, a tree of blockers; ok-0 is deleted too,
+// just past its deadline: progressing.
 func shopDeleted() []runtime.Object {
 	objs := cluster()
 	for _, o := range objs {
-		if ns, ok := o.(*corev1.Namespace); ok && ns.Name == "shop" {
-			ns.UID, ns.DeletionTimestamp = "uid-shop", ago(5*time.Minute)
-			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
-			ns.Status.Phase = corev1.NamespaceTerminating
-			ns.Status.Conditions = []corev1.NamespaceCondition{{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue,
-				Reason: "SomeResourcesRemain", Message: "Some resources are remaining: pods. has 3 resource instances", LastTransitionTime: *ago(4 * time.Minute)}}
+		switch o := o.(type) {
+		case *corev1.Namespace:
+			if o.Name == "shop" {
+				o.UID, o.DeletionTimestamp = "uid-shop", ago(5*time.Minute)
+				o.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
+				o.Status.Phase = corev1.NamespaceTerminating
+				o.Status.Conditions = []corev1.NamespaceCondition{{Type: corev1.NamespaceContentRemaining, Status: corev1.ConditionTrue,
+					Reason: "SomeResourcesRemain", Message: "Some resources are remaining: pods. has 4 resource instances", LastTransitionTime: *ago(4 * time.Minute)}}
+			}
+		case *corev1.Pod:
+			if o.Name == "ok-0" {
+				o.DeletionTimestamp = ago(5 * time.Second)
+			}
 		}
 	}
 	return objs
