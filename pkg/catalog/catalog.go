@@ -54,6 +54,10 @@ const (
 	// snapshotter's protection finalizer while a snapshot is being taken
 	// from it, or a claim restored from it.
 	SnapshotSourceInUse Code = "SnapshotSourceInUse"
+	// ObjectInUse: an object is held by an in-use protection finalizer
+	// (the catalogue's referencedBy) while other objects still name it: a
+	// GatewayClass while Gateways use it.
+	ObjectInUse Code = "ObjectInUse"
 	// DiagnosisIncomplete is the tool's own code: the object is past its
 	// deadline but no rule explains why (or the evidence could not be read).
 	DiagnosisIncomplete Code = "DiagnosisIncomplete"
@@ -113,6 +117,7 @@ var entries = map[Code]Entry{
 	NodeDrainBlocked:             {"drain cannot evict pods", 35, ByFinalizer | ByNode},
 	PVCInUse:                     {"claim still used by pods", 35, ByFinalizer},
 	SnapshotSourceInUse:          {"snapshot or restore in progress", 35, ByFinalizer},
+	ObjectInUse:                  {"still used by other objects", 35, ByFinalizer},
 	PVBound:                      {"volume still bound", 35, ByFinalizer},
 	ForegroundDeletionBlocked:    {"dependents still present", 40, ByFinalizer},
 	CRDInstancesRemaining:        {"custom resources remain", 40, ByFinalizer},

@@ -31,8 +31,31 @@ type Finalizer struct {
 	// service account in kube-system (--use-service-account-credentials,
 	// the usual setup).
 	Writer string `json:"writer,omitempty"`
+	// ReferencedBy are the objects that keep the finalizer on while they
+	// name the held object (in-use protection: a GatewayClass while Gateways
+	// use it): the owner is alive and waits for them.
+	ReferencedBy []Reference `json:"referencedBy,omitempty"`
 	// Source is where the facts of the row were checked (the owner's code).
 	Source string `json:"source,omitempty"`
+}
+
+// Reference is a kind of object that names a held object in one of its
+// fields.
+type Reference struct {
+	// Group and Resource of the referring objects; they are read in the
+	// version the server prefers.
+	Group    string `json:"group"`
+	Resource string `json:"resource"`
+	// Path is the field holding the held object's name, its segments
+	// separated by dots, a segment ending in [] for each item of a list:
+	// "spec.gatewayClassName", "spec.volumes[].persistentVolumeClaim.claimName".
+	Path string `json:"path"`
+	// Kind, when set, is the kind a sibling "kind" field of the path must
+	// name (references that name several kinds: nodeClassRef.kind).
+	Kind string `json:"kind,omitempty"`
+	// AnyNamespace: the referrers may be in any namespace (or cluster
+	// scoped); otherwise they are in the held object's namespace.
+	AnyNamespace bool `json:"anyNamespace,omitempty"`
 }
 
 // ConditionSignal is a status condition that reports a failure.
@@ -91,7 +114,7 @@ func FinalizerOwner(f string) Finalizer {
 // Argo CD, Crossplane, ...): its owner's liveness is judged as for any other.
 func ThirdPartyFinalizer(f string) bool {
 	row, known := LookupFinalizer(f)
-	return !known || row.Code == FinalizerPending && !strings.HasPrefix(row.Source, kubernetesSource)
+	return !known || (row.Code == FinalizerPending || row.Code == ObjectInUse) && !strings.HasPrefix(row.Source, kubernetesSource)
 }
 
 // kubernetesSource starts the source of a row Kubernetes itself owns.

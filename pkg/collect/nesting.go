@@ -7,5 +7,6 @@ func init() {
 	// After the namespace scans: a claim a namespace's scan finds held is
 	// judged by its users too.
 	register(source{name: "claim users", after: []string{"namespace contents"}, read: (*Collector).readClaimUsers})
+	register(source{name: "referrers", after: []string{"namespace contents"}, read: (*Collector).readReferrers})
 	register(source{name: "volume attachments", after: []string{"namespace contents", "dependents", "claim users"}, read: (*Collector).readVolumeAttachments})
 }

@@ -149,16 +149,7 @@ func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snaps
 // rest of the graph.
 func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 	pods := map[string][]corev1.Pod{}
-	var claims []*snapshot.Target
-	for _, t := range s.Targets {
-		claims = append(claims, t)
-		if t.Contents != nil {
-			for _, f := range slices.Sorted(maps.Keys(t.Contents.Held)) {
-				claims = append(claims, t.Contents.Held[f]...)
-			}
-		}
-	}
-	for _, t := range claims {
+	for _, t := range targetsAndHeld(s) {
 		if t.Ref.Resource != "persistentvolumeclaims" || t.ClaimUsers != nil || !diagnose.Needs(t).Has(diagnose.ClaimUserEvidence) {
 			continue
 		}
@@ -178,6 +169,22 @@ func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 			}
 		}
 	}
+}
+
+// targetsAndHeld are the targets and the objects their scans found held by
+// a finalizer: what a nesting source after the scans reads about (the
+// other nesting sources of its stage write the rest of the graph).
+func targetsAndHeld(s *snapshot.Snapshot) []*snapshot.Target {
+	var out []*snapshot.Target
+	for _, t := range s.Targets {
+		out = append(out, t)
+		if t.Contents != nil {
+			for _, f := range slices.Sorted(maps.Keys(t.Contents.Held)) {
+				out = append(out, t.Contents.Held[f]...)
+			}
+		}
+	}
+	return out
 }
 
 // usesClaim reports whether a pod references the claim, directly or as the

@@ -53,6 +53,9 @@ const (
 	// SnapshotEvidence: the VolumeSnapshots taken from a claim, or the
 	// claims restored from a VolumeSnapshot, in the target's namespace.
 	SnapshotEvidence
+	// ReferenceEvidence: the objects that name the target where an in-use
+	// protection finalizer looks (the catalogue's referencedBy).
+	ReferenceEvidence
 )
 
 // Has reports whether e includes every read of x.
@@ -161,6 +164,7 @@ func init() {
 		catalog.LoadBalancerCleanupPending: {needs: evidence(EventEvidence), explain: loadBalancerCause},
 		catalog.NodeDrainBlocked:           {needs: evidence(DrainEvidence | EventEvidence), explain: drainCause},
 		catalog.SnapshotSourceInUse:        {needs: evidence(SnapshotEvidence), explain: snapshotSourceCause},
+		catalog.ObjectInUse:                {needs: inUseNeeds, explain: inUseCause},
 		catalog.FinalizerPending:           {needs: pendingNeeds, explain: orphanCause},
 		// Kubernetes' own finalizers the generic FinalizerPending explains.
 	}

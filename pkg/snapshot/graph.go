@@ -13,7 +13,7 @@ const MaxDepth = 8
 
 // Children lists the targets nested in t, which a diagnosis of t may nest:
 // a namespace's pods and held examples (by finalizer), an owner's
-// dependents, a claim's pods.
+// dependents, a claim's pods, an object's referrers.
 func (t *Target) Children() []*Target {
 	var out []*Target
 	if c := t.Contents; c != nil {
@@ -28,7 +28,8 @@ func (t *Target) Children() []*Target {
 		}
 	}
 	out = append(out, t.Dependents...)
-	return append(out, t.ClaimUsers...)
+	out = append(out, t.ClaimUsers...)
+	return append(out, t.Referrers...)
 }
 
 // CheckGraph proves the targets can be walked safely: no target nests itself

@@ -275,6 +275,10 @@ type Target struct {
 	// an empty slice.
 	Dependents []*Target `json:"dependents"`
 	ClaimUsers []*Target `json:"claimUsers"`
+	// Referrers are the objects that name the target in the field an
+	// in-use protection finalizer watches (the catalogue's referencedBy).
+	// Nil: not read.
+	Referrers []*Target `json:"referrers"`
 }
 
 // WorkloadNameLabels are the labels that name what a workload runs, matched

@@ -1,0 +1,138 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// An in-use protection finalizer (a GatewayClass's while Gateways use it, an
+// EC2NodeClass's while NodeClaims do) is removed by a live controller once
+// no object names the held one where the catalogue's referencedBy says:
+// the root cause is those objects, nested and diagnosed in turn when they
+// are being deleted themselves, as a claim's pods are.
+
+// inUseNeeds: the referrers, and what the owner says and whether it is
+// alive (a gone owner never removes the finalizer, referrers or not).
+func inUseNeeds(_ *snapshot.Target, _ heldBy) Evidence {
+	return ReferenceEvidence | OwnerEvidence | EventEvidence
+}
+
+// ReferencesOf are the kinds of object that keep t's finalizers on while
+// they name it (what the collector lists for ReferenceEvidence).
+func ReferencesOf(t *snapshot.Target) []catalog.Reference {
+	var out []catalog.Reference
+	for _, f := range finalizersOf(t) {
+		row, _ := catalog.LookupFinalizer(f.name)
+		out = append(out, row.ReferencedBy...)
+	}
+	return out
+}
+
+func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+	row, _ := catalog.LookupFinalizer(f.name)
+	var users []*snapshot.Target
+	for _, r := range t.Referrers {
+		if referredBy(row, r) {
+			users = append(users, r)
+		}
+	}
+	if len(users) == 0 {
+		return nil // nothing uses it: whether its owner is alive says the rest
+	}
+	if state, _ := ownerLiveness(s.Controllers, f.name); state == ownerGone || state == ownerDown {
+		return nil // no controller removes it even once they are gone: that comes first
+	}
+	evidence := []string{fmt.Sprintf("finalizer %s: removed by %s once %s", f.name, row.Owner, row.HoldsWhile)}
+	_, ev := ownerLiveness(s.Controllers, f.name)
+	evidence = append(evidence, ev...)
+	for _, c := range complaints(s, t, []heldBy{f}) {
+		evidence = append(evidence, c.evidence)
+	}
+	var items []report.Item
+	sev := report.Warning
+	for _, u := range users {
+		evidence = append(evidence, fmt.Sprintf("%s names %s/%s (%s), %s", report.Name(u.Ref), t.Ref.Kind, t.Ref.Name, referenceField(row, u), deletionState(u)))
+		it := nestedItem(s, u, tm)
+		items = append(items, it)
+		if it.Stuck && it.Severity.Weight() > sev.Weight() {
+			sev = it.Severity
+		}
+	}
+	SortItems(items)
+	first := users[0]
+	noun := strings.ToLower(first.Ref.Kind)
+	summary := fmt.Sprintf("%d %s(s) still use %s %s: %s; %s keeps %s until none does", len(users), noun, strings.ToLower(t.Ref.Kind), t.Ref.Name, podNames(users), row.Owner, f.name)
+	deleted := 0
+	for _, u := range users {
+		if u.Object.GetDeletionTimestamp() != nil {
+			deleted++
+		}
+	}
+	switch {
+	case items[0].Stuck:
+		summary += "; " + nestedSummary(items[0])
+	case deleted == len(items):
+		// Judged by its users, as a claim by its pods: all being deleted,
+		// none stuck, they release it by themselves.
+		sev = report.Info
+		summary = fmt.Sprintf("progressing: the %d %s(s) that use %s %s are being deleted and none is stuck (%s); %s then removes %s", len(users), noun, strings.ToLower(t.Ref.Kind), t.Ref.Name, nestedSummary(items[0]), row.Owner, f.name)
+	}
+	resource := first.Ref.Resource
+	get := kubectl(sameNamespace(users), append([]string{"get", resource}, targetNames(users)...)...)
+	del := kubectl(sameNamespace(users), append([]string{"delete", resource}, targetNames(users)...)...)
+	if sameNamespace(users) == "" && first.Ref.Namespace != "" {
+		get = kubectl("", "get", resource, "-A")
+		del = ""
+	}
+	c := cause(catalog.ObjectInUse, settling(sev, tm), 0.9, summary, evidence,
+		read(fmt.Sprintf("See the %ss that use it", noun), get),
+		fix(fmt.Sprintf("Delete the %ss that use it, or point them at another %s; %s then removes the finalizer", noun, strings.ToLower(t.Ref.Kind), row.Owner), del, report.RiskHigh,
+			fmt.Sprintf("what those %ss run or provide stops", noun)),
+		never(fmt.Sprintf("Never remove %s while %ss use it", f.name, noun),
+			fmt.Sprintf("the %ss keep naming a deleted %s and their controller can no longer reconcile them", noun, strings.ToLower(t.Ref.Kind))))
+	c.About = report.About{Count: len(users), Object: &first.Ref}
+	c.BlockedBy = items
+	return []report.Cause{c}
+}
+
+// referredBy: r is of a kind the finalizer's row says names the held object.
+func referredBy(row catalog.Finalizer, r *snapshot.Target) bool {
+	for _, ref := range row.ReferencedBy {
+		if referenceMatches(ref, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func referenceMatches(ref catalog.Reference, r *snapshot.Target) bool {
+	group, _ := splitAPIVersion(r.Ref.APIVersion)
+	resource, _, _ := strings.Cut(r.Ref.Resource, ".")
+	return group == ref.Group && resource == ref.Resource
+}
+
+// referenceField is the field by which r names the held object.
+func referenceField(row catalog.Finalizer, r *snapshot.Target) string {
+	for _, ref := range row.ReferencedBy {
+		if referenceMatches(ref, r) {
+			return ref.Path
+		}
+	}
+	return "a reference"
+}
+
+// sameNamespace is the namespace every target is in, or "" when they
+// differ or are cluster-scoped.
+func sameNamespace(ts []*snapshot.Target) string {
+	ns := ts[0].Ref.Namespace
+	for _, t := range ts[1:] {
+		if t.Ref.Namespace != ns {
+			return ""
+		}
+	}
+	return ns
+}
