@@ -56,6 +56,20 @@ type Reference struct {
 	// AnyNamespace: the referrers may be in any namespace (or cluster
 	// scoped); otherwise they are in the held object's namespace.
 	AnyNamespace bool `json:"anyNamespace,omitempty"`
+	// Of, when set, is the held kind the reference is about, for a
+	// finalizer several kinds carry (Kueue's resource-in-use).
+	Of string `json:"of,omitempty"`
+}
+
+// ReferencesTo are the row's references that can name an object of kind.
+func (f Finalizer) ReferencesTo(kind string) []Reference {
+	var out []Reference
+	for _, r := range f.ReferencedBy {
+		if r.Of == "" || r.Of == kind {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // ConditionSignal is a status condition that reports a failure.

@@ -63,7 +63,8 @@ func (c *Collector) readReferrers(ctx context.Context, s *snapshot.Snapshot) {
 }
 
 // names reports whether obj names the held object at ref's path: each
-// segment a field, a segment ending in [] each item of a list; with a Kind,
+// segment a field, a segment ending in [] each item of a list (the last one:
+// a list of names); with a Kind,
 // the map holding the name must say that kind (a "kind" beside it).
 func names(obj map[string]any, ref catalog.Reference, name string) bool {
 	segments := strings.Split(ref.Path, ".")
@@ -75,9 +76,13 @@ func names(obj map[string]any, ref catalog.Reference, name string) bool {
 		}
 		field, list := strings.CutSuffix(rest[0], "[]")
 		next := m[field]
+		if len(rest) == 1 && list { // a list of names
+			items, _ := next.([]any)
+			return ref.Kind == "" && slices.Contains(items, any(name))
+		}
 		if len(rest) == 1 {
 			got, ok := next.(string)
-			return ok && !list && got == name && (ref.Kind == "" || m["kind"] == ref.Kind)
+			return ok && got == name && (ref.Kind == "" || m["kind"] == ref.Kind)
 		}
 		if !list {
 			return walk(next, rest[1:])

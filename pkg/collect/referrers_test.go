@@ -25,6 +25,7 @@ func TestNamesFollowsTheReferencePath(t *testing.T) {
 		"nodeClassRef":     map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
 		"volumes":          []any{map[string]any{"name": "a"}, map[string]any{"persistentVolumeClaim": map[string]any{"claimName": "data"}}},
 		"replicas":         int64(3),
+		"admissionChecks":  []any{"prov", "multikueue"},
 	}}
 	for _, tc := range []struct {
 		ref  catalog.Reference

@@ -27,7 +27,7 @@ func ReferencesOf(t *snapshot.Target) []catalog.Reference {
 	var out []catalog.Reference
 	for _, f := range finalizersOf(t) {
 		row, _ := catalog.LookupFinalizer(f.name)
-		out = append(out, row.ReferencedBy...)
+		out = append(out, row.ReferencesTo(t.Ref.Kind)...)
 	}
 	return out
 }
@@ -35,8 +35,9 @@ func ReferencesOf(t *snapshot.Target) []catalog.Reference {
 func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
 	row, _ := catalog.LookupFinalizer(f.name)
 	var users []*snapshot.Target
+	refs := row.ReferencesTo(t.Ref.Kind)
 	for _, r := range t.Referrers {
-		if referredBy(row, r) {
+		if referredBy(refs, r) {
 			users = append(users, r)
 		}
 	}
@@ -55,7 +56,7 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	var items []report.Item
 	sev := report.Warning
 	for _, u := range users {
-		evidence = append(evidence, fmt.Sprintf("%s names %s/%s (%s), %s", report.Name(u.Ref), t.Ref.Kind, t.Ref.Name, referenceField(row, u), deletionState(u)))
+		evidence = append(evidence, fmt.Sprintf("%s names %s/%s (%s), %s", report.Name(u.Ref), t.Ref.Kind, t.Ref.Name, referenceField(refs, u), deletionState(u)))
 		it := nestedItem(s, u, tm)
 		items = append(items, it)
 		if it.Stuck && it.Severity.Weight() > sev.Weight() {
@@ -99,9 +100,9 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	return []report.Cause{c}
 }
 
-// referredBy: r is of a kind the finalizer's row says names the held object.
-func referredBy(row catalog.Finalizer, r *snapshot.Target) bool {
-	for _, ref := range row.ReferencedBy {
+// referredBy: r is of a kind the references say names the held object.
+func referredBy(refs []catalog.Reference, r *snapshot.Target) bool {
+	for _, ref := range refs {
 		if referenceMatches(ref, r) {
 			return true
 		}
@@ -116,8 +117,8 @@ func referenceMatches(ref catalog.Reference, r *snapshot.Target) bool {
 }
 
 // referenceField is the field by which r names the held object.
-func referenceField(row catalog.Finalizer, r *snapshot.Target) string {
-	for _, ref := range row.ReferencedBy {
+func referenceField(refs []catalog.Reference, r *snapshot.Target) string {
+	for _, ref := range refs {
 		if referenceMatches(ref, r) {
 			return ref.Path
 		}

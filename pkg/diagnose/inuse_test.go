@@ -89,3 +89,23 @@ func TestObjectInUse(t *testing.T) {
 		})
 	}
 }
+
+// One finalizer on several kinds: each kind is named by its own referrers
+// (Kueue's resource-in-use: ClusterQueues name a ResourceFlavor,
+// ResourceFlavors a Topology), and a kind no reference is about has none.
+func TestReferencesAreAboutTheHeldKind(t *testing.T) {
+	held := func(kind string) *snapshot.Target {
+		u := gatewayObject(kind, "", "x", time.Minute, "kueue.x-k8s.io/resource-in-use")
+		u.SetAPIVersion("kueue.x-k8s.io/v1beta1")
+		return asTarget(u, strings.ToLower(kind)+"s.kueue.x-k8s.io")
+	}
+	for kind, want := range map[string]string{"ResourceFlavor": "clusterqueues spec.resourceGroups[].flavors[].name", "Topology": "resourceflavors spec.topologyName", "ClusterQueue": ""} {
+		var got []string
+		for _, r := range ReferencesOf(held(kind)) {
+			got = append(got, r.Resource+" "+r.Path)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s: %v, want %q", kind, got, want)
+		}
+	}
+}
