@@ -66,6 +66,8 @@ type Options struct {
 	printer        printers.ResourcePrinter
 	// emptySaid: stderr has said why the report is empty (noteNotTerminating).
 	emptySaid bool
+	// replayed describes the snapshot a replay read (--snapshot).
+	replayed *report.Replay
 
 	// monitor follows the clients' requests (kube.Tune): what a run that
 	// stalls waits for, and the apiserver's health.
@@ -226,6 +228,7 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 			return report.Report{}, nil, nil, err
 		}
 		r, err := o.filter(diagnose.Diagnose(snap))
+		r.Replay = o.replayed
 		return r, nil, nil, err
 	}
 	clients, err := o.newClients()

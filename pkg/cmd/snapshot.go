@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
@@ -39,7 +41,7 @@ func (o *Options) save(snap *snapshot.Snapshot) error {
 	if o.SaveSnapshot == "" {
 		return nil
 	}
-	err := snapfile.Save(o.SaveSnapshot, snapfile.Saved{PluginVersion: version.String(), Selection: o.selection(), Snapshot: snap})
+	err := snapfile.Save(o.SaveSnapshot, snapfile.Saved{PluginVersion: version.String(), Context: o.contextName(), Selection: o.selection(), Snapshot: snap})
 	if err != nil {
 		return fmt.Errorf("saving the snapshot: %w", err)
 	}
@@ -75,7 +77,44 @@ func (o *Options) replay(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 	o.args, o.namespace, o.AllNamespaces = sel.Args, sel.Namespace, sel.AllNamespaces
 	o.LabelSelector, o.FieldSelector, o.Kinds = sel.LabelSelector, sel.FieldSelector, sel.Kinds
+	o.replayed = &report.Replay{TakenAt: metav1.NewTime(saved.Snapshot.Now), Context: saved.Context, PluginVersion: saved.PluginVersion}
+	fmt.Fprintln(o.ErrOut, o.replayBanner(o.replayed))
 	return saved.Snapshot, nil
+}
+
+// contextName is the kubeconfig context a run reads through: --context, or
+// the current one ("" if none).
+func (o *Options) contextName() string {
+	if c := o.ConfigFlags.Context; c != nil && *c != "" {
+		return *c
+	}
+	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return ""
+	}
+	return raw.CurrentContext
+}
+
+// replayBanner tells, on stderr, that a report is a replay: of when, which
+// context, by which plugin, so that an old snapshot, or a stranger's, is
+// not read as the cluster now. The file's labels are escaped.
+func (o *Options) replayBanner(r *report.Replay) string {
+	taken := "at a time not recorded"
+	if !r.TakenAt.IsZero() {
+		taken = r.TakenAt.UTC().Format(time.RFC3339)
+		if age := o.now().Sub(r.TakenAt.Time); age >= 0 {
+			taken += " (" + report.HumanDuration(age) + " ago)"
+		}
+	}
+	context := "context not recorded"
+	if r.Context != "" {
+		context = fmt.Sprintf("context %q", r.Context)
+	}
+	plugin := "plugin version not recorded"
+	if r.PluginVersion != "" {
+		plugin = "plugin " + r.PluginVersion
+	}
+	return report.Safe(fmt.Sprintf("replaying a snapshot taken %s, %s, %s: not the cluster now", taken, context, plugin))
 }
 
 // savedCommand is the saved run's command line, for messages.

@@ -1,20 +1,44 @@
 package cmd
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/version"
 )
 
+// replayMark matches the mark a replay's -o json or yaml report carries
+// (its last field in JSON, in its sorted place in YAML).
+var replayMark = map[string]*regexp.Regexp{
+	"json": regexp.MustCompile(`,\n    "replay": \{\n(        .*\n)+    \}`),
+	"yaml": regexp.MustCompile(`(?m)^replay:\n(  .*\n)+`),
+}
+
+// unmarked is a replay's output without its replay mark, which a report in
+// JSON or YAML must have; false if it has none.
+func unmarked(format, out string) (string, bool) {
+	mark, ok := replayMark[format]
+	if !ok {
+		return out, true // a table: the banner is on stderr
+	}
+	return mark.ReplaceAllString(out, ""), mark.MatchString(out)
+}
+
 // A replay of a saved run prints what the live run printed, byte for byte,
-// in every format, without clients: the replay's clients fail if called.
+// in every format (JSON and YAML marked as a replay), without clients: the
+// replay's clients fail if called.
 func TestSnapshotReplaysTheSavedRun(t *testing.T) {
 	noCluster := func() (*kube.Clients, error) {
 		t.Error("a replay asked for clients")
@@ -34,14 +58,15 @@ func TestSnapshotReplaysTheSavedRun(t *testing.T) {
 				out, errOut, err := execute(t, fakes(t, cluster(), nil), live...)
 				replay := append(append([]string{}, args...), "-o", format, "--snapshot", file)
 				rout, rerrOut, rerr := execute(t, noCluster, replay...)
-				if rout != out || ExitCode(rerr) != ExitCode(err) {
+				rout, marked := unmarked(format, rout)
+				if rout != out || !marked || ExitCode(rerr) != ExitCode(err) {
 					t.Errorf("%v: replay differs: exit %d, live %d\n--- live\n%s\n--- replay\n%s\n%s", live, ExitCode(rerr), ExitCode(err), out, rout, rerrOut)
 				}
 				if out == "" {
 					t.Errorf("%v: nothing printed: %s", live, errOut)
 				}
 				// Without arguments, the replay takes the saved run's.
-				if bare, _, _ := execute(t, noCluster, "why", "--snapshot", file, "-o", format); args[0] == "why" && bare != out {
+				if bare, _, _ := execute(t, noCluster, "why", "--snapshot", file, "-o", format); args[0] == "why" && must(unmarked(format, bare)) != out {
 					t.Errorf("%v: a replay without arguments differs:\n%s", live, bare)
 				}
 			}
@@ -168,7 +193,86 @@ func TestSnapshotHoldsNoSecrets(t *testing.T) {
 		}
 	}
 	replay, _, err := execute(t, nil, "why", "--snapshot", file, "-o", "json")
-	if ExitCode(err) != ExitStuck || replay != live {
+	if replay, marked := unmarked("json", replay); ExitCode(err) != ExitStuck || replay != live || !marked {
 		t.Errorf("the replay differs from the live report (exit %d)", ExitCode(err))
+	}
+}
+
+func must(s string, ok bool) string {
+	if !ok {
+		return "(not marked as a replay)\n" + s
+	}
+	return s
+}
+
+// A replay says so: on stderr, when the snapshot was taken, of which
+// context, by which plugin version; the JSON report carries the same.
+func TestReplaySaysSo(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: prod-eu, context: {cluster: c, user: u}}, {name: other, context: {cluster: c, user: u}}]
+current-context: prod-eu
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags   []string
+		context string
+	}{{nil, "prod-eu"}, {[]string{"--context", "other"}, "other"}} {
+		file := filepath.Join(dir, "run.json.gz")
+		live := append([]string{"why", "po/web-0", "-n", "shop", "--kubeconfig", kubeconfig, "--save-snapshot", file}, tc.flags...)
+		if _, errOut, err := execute(t, fakes(t, cluster(), nil), live...); ExitCode(err) != ExitStuck || errOut != "" {
+			t.Fatalf("%v: %v %q", live, err, errOut)
+		}
+		later := func(o *Options) { o.now = func() time.Time { return now.Add(3 * time.Hour) } }
+		out, errOut, err := executeWith(t, nil, later, "why", "--snapshot", file, "-o", "json")
+		want := `replaying a snapshot taken 2026-11-22T12:00:00Z (3h ago), context "` + tc.context + `", plugin ` + version.String() + ": not the cluster now\n"
+		if ExitCode(err) != ExitStuck || errOut != want {
+			t.Errorf("%v: exit %d, stderr %q, want %q", live, ExitCode(err), errOut, want)
+		}
+		var r report.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Replay == nil {
+			t.Fatalf("%v: %v, replay %v", live, err, r.Replay)
+		}
+		if rp := r.Replay; !rp.TakenAt.Time.Equal(now) || rp.Context != tc.context || rp.PluginVersion != version.String() {
+			t.Errorf("%v: replay %+v", live, *r.Replay)
+		}
+	}
+	// A live run is no replay.
+	if out, _, _ := execute(t, fakes(t, cluster(), nil), "why", "po/web-0", "-n", "shop", "-o", "json"); strings.Contains(out, `"replay"`) {
+		t.Errorf("a live report is marked as a replay:\n%s", out)
+	}
+}
+
+// A stranger's snapshot labels itself: its context and plugin version are
+// cut to a bound when read and escaped in the banner.
+func TestReplayBannerOfAStrangersFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "run.json")
+	if _, _, err := execute(t, fakes(t, cluster(), nil), "why", "po/web-0", "-n", "shop", "--save-snapshot", file); ExitCode(err) != ExitStuck {
+		t.Fatal(err)
+	}
+	saved, err := snapfile.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved.Context = "\x1b]0;owned\a\x1b[2J" + strings.Repeat("é", 100_000)
+	saved.PluginVersion = "v9\u202e\nerror: forged"
+	if err := snapfile.Save(file, saved); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := execute(t, nil, "why", "--snapshot", file, "-o", "json")
+	if ExitCode(err) != ExitStuck || strings.Count(errOut, "\n") != 1 || strings.ContainsAny(strings.TrimSuffix(errOut, "\n"), "\x1b\a\n\u202e") || len(errOut) > 1000 {
+		t.Errorf("exit %d, banner of %d bytes: %q", ExitCode(err), len(errOut), errOut)
+	}
+	if !strings.Contains(errOut, `, context "\x1b]0;owned\a\x1b[2Jééé`) || !strings.Contains(errOut, `, plugin v9\u202e\nerror: forged: not the cluster now`) {
+		t.Errorf("banner %q", errOut)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Replay == nil || len(r.Replay.Context) > 300 || !utf8.ValidString(r.Replay.Context) {
+		t.Errorf("%v: replay %+v", err, r.Replay)
 	}
 }

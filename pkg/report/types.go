@@ -63,6 +63,21 @@ type Report struct {
 	// not serve. Never a skipped read: it does not make a report partial
 	// (since v0.4).
 	NotApplicable []NotApplicable `json:"notApplicable,omitempty"`
+	// Replay marks a report made from a saved snapshot (--snapshot), not
+	// from the cluster: when and where it was read (since v0.4; omitted
+	// in a live run).
+	Replay *Replay `json:"replay,omitempty"`
+}
+
+// Replay is what a snapshot file says of the run that saved it. The file
+// may be a stranger's: its labels are bounded, and escaped where printed.
+type Replay struct {
+	// TakenAt is the saved run's clock: the report's durations are as of then.
+	TakenAt metav1.Time `json:"takenAt"`
+	// Context is the kubeconfig context it read ("" when not recorded).
+	Context string `json:"context,omitempty"`
+	// PluginVersion is the version of the plugin that saved it.
+	PluginVersion string `json:"pluginVersion,omitempty"`
 }
 
 // Server is the apiserver's version (GET /version) and, for each behaviour

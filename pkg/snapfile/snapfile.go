@@ -20,6 +20,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
@@ -47,9 +48,16 @@ type Selection struct {
 type Saved struct {
 	// PluginVersion is the version of the plugin that saved it.
 	PluginVersion string
-	Selection     Selection
-	Snapshot      *snapshot.Snapshot
+	// Context is the kubeconfig context it was read through ("" when not
+	// recorded: the run named none, or an older plugin saved it).
+	Context   string
+	Selection Selection
+	Snapshot  *snapshot.Snapshot
 }
+
+// maxLabel bounds the run's labels a file carries (plugin version,
+// context): a replay prints them, and the file may be a stranger's.
+const maxLabel = 256
 
 // Save writes s to path, gzip-compressed when path ends in .gz.
 func Save(path string, s Saved) (err error) {
@@ -99,7 +107,7 @@ func Encode(w io.Writer, s Saved) error {
 		}
 	}
 	doc := body.(map[string]any)
-	doc["apiVersion"], doc["kind"], doc["pluginVersion"], doc["selection"], doc["targets"] = APIVersion, Kind, s.PluginVersion, s.Selection, table
+	doc["apiVersion"], doc["kind"], doc["pluginVersion"], doc["context"], doc["selection"], doc["targets"] = APIVersion, Kind, s.PluginVersion, s.Context, s.Selection, table
 	return json.NewEncoder(w).Encode(doc)
 }
 
@@ -121,6 +129,7 @@ func decode(data []byte) (Saved, error) {
 	}
 	var doc struct {
 		PluginVersion string            `json:"pluginVersion"`
+		Context       string            `json:"context"`
 		Selection     Selection         `json:"selection"`
 		Targets       []json.RawMessage `json:"targets"`
 	}
@@ -140,5 +149,17 @@ func decode(data []byte) (Saved, error) {
 	if err := d.decode(data, reflect.ValueOf(snap).Elem()); err != nil {
 		return Saved{}, fmt.Errorf("a damaged snapshot: %v", err)
 	}
-	return Saved{PluginVersion: doc.PluginVersion, Selection: doc.Selection, Snapshot: snap}, nil
+	return Saved{PluginVersion: clip(doc.PluginVersion), Context: clip(doc.Context), Selection: doc.Selection, Snapshot: snap}, nil
+}
+
+// clip cuts a label to maxLabel bytes, on a rune's boundary.
+func clip(s string) string {
+	if len(s) <= maxLabel {
+		return s
+	}
+	cut := maxLabel
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -168,3 +168,26 @@ func TestObjectsWithoutAnAllowListAreRefused(t *testing.T) {
 		t.Errorf("a Node, which has one: %v", err)
 	}
 }
+
+// The run's labels a file carries are a stranger's text: read back, they
+// are cut to a bound, on a rune's boundary; within it, kept whole.
+func TestRunLabelsAreBounded(t *testing.T) {
+	for _, tc := range []struct{ context, want string }{
+		{"prod-eu", "prod-eu"},
+		{strings.Repeat("é", 1000), strings.Repeat("é", maxLabel/2) + "..."},
+		{"x" + strings.Repeat("é", 1000), "x" + strings.Repeat("é", maxLabel/2-1) + "..."},
+	} {
+		var buf bytes.Buffer
+		in := &snapshot.Snapshot{Now: time.Date(2026, 11, 23, 1, 2, 3, 0, time.UTC)}
+		if err := Encode(&buf, Saved{PluginVersion: tc.context, Context: tc.context, Snapshot: in}); err != nil {
+			t.Fatal(err)
+		}
+		saved, err := Decode(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if saved.Context != tc.want || saved.PluginVersion != tc.want {
+			t.Errorf("%d bytes read back as %q, want %q", len(tc.context), saved.Context, tc.want)
+		}
+	}
+}

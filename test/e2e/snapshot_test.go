@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,8 +17,8 @@ import (
 )
 
 // A run saved with --save-snapshot and replayed with --snapshot where no
-// cluster can be reached prints the same report, byte for byte, with the same
-// exit code: a namespace held by a pod on a dead node, the pod, a CRD held by
+// cluster can be reached prints the same report, byte for byte (the JSON
+// marked as a replay), with the same exit code and a banner on stderr: a namespace held by a pod on a dead node, the pod, a CRD held by
 // its instances, and everything terminating in the lab (-A).
 func TestSnapshotReplaysWithoutTheCluster(t *testing.T) {
 	t.Parallel()
@@ -53,6 +54,16 @@ func TestSnapshotReplaysWithoutTheCluster(t *testing.T) {
 			file := filepath.Join(dir, fmt.Sprintf("run-%d%s.json.gz", i, format))
 			live := run(t, append(args, "-o", format, "--save-snapshot", file)...)
 			replay := runOffline(t, kubeconfig, append(args, "-o", format, "--snapshot", file)...)
+			// A replay says so: on stderr, and in its JSON report, its last field.
+			if !strings.HasPrefix(replay.stderr, "replaying a snapshot taken ") || !strings.Contains(replay.stderr, `, context "lab", plugin `) {
+				t.Errorf("%v -o %q: the replay's stderr %q, want its banner", args, format, replay.stderr)
+			}
+			if format == "json" {
+				marked := replayMark.MatchString(replay.stdout)
+				if replay.stdout = replayMark.ReplaceAllString(replay.stdout, ""); !marked || strings.Contains(live.stdout, `"replay"`) {
+					t.Errorf("%v: the replay's report is not marked as one, or the live one is", args)
+				}
+			}
 			if live.stdout != replay.stdout || live.code != replay.code || live.code == 1 {
 				t.Errorf("%v -o %q: live exit %d, replay exit %d\n--- live\n%s\n--- replay\n%s%s", args, format, live.code, replay.code, live.stdout, replay.stdout, replay.stderr)
 			}
@@ -65,6 +76,10 @@ func TestSnapshotReplaysWithoutTheCluster(t *testing.T) {
 		t.Errorf("the replays dialled the kubeconfig's server %d time(s)", n)
 	}
 }
+
+// replayMark is the replay field of a -o json report, its last, and what
+// it holds: when, which context, which plugin saved the snapshot.
+var replayMark = regexp.MustCompile(`,\n    "replay": \{\n        "takenAt": "[^"]+",\n        "context": "lab",\n        "pluginVersion": "[^"]+"\n    \}`)
 
 // unreachableKubeconfig writes a kubeconfig whose server is a local listener
 // that only counts connections.
