@@ -74,12 +74,29 @@ func claimSnapshotted(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 		sev, confidence = settling(report.Critical, tm), 0.85
 		summary = fmt.Sprintf("VolumeSnapshot %s, taken from the claim, cannot finish: %s", first.Name, failure)
 	}
-	return []report.Cause{cause(catalog.SnapshotSourceInUse, sev, confidence, summary, evidence,
+	c := cause(catalog.SnapshotSourceInUse, sev, confidence, summary, evidence,
 		read("Read the snapshot's status and events", kubectl(first.Namespace, "describe", "volumesnapshot", first.Name)),
 		repair("Fix what the snapshot reports (its VolumeSnapshotClass, the CSI driver's snapshotter); once it is ready to use the claim is released", ""),
 		fix(fmt.Sprintf("Or give the snapshot up: delete VolumeSnapshot %s", first.Name), kubectl(first.Namespace, "delete", "volumesnapshot", first.Name), report.RiskHigh,
 			"the snapshot is lost; the claim goes once no other snapshot is taken from it"),
-		never(fmt.Sprintf("Never remove %s while a snapshot is taken from the claim", f.name), "the volume may be deleted under a snapshot still copying it"))}
+		never(fmt.Sprintf("Never remove %s while a snapshot is taken from the claim", f.name), "the volume may be deleted under a snapshot still copying it"))
+	for _, v := range taking {
+		c.BlockedBy = append(c.BlockedBy, blocker(snapshotRef(v)))
+	}
+	ref := snapshotRef(first)
+	c.About.Object = &ref
+	return []report.Cause{c}
+}
+
+func snapshotRef(v snapshot.VolumeSnapshot) report.ObjectRef {
+	return report.ObjectRef{APIVersion: snapshotGroup + "/v1", Kind: "VolumeSnapshot", Resource: "volumesnapshots." + snapshotGroup, Namespace: v.Namespace, Name: v.Name, UID: string(v.UID)}
+}
+
+// blocker is an object that holds the target without being one: listed in
+// blockedBy (JSON carries every blocker) with no diagnosis of its own; its
+// words are in the cause's evidence.
+func blocker(ref report.ObjectRef) report.Item {
+	return report.Item{Object: ref, Causes: []report.Cause{}}
 }
 
 // snapshotRestoring: the claims still being restored from the snapshot.
@@ -124,13 +141,23 @@ func snapshotRestoring(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		sev, confidence = settling(report.Critical, tm), 0.85
 		summary = fmt.Sprintf("claim %s, restored from the snapshot, cannot be provisioned: %s: %s", first.Name, failure.reason, failure.message)
 	}
-	return []report.Cause{cause(catalog.SnapshotSourceInUse, sev, confidence, summary,
+	c := cause(catalog.SnapshotSourceInUse, sev, confidence, summary,
 		evidence,
 		read("Read why the claim is not provisioned (its events: ProvisioningFailed...)", kubectl(first.Namespace, "describe", "persistentvolumeclaim", first.Name)),
 		repair("Fix what keeps the claim Pending (its StorageClass, the CSI provisioner, a consumer pod for WaitForFirstConsumer); once it is Bound the snapshot is released", ""),
 		fix(fmt.Sprintf("Or give the restore up: delete claim %s", first.Name), kubectl(first.Namespace, "delete", "persistentvolumeclaim", first.Name), report.RiskHigh,
 			"the restore is abandoned"),
-		never(fmt.Sprintf("Never remove %s while a claim is restored from it", f.name), "the restore may read a snapshot being deleted"))}
+		never(fmt.Sprintf("Never remove %s while a claim is restored from it", f.name), "the restore may read a snapshot being deleted"))
+	for _, r := range restoring {
+		c.BlockedBy = append(c.BlockedBy, blocker(claimRef(r)))
+	}
+	ref := claimRef(first)
+	c.About.Object = &ref
+	return []report.Cause{c}
+}
+
+func claimRef(c corev1.PersistentVolumeClaim) report.ObjectRef {
+	return report.ObjectRef{APIVersion: "v1", Kind: "PersistentVolumeClaim", Resource: "persistentvolumeclaims", Namespace: c.Namespace, Name: c.Name, UID: string(c.UID)}
 }
 
 // restoresFrom: the claim's dataSource or dataSourceRef is the VolumeSnapshot.

@@ -92,6 +92,18 @@ func TestSnapshotSourceInUse(t *testing.T) {
 			if c.Code != tc.code || c.Severity != tc.severity || !strings.Contains(c.Summary, tc.summary) {
 				t.Errorf("%s %s: %s; want %s %s saying %q", c.Code, c.Severity, c.Summary, tc.code, tc.severity, tc.summary)
 			}
+			// Every snapshot or claim that holds it is a blocker (JSON carries
+			// them all); the one the summary names is what the cause is about.
+			if c.Code == "SnapshotSourceInUse" {
+				var blockers []string
+				for _, b := range c.BlockedBy {
+					blockers = append(blockers, b.Object.Kind+"/"+b.Object.Name)
+				}
+				want := len(tc.snaps) + len(tc.claims)
+				if len(blockers) != want || c.About.Object == nil || !strings.Contains(c.Summary, c.About.Object.Name) {
+					t.Errorf("blockers %v (want %d), about %+v", blockers, want, c.About.Object)
+				}
+			}
 			expectGradedSteps(t, it)
 		})
 	}

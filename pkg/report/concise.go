@@ -53,7 +53,7 @@ func sameWay(items []Item) [][]Item {
 func heldKey(it Item) string {
 	c := topCause(it)
 	return strings.Join([]string{c.Code, string(it.Severity), c.About.Key(), strings.Join(it.Finalizers, ","),
-		it.Object.Namespace, fmt.Sprint(it.Stuck)}, "\x00")
+		it.Object.Namespace, fmt.Sprint(it.Stuck), fmt.Sprint(len(it.Skipped) > 0)}, "\x00")
 }
 
 // writeGroup prints a group: the first member's concise diagnosis, headed,
@@ -119,6 +119,9 @@ func blockerLine(g []Item, st Style) painted {
 	who := objectName(g[0].Object)
 	if len(g) > 1 {
 		who = fmt.Sprintf("%d objects (%s)", len(g), examples(g, false))
+	}
+	if it := g[0]; it.DeletionTimestamp.IsZero() && len(it.Causes) == 0 && len(it.Skipped) == 0 { // a blocker with no deletion of its own
+		return safef("%s  holds it (no deletion of its own to diagnose; see the evidence)", who)
 	}
 	return safef("%s  %s %s: %s", who, st.severity(g[0].Severity, string(g[0].Severity)), c.Code, c.Summary)
 }

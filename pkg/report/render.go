@@ -183,6 +183,10 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 }
 
 func writeHeader(p *printer, it Item, head string, st Style) {
+	if it.DeletionTimestamp.IsZero() && len(it.Causes) == 0 && len(it.Skipped) == 0 { // a blocker with no deletion of its own
+		p.linef("%s%s  holds the object above (no deletion of its own to diagnose; see the evidence)", head, objectName(it.Object))
+		return
+	}
 	p.linef("%s%s  %s  Terminating %s  grace %ds  overdue %s  %s", head, objectName(it.Object), st.severity(it.Severity, strings.ToUpper(string(it.Severity))),
 		durationSeconds(it.TerminatingSeconds), it.GracePeriodSeconds, durationSeconds(it.OverdueSeconds), st.verdict(it))
 }
