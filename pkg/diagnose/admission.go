@@ -236,6 +236,9 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectl("", "delete", h.kind, h.config), report.RiskHigh,
 			"removes that admission control for the whole cluster"),
 	}
+	if down { // orphaned: fix may delete it
+		f.steps[3].Apply = &report.Action{Verb: report.ActionDelete, Object: *h.about().Object}
+	}
 	return f, true
 }
 

@@ -53,7 +53,16 @@ func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
 		repair("Restore the backend (its Deployment and Service); discovery recovers and the namespace controller finishes", ""),
 		fix("If the add-on was uninstalled, delete its leftover APIService", kubectl("", "delete", "apiservice", a.Name), report.RiskHigh,
 			"the API disappears for the whole cluster; clients and controllers that use it fail"))
-	c.About.Object = &report.ObjectRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Resource: "apiservices", Name: a.Name}
+	c.About.Object = &report.ObjectRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Resource: "apiservices.apiregistration.k8s.io", Name: a.Name}
 	c.About.Reason = a.Reason
+	if backendGone(a) { // orphaned: fix may delete it
+		c.Remediation[len(c.Remediation)-1].Apply = &report.Action{Verb: report.ActionDelete, Object: *c.About.Object}
+	}
 	return c
+}
+
+// backendGone: the APIService's Service has no ready endpoint, or is
+// missing (the reasons the aggregator's availability controller gives).
+func backendGone(a snapshot.APIService) bool {
+	return (a.ReadyEndpoints != nil && *a.ReadyEndpoints == 0) || a.Reason == "ServiceNotFound" || a.Reason == "MissingEndpoints"
 }

@@ -109,6 +109,7 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 		TerminatingSeconds: seconds(tm.terminating),
 		OverdueSeconds:     seconds(tm.overdue),
 		Finalizers:         t.Object.GetFinalizers(),
+		ResourceVersion:    t.Object.GetResourceVersion(),
 		Skipped:            t.Skipped,
 		Timeline:           timelineOf(s, t, tm),
 	}

@@ -76,13 +76,25 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it: read its logs for the cleanup it is failing", strings.Join(healthy, ", "))
 	}
 	for _, f := range finalizers {
-		steps = append(steps, fix(fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name),
-			removeCommand(t, f), report.RiskHigh,
-			"skips the cleanup the finalizer protects (external resources, dependent objects) and leaves it undone"))
+		action := fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name)
+		const risk = "skips the cleanup the finalizer protects (external resources, dependent objects) and leaves it undone"
+		if f.spec {
+			steps = append(steps, fix(action, removeCommand(t, f), report.RiskHigh, risk))
+		} else {
+			steps = append(steps, removeFinalizer(action, t.Ref, t.Object.GetFinalizers(), f.name, report.RiskHigh, risk))
+		}
 	}
 	c := cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)
 	c.About.Finalizers = names
 	c.About.Reason = quoted
+	switch { // what fix reads before it removes one
+	case len(healthy) > 0:
+		c.About.Controller = "alive"
+	case len(down) > 0:
+		c.About.Controller = "down"
+	case len(gone) > 0:
+		c.About.Controller = "gone"
+	}
 	return []report.Cause{c}
 }
 
@@ -107,6 +119,14 @@ func removeCommand(t *snapshot.Target, f heldBy) string {
 		return finalizeNamespace(name, ".spec.finalizers -= "+jsonText([]string{f.name}))
 	}
 	return removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name)
+}
+
+// removeFinalizer is the step that removes one finalizer from
+// metadata.finalizers: the command for a person, the action for fix.
+func removeFinalizer(action string, ref report.ObjectRef, finalizers []string, f string, level report.RiskLevel, risk string) report.Step {
+	s := fix(action, removeFinalizerCommand(ref, finalizers, f), level, risk)
+	s.Apply = &report.Action{Verb: report.ActionRemoveFinalizer, Object: ref, Finalizer: f}
+	return s
 }
 
 // removeFinalizerCommand removes one finalizer with a JSON patch that tests

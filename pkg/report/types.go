@@ -121,6 +121,9 @@ type Item struct {
 	OverdueSeconds int64 `json:"overdueSeconds"`
 	// Finalizers is the object's metadata.finalizers as read (since v0.2).
 	Finalizers []string `json:"finalizers,omitempty"`
+	// ResourceVersion is the object's metadata.resourceVersion as read
+	// (since v0.4): a fix plan is for this version of it.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 	// Stuck is true when the top cause blocks deletion (severity warning or critical).
 	Stuck bool `json:"stuck"`
 	// Severity is the severity of the top cause.
@@ -186,6 +189,10 @@ type About struct {
 	// Count is how many objects the cause counts (dependents, leftovers,
 	// pods); not part of how an object is held.
 	Count int `json:"count,omitempty"`
+	// Controller is how the controller that removes the finalizers looks:
+	// "alive", "down" (no ready replica) or "gone"; empty when not judged
+	// (since v0.4).
+	Controller string `json:"controller,omitempty"`
 }
 
 // Key is what identifies the cause beside its code: every field but Count,
@@ -195,7 +202,7 @@ func (a About) Key() string {
 	if a.Object != nil {
 		obj = a.Object.Kind + "/" + a.Object.Namespace + "/" + a.Object.Name
 	}
-	return strings.Join([]string{strings.Join(a.Finalizers, ","), a.Node, obj, a.Webhook, a.Reason}, "\x00")
+	return strings.Join([]string{strings.Join(a.Finalizers, ","), a.Node, obj, a.Webhook, a.Reason, a.Controller}, "\x00")
 }
 
 // Step is one remediation step.
@@ -206,7 +213,29 @@ type Step struct {
 	Risk string `json:"risk"`
 	// RiskLevel grades it for a script (since v0.2).
 	RiskLevel RiskLevel `json:"riskLevel"`
+	// Apply is the step as the one API request `fix` sends for it (since
+	// v0.4); absent for a step a person carries out.
+	Apply *Action `json:"apply,omitempty"`
 }
+
+// Action is a remediation step as an API request.
+type Action struct {
+	// Verb is ActionRemoveFinalizer or ActionDelete.
+	Verb   string    `json:"verb"`
+	Object ObjectRef `json:"object"`
+	// Finalizer is the one entry of metadata.finalizers a removal takes out.
+	Finalizer string `json:"finalizer,omitempty"`
+}
+
+// The verbs of an Action.
+const (
+	// ActionRemoveFinalizer: a JSON patch that tests the object's uid,
+	// resourceVersion and the finalizer's index, then removes that entry.
+	ActionRemoveFinalizer = "remove-finalizer"
+	// ActionDelete: a DELETE with the object's uid and resourceVersion as
+	// preconditions (an orphaned webhook configuration or APIService).
+	ActionDelete = "delete"
+)
 
 // RiskLevel grades a remediation step, so a runbook can keep the safe ones.
 type RiskLevel string
