@@ -358,7 +358,7 @@ func (o *Options) collector(clients *kube.Clients) *collect.Collector {
 				fmt.Fprint(o.ErrOut, "\r\033[K") // erase the line
 				return
 			}
-			fmt.Fprintf(o.ErrOut, "\r\033[Kreading %s: %d/%d types listed, %d objects seen", report.Safe(p.Phase), p.Types, p.TotalTypes, p.Objects)
+			fmt.Fprintf(o.ErrOut, "\r\033[Kreading %s: %d/%s listed, %s seen", report.Safe(p.Phase), p.Types, report.Count(p.TotalTypes, "type"), report.Count(int(p.Objects), "object"))
 		}
 	}
 	return c

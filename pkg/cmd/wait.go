@@ -179,7 +179,7 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 				return err
 			}
 			r := diagnose.Diagnose(snap)
-			fmt.Fprintf(o.ErrOut, "timed out after %s: %d object(s) still there\n", o.Timeout, len(pending))
+			fmt.Fprintf(o.ErrOut, "timed out after %s: %s still there\n", o.Timeout, report.Count(len(pending), "object"))
 			if err := o.Print(r, func(r report.Report, st report.Style) error { return report.WriteWhy(o.Out, r, st) }); err != nil {
 				return err
 			}
@@ -246,7 +246,7 @@ func (o *Options) alreadyGone(clients *kube.Clients, found []collect.Found) []st
 
 // progressLine says what wait waits on and the top cause of the first object.
 func progressLine(r report.Report) string {
-	line := fmt.Sprintf("waiting for %d object(s)", len(r.Items))
+	line := "waiting for " + report.Count(len(r.Items), "object")
 	if len(r.Items) > 0 && len(r.Items[0].Causes) > 0 {
 		it := r.Items[0]
 		line += fmt.Sprintf("; %s: %s (%s): %s", report.Name(it.Object), it.Causes[0].Code, it.Causes[0].Severity, it.Causes[0].Summary)

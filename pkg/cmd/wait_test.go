@@ -75,7 +75,7 @@ func TestWaitTimesOutWithTheDiagnosis(t *testing.T) {
 	if ExitCode(err) != ExitStuck {
 		t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, ExitStuck)
 	}
-	if !strings.Contains(errOut, "timed out after 3s: 1 object(s) still there") || !strings.Contains(out, "NodeUnreachable") {
+	if !strings.Contains(errOut, "timed out after 3s: 1 object still there") || !strings.Contains(out, "NodeUnreachable") {
 		t.Errorf("stderr %q; stdout %q", errOut, out)
 	}
 	// The diagnosis printed at the timeout is the one its snapshot replays.
@@ -111,7 +111,7 @@ func TestWaitSucceedsWhenTheObjectGoes(t *testing.T) {
 	if err != nil || out != "pod/never-was deleted\npod/cache-0 deleted\n" {
 		t.Errorf("err %v, stdout %q", err, out)
 	}
-	if !strings.Contains(errOut, "waiting for 1 object(s); pod/cache-0: FinalizerPending") {
+	if !strings.Contains(errOut, "waiting for 1 object; pod/cache-0: FinalizerPending") {
 		t.Errorf("progress on a terminal: %q", errOut)
 	}
 }

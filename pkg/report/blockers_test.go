@@ -25,7 +25,7 @@ func TestConciseFoldsBlockersItCannotShow(t *testing.T) {
 	if err := WriteWhy(&wide, r, Style{Wide: true}); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(concise.String(), "FinalizerPending"); n != 5 || !strings.Contains(concise.String(), "and 2 more object(s), held 2 other way(s): -o wide") {
+	if n := strings.Count(concise.String(), "FinalizerPending"); n != 5 || !strings.Contains(concise.String(), "and 2 more objects, held 2 other ways: -o wide") {
 		t.Errorf("concise: %d blocker lines, want 5 and a count of the rest:\n%s", n, concise.String())
 	}
 	for i := range 7 {

@@ -61,7 +61,7 @@ func heldKey(it Item) string {
 func writeGroup(w io.Writer, g []Item, st Style) error {
 	if len(g) > 1 {
 		p := &printer{w: w}
-		p.linef("%d objects held the same way: %s", len(g), examples(g, true))
+		p.linef("%s held the same way: %s", Count(len(g), "object"), examples(g, true))
 		if p.err != nil {
 			return p.err
 		}
@@ -83,13 +83,13 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 			p.linef("       evidence: %s", e)
 		}
 		if more := len(c.Evidence) - conciseEvidence; more > 0 {
-			p.linef("       evidence: %d more line(s): -o wide", more)
+			p.linef("       evidence: %s: -o wide", Count(more, "more line"))
 		}
 		if len(c.Remediation) > 0 {
 			writeStep(p, 0, c.Remediation[0], "")
 		}
 		if more := c.Remediation[min(1, len(c.Remediation)):]; len(more) > 0 {
-			p.linef("       %d more step(s), up to risk %s: -o wide", len(more), riskiest(more))
+			p.linef("       %s, up to risk %s: -o wide", Count(len(more), "more step"), riskiest(more))
 		}
 		groups := sameWay(c.BlockedBy)
 		if len(groups) > 0 {
@@ -105,7 +105,7 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 			for _, g := range more {
 				n += len(g)
 			}
-			p.linef("       and %d more object(s), held %d other way(s): -o wide", n, len(more))
+			p.linef("       and %s, held %s: -o wide", Count(n, "more object"), Count(len(more), "other way"))
 		}
 	}
 	writeTimeline(p, it, "", conciseTimeline, "-o wide")
@@ -118,7 +118,7 @@ func blockerLine(g []Item, st Style) painted {
 	c := topCause(g[0])
 	who := objectName(g[0].Object)
 	if len(g) > 1 {
-		who = fmt.Sprintf("%d objects (%s)", len(g), examples(g, false))
+		who = fmt.Sprintf("%s (%s)", Count(len(g), "object"), examples(g, false))
 	}
 	if it := g[0]; it.DeletionTimestamp.IsZero() && len(it.Causes) == 0 && len(it.Skipped) == 0 { // a blocker with no deletion of its own
 		return safef("%s  holds it (no deletion of its own to diagnose; see the evidence)", who)

@@ -105,7 +105,7 @@ func writeFooter(w io.Writer, items []Item) error {
 			severities = append(severities, fmt.Sprintf("%d %s", n, sev))
 		}
 	}
-	p.linef("\n%d objects, %d stuck: %s", len(items), stuck, strings.Join(severities, ", "))
+	p.linef("\n%s, %d stuck: %s", Count(len(items), "object"), stuck, strings.Join(severities, ", "))
 	for _, by := range []string{ByCause, ByFinalizer} {
 		var counts []string
 		groups := slices.DeleteFunc(groupItems(items, by), func(g *group) bool { return g.key == "<none>" })

@@ -173,7 +173,7 @@ func TestConciseWhyStaysShort(t *testing.T) {
 	lines := strings.Count(concise.String(), "\n")
 	if lines > 20 || !strings.Contains(concise.String(), "3000 objects held the same way: configmap/o0000 -n big, configmap/o0001 -n big, configmap/o0002 -n big, +2997 more") ||
 		!strings.Contains(concise.String(), "3000 objects (configmap/o0000, configmap/o0001, configmap/o0002, +2997 more)  warning FinalizerPending") ||
-		!strings.Contains(concise.String(), "1 more step(s), up to risk high: -o wide") {
+		!strings.Contains(concise.String(), "1 more step, up to risk high: -o wide") {
 		t.Errorf("concise, %d lines:\n%s", lines, concise.String())
 	}
 	if n := strings.Count(wide.String(), "kubectl patch"); n != 6000 {
@@ -198,7 +198,7 @@ func TestConciseEvidenceIsCapped(t *testing.T) {
 	if err := WriteWhy(&wide, r, Style{Wide: true}); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(concise.String(), "live scan:"); n != conciseEvidence || !strings.Contains(concise.String(), "evidence: 42 more line(s): -o wide") {
+	if n := strings.Count(concise.String(), "live scan:"); n != conciseEvidence || !strings.Contains(concise.String(), "evidence: 42 more lines: -o wide") {
 		t.Errorf("concise shows %d evidence lines:\n%s", n, concise.String())
 	}
 	if n := strings.Count(wide.String(), "live scan:"); n != 50 {

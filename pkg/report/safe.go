@@ -28,7 +28,7 @@ func Safe(s string) string {
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
-		return Safe(s[:cut]) + fmt.Sprintf("... (%d more bytes)", len(s)-cut)
+		return Safe(s[:cut]) + fmt.Sprintf("... (%s)", Count(len(s)-cut, "more byte"))
 	}
 	if !Escaped(s) {
 		return s

@@ -167,3 +167,12 @@ func FuzzEscapedAgreesWithSafe(f *testing.F) {
 		}
 	})
 }
+
+// Counts read as English: one object, two objects, never "1 objects" or "(s)".
+func TestCount(t *testing.T) {
+	for n, want := range map[int]string{0: "0 more steps", 1: "1 more step", 3: "3 more steps"} {
+		if got := Count(n, "more step"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func TestPodOnDeadNode(t *testing.T) {
 	// The same through the table, as an operator reads it: concise (the
 	// first, safe step and how risky the rest get), every step with -o wide.
 	table := run(t, "why", "pod/web-0", "-n", ns)
-	for _, want := range []string{"pod/web-0 -n " + ns, "critical NodeUnreachable", "$ kubectl get node", "3 more step(s), up to risk destructive: -o wide"} {
+	for _, want := range []string{"pod/web-0 -n " + ns, "critical NodeUnreachable", "$ kubectl get node", "3 more steps, up to risk destructive: -o wide"} {
 		if !strings.Contains(table.stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, table.stdout)
 		}
