@@ -1,0 +1,196 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/fix"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// fixOptions are fix's own flags.
+type fixOptions struct {
+	maxRisk             string
+	allowLiveController bool
+	confirm             string
+	dryRun              string
+	settle              time.Duration
+}
+
+func newFixCommand(o *Options) *cobra.Command {
+	f := &fixOptions{}
+	cmd := &cobra.Command{
+		Use:   "fix TYPE/NAME... [--max-risk=low] [--confirm=DIGEST]",
+		Short: "Carry out the remediation the diagnosis plans, one verified step at a time (the only command that writes)",
+		Long: `Plan the remediation steps of the diagnosis that are API requests the plugin
+can send itself (remove one named finalizer, delete an orphaned webhook
+configuration or APIService), up to --max-risk, and carry them out one at a
+time: each on a fresh read (a JSON patch that tests the object's uid,
+resourceVersion and the finalizer's index), each followed by a new diagnosis.
+An object that is not stuck is left alone; a finalizer whose controller looks
+alive is not removed (--allow-live-controller); a step needing a person ends
+the object's plan. The plan says, before anything runs, what each step leaves
+behind.
+
+On a terminal the plan is shown and applied after a y/N prompt. Without one,
+nothing is applied unless --confirm repeats the digest printed with the plan:
+a runbook applies exactly the plan a person reviewed, and a cluster that
+changed since refuses it. Exit 0: every object gone; 2: some still held;
+1: an error, a refused request, or a plan not confirmed.`,
+		Example: `  # Review the plan for an object whose operator was uninstalled (nothing is applied)
+  kubectl terminating fix widgets.example.com/w1 -n shop --max-risk high < /dev/null
+
+  # Apply exactly that plan, in a runbook
+  kubectl terminating fix widgets.example.com/w1 -n shop --max-risk high --confirm 3f9c0a1b2c3d4e5f -o json
+
+  # Let the apiserver check every request without changing anything
+  kubectl terminating fix ns/shop --max-risk high --dry-run=server`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.fix(cmd, args, f)
+		},
+	}
+	cmd.Flags().StringVar(&f.maxRisk, "max-risk", "low", "The riskiest step planned: none, low, high or destructive.")
+	cmd.Flags().BoolVar(&f.allowLiveController, "allow-live-controller", false, "Also remove a finalizer whose controller looks alive (it may be about to finish its cleanup).")
+	cmd.Flags().StringVar(&f.confirm, "confirm", "", "Apply without a prompt, only if the plan's digest is this one.")
+	cmd.Flags().StringVar(&f.dryRun, "dry-run", "none", `"server": send every request as a server-side dry run (nothing changes); "none": apply.`)
+	cmd.Flags().DurationVar(&f.settle, "settle", 15*time.Second, "How long each step is given to take effect before the object is judged again.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "Bound the whole fix (reads, requests, waits).")
+	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", "", "Output format: json or yaml (the record: plan, requests sent, answers, outcomes).")
+	cmd.Flags().BoolVar(&o.NoColor, "no-color", false, "Never colour the output.")
+	o.registerCompletions(cmd)
+	return cmd
+}
+
+func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
+	o.command = "why"
+	maxRisk, err := fix.ParseRisk(f.maxRisk)
+	if err != nil {
+		return err
+	}
+	if f.dryRun != "none" && f.dryRun != "server" {
+		return fmt.Errorf("--dry-run %q: none or server", f.dryRun)
+	}
+	format := *o.PrintFlags.OutputFormat
+	if format != "" && format != "json" && format != "yaml" {
+		return fmt.Errorf("-o %q: fix prints json or yaml", format)
+	}
+	*o.PrintFlags.OutputFormat = "" // Validate knows the report's formats, not the record's
+	if err := o.Complete(args); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	sig, stop := o.monitor.Begin(cmd.Context())
+	defer stop()
+	ctx, cancel := context.WithTimeout(sig, o.Timeout)
+	defer cancel()
+	bound := "--timeout " + o.Timeout.String()
+
+	var rec fix.Record
+	err = o.settle(sig, ctx, bound, 0, func() error {
+		r, err := o.Diagnose(ctx)
+		if err != nil {
+			return err
+		}
+		plan := fix.MakePlan(r, fix.Limits{MaxRisk: maxRisk, AllowLiveController: f.allowLiveController})
+		human := format == ""
+		if human {
+			if err := fix.WritePlan(o.Out, plan); err != nil {
+				return err
+			}
+		}
+		confirmed, err := o.confirmFix(plan, f)
+		if err != nil {
+			return err
+		}
+		clients, err := o.newClients()
+		if err != nil {
+			return err
+		}
+		o.IgnoreNotFound = true // an object the fix deleted is gone, not an error
+		runner := fix.Runner{
+			Sender:   fix.Sender{Dynamic: clients.Dynamic, DryRun: f.dryRun == "server", Now: o.now},
+			Diagnose: o.Diagnose,
+			Settle:   f.settle, Poll: time.Second,
+		}
+		rec = runner.Run(ctx, plan, confirmed)
+		if human {
+			fmt.Fprintln(o.Out)
+			return fix.WriteRecord(o.Out, rec)
+		}
+		return writeRecord(o.Out, rec, format)
+	})
+	if err != nil {
+		return err
+	}
+	return fixExit(rec)
+}
+
+// confirmFix returns how the plan was confirmed: on a terminal by a y/N
+// answer, else by --confirm naming its digest; "" with a plan that sends
+// nothing. A plan not confirmed is an error: nothing is sent.
+func (o *Options) confirmFix(p fix.Plan, f *fixOptions) (string, error) {
+	switch {
+	case p.Steps() == 0:
+		return "", nil
+	case f.confirm != "" && f.confirm != p.Digest:
+		return "", fmt.Errorf("nothing applied: the plan's digest is %s, not %s: the cluster changed since the plan was reviewed; review the new plan", p.Digest, report.Safe(f.confirm))
+	case f.confirm != "":
+		return "digest", nil
+	case f.dryRun == "server":
+		return "dry run", nil
+	}
+	in, ok := o.In.(*os.File)
+	if !ok || !term.IsTerminal(int(in.Fd())) || !o.isTerminal(o.ErrOut) {
+		return "", fmt.Errorf("nothing applied: without a terminal, fix applies a plan only with --confirm %s (its digest, printed above)", p.Digest)
+	}
+	fmt.Fprintf(o.ErrOut, "Apply plan %s (%d request(s))? [y/N] ", p.Digest, p.Steps())
+	answer, _ := bufio.NewReader(io.LimitReader(in, 64)).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return "", fmt.Errorf("nothing applied: the plan was not confirmed")
+	}
+	return "terminal", nil
+}
+
+func writeRecord(w io.Writer, rec fix.Record, format string) error {
+	data, err := json.MarshalIndent(rec, "", "    ")
+	if err == nil && format == "yaml" {
+		data, err = yaml.JSONToYAML(data)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, strings.TrimRight(string(data), "\n"))
+	return err
+}
+
+// fixExit: 0 when every object is gone or finishing by itself, 1 when a
+// request failed, 2 when some are still held.
+func fixExit(rec fix.Record) error {
+	held := false
+	for _, out := range rec.Outcomes {
+		switch out.Result {
+		case fix.Failed:
+			return &ExitCodeError{Code: ExitError}
+		case fix.Gone, fix.Progressing:
+		default:
+			held = true
+		}
+	}
+	if held {
+		return &ExitCodeError{Code: ExitStuck}
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package fix
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+var widget = report.ObjectRef{APIVersion: "example.com/v1", Kind: "Widget", Resource: "widgets.example.com", Namespace: "shop", Name: "w1", UID: "uid-w1"}
+
+// held is a widget held by a third-party finalizer, its controller in the
+// given state, with the report's usual steps: bring it back, then remove.
+func held(controller string, finalizers ...string) report.Item {
+	it := report.Item{Object: widget, ResourceVersion: "41", Stuck: true, Severity: report.Critical, Finalizers: finalizers}
+	for _, f := range finalizers {
+		it.Causes = append(it.Causes, report.Cause{Code: "FinalizerPending", Severity: report.Critical, About: report.About{Finalizers: []string{f}, Controller: controller},
+			Remediation: []report.Step{
+				{Action: "Find the controller and bring it back", RiskLevel: report.RiskLow},
+				{Action: "Only if that controller is gone for good: remove " + f, Command: "kubectl patch ...", RiskLevel: report.RiskHigh, Risk: "high: skips the cleanup",
+					Apply: &report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: f}},
+			}})
+	}
+	return it
+}
+
+func TestPlan(t *testing.T) {
+	high := Limits{MaxRisk: report.RiskHigh}
+	for _, tc := range []struct {
+		name    string
+		item    report.Item
+		limits  Limits
+		steps   int
+		refused string
+		human   bool
+	}{
+		{"a finalizer whose controller is gone", held("gone", "example.com/cleanup"), high, 1, "", false},
+		{"one step per cause, in order", held("gone", "example.com/a", "example.com/b"), high, 2, "", false},
+		{"a live controller is left to finish", held("alive", "example.com/cleanup"), high, 0, "looks alive", false},
+		{"unless the person allows it", held("alive", "example.com/cleanup"), Limits{MaxRisk: report.RiskHigh, AllowLiveController: true}, 1, "", false},
+		{"a step riskier than allowed", held("gone", "example.com/cleanup"), Limits{MaxRisk: report.RiskLow}, 0, "high risk, above --max-risk low", false},
+		{"an object not stuck is left alone", func() report.Item {
+			it := held("gone", "example.com/cleanup")
+			it.Stuck = false
+			it.Severity = report.Info
+			return it
+		}(), high, 0, "not stuck", false},
+		{"a cause only a person can act on", report.Item{Object: widget, Stuck: true, Causes: []report.Cause{{Code: "NodeUnreachable", Remediation: []report.Step{
+			{Action: "look", RiskLevel: report.RiskNone}, {Action: "Power the node off", Command: "", RiskLevel: report.RiskDestructive}}}}}, high, 0, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := MakePlan(report.Report{Items: []report.Item{tc.item}}, tc.limits)
+			got := p.Targets[0]
+			if len(got.Steps) != tc.steps || !strings.Contains(got.Refused, tc.refused) || (got.Human != nil) != tc.human {
+				t.Errorf("steps %d, refused %q, human %v", len(got.Steps), got.Refused, got.Human)
+			}
+			for _, s := range got.Steps {
+				if !strings.Contains(s.LeavesBehind, "left as it is") {
+					t.Errorf("what the step leaves behind is not said: %q", s.LeavesBehind)
+				}
+			}
+			var b strings.Builder
+			if err := WritePlan(&b, p); err != nil || !strings.Contains(b.String(), p.Digest) {
+				t.Errorf("plan text %q (%v)", b.String(), err)
+			}
+		})
+	}
+}
+
+// The digest changes with what the plan is for (a resourceVersion) and
+// what it sends, and only then.
+func TestDigest(t *testing.T) {
+	limits := Limits{MaxRisk: report.RiskHigh}
+	plan := func(mutate func(*report.Item)) string {
+		it := held("gone", "example.com/cleanup")
+		if mutate != nil {
+			mutate(&it)
+		}
+		return MakePlan(report.Report{Items: []report.Item{it}}, limits).Digest
+	}
+	base := plan(nil)
+	if plan(nil) != base {
+		t.Fatal("the same plan, two digests")
+	}
+	if plan(func(it *report.Item) { it.Causes[0].Summary = "reworded" }) != base {
+		t.Error("a summary is not part of what is sent")
+	}
+	for name, mutate := range map[string]func(*report.Item){
+		"resourceVersion": func(it *report.Item) { it.ResourceVersion = "42" },
+		"finalizer":       func(it *report.Item) { it.Causes[0].Remediation[1].Apply.Finalizer = "example.com/other" },
+		"uid":             func(it *report.Item) { it.Object.UID = "uid-w2" },
+	} {
+		if plan(mutate) == base {
+			t.Errorf("a changed %s keeps the digest", name)
+		}
+	}
+}
+
+func fakeWidgets(objs ...*unstructured.Unstructured) *dynamicfake.FakeDynamicClient {
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "WidgetList"})
+	for _, o := range objs {
+		if _, err := dyn.Resource(gvr).Namespace(o.GetNamespace()).Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
+			panic(err)
+		}
+	}
+	return dyn
+}
+
+func widgetObject(finalizers ...string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("example.com/v1")
+	u.SetKind("Widget")
+	u.SetNamespace("shop")
+	u.SetName("w1")
+	u.SetUID("uid-w1")
+	u.SetResourceVersion("41")
+	u.SetFinalizers(finalizers)
+	return u
+}
+
+// A removal is one JSON patch that tests the uid, the resourceVersion and
+// the finalizer's index before removing it; a dry run says so to the server.
+func TestSendRemovesOneFinalizerOnAFreshRead(t *testing.T) {
+	for _, dryRun := range []bool{false, true} {
+		dyn := fakeWidgets(widgetObject("example.com/a", "example.com/cleanup"))
+		var patch []byte
+		var opts metav1.PatchOptions
+		dyn.PrependReactor("patch", "widgets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			p := a.(k8stesting.PatchActionImpl)
+			patch, opts = p.GetPatch(), p.PatchOptions
+			return false, nil, nil
+		})
+		s := Sender{Dynamic: dyn, DryRun: dryRun, Now: time.Now}
+		sent := s.Send(context.Background(), report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/cleanup"})
+		var ops []map[string]string
+		if err := json.Unmarshal(patch, &ops); err != nil || !sent.OK {
+			t.Fatalf("dry run %v: %+v, patch %s", dryRun, sent, patch)
+		}
+		want := []string{"test /metadata/uid uid-w1", "test /metadata/resourceVersion 41", "test /metadata/finalizers/1 example.com/cleanup", "remove /metadata/finalizers/1 "}
+		for i, op := range ops {
+			if got := op["op"] + " " + op["path"] + " " + op["value"]; i >= len(want) || got != want[i] {
+				t.Errorf("op %d: %q", i, got)
+			}
+		}
+		if dryRun != (len(opts.DryRun) == 1) || sent.Request != string(patch) {
+			t.Errorf("dry run %v: options %+v, recorded %q", dryRun, opts, sent.Request)
+		}
+	}
+	// Gone already, or the finalizer already removed: nothing sent, no failure.
+	dyn := fakeWidgets(widgetObject("example.com/a"))
+	s := Sender{Dynamic: dyn, Now: time.Now}
+	if sent := s.Send(context.Background(), report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/cleanup"}); !sent.OK || !strings.Contains(sent.Answer, "already done") {
+		t.Errorf("%+v", sent)
+	}
+	other := widget
+	other.UID = "uid-old"
+	if sent := s.Send(context.Background(), report.Action{Verb: report.ActionRemoveFinalizer, Object: other, Finalizer: "example.com/a"}); sent.OK || !strings.Contains(sent.Answer, "another one now") {
+		t.Errorf("a recreated object is not the planned one: %+v", sent)
+	}
+}
+
+// The runner stops with success when the object is gone, goes on when the
+// next planned cause is the new top, and stops on a cause it did not foresee.
+func TestRunJudgesEachStepByANewDiagnosis(t *testing.T) {
+	two := held("gone", "example.com/a", "example.com/b")
+	plan := MakePlan(report.Report{Items: []report.Item{two}}, Limits{MaxRisk: report.RiskHigh})
+	afterA := held("gone", "example.com/b")
+	unforeseen := afterA
+	unforeseen.Causes = []report.Cause{{Code: "AdmissionWebhookDenied", Summary: "a webhook refuses the update"}}
+	for _, tc := range []struct {
+		name   string
+		after  []report.Report
+		result string
+		sent   int
+	}{
+		{"both removed, then gone", []report.Report{{Items: []report.Item{afterA}}, {}}, Gone, 2},
+		{"a cause the plan did not foresee", []report.Report{{Items: []report.Item{unforeseen}}}, Changed, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dyn := fakeWidgets(widgetObject("example.com/a", "example.com/b"))
+			calls := 0
+			r := Runner{Sender: Sender{Dynamic: dyn, Now: time.Now}, Poll: time.Millisecond,
+				Diagnose: func(context.Context) (report.Report, error) {
+					calls++
+					return tc.after[min(calls, len(tc.after))-1], nil
+				}}
+			rec := r.Run(context.Background(), plan, "digest")
+			if got := rec.Outcomes[0]; got.Result != tc.result || len(rec.Sent) != tc.sent {
+				t.Errorf("%s (%s), %d sent", got.Result, got.Detail, len(rec.Sent))
+			}
+		})
+	}
+	// Not confirmed: nothing is sent.
+	rec := Runner{Sender: Sender{Dynamic: fakeWidgets(), Now: time.Now}}.Run(context.Background(), plan, "")
+	if len(rec.Sent) != 0 || rec.Outcomes[0].Result != NotApplied {
+		t.Errorf("unconfirmed: %+v", rec)
+	}
+}

@@ -1,0 +1,118 @@
+package fix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// Sent is one request as it was sent, and what the server answered.
+type Sent struct {
+	Verb   string           `json:"verb"`
+	Object report.ObjectRef `json:"object"`
+	// Request is the body or the options sent: the JSON patch, or the
+	// DELETE's preconditions.
+	Request string    `json:"request"`
+	DryRun  bool      `json:"dryRun,omitempty"`
+	At      time.Time `json:"at"`
+	// Answer is the server's: "applied", "already done" or its error.
+	Answer string `json:"answer"`
+	OK     bool   `json:"ok"`
+}
+
+// Sender sends a plan's requests.
+type Sender struct {
+	Dynamic dynamic.Interface
+	// DryRun sends each request as a server-side dry run: checked by the
+	// apiserver and admission, persisted nowhere.
+	DryRun bool
+	Now    func() time.Time
+}
+
+// Send sends one step's request, on a fresh read of its object: a removal
+// tests the object's uid, resourceVersion and the finalizer's index, so a
+// concurrent change makes it fail instead of removing the wrong entry; a
+// delete has the uid and resourceVersion as preconditions.
+func (s Sender) Send(ctx context.Context, a report.Action) Sent {
+	out := Sent{Verb: a.Verb, Object: a.Object, DryRun: s.DryRun, At: s.Now()}
+	res, err := s.resourceOf(a.Object)
+	if err != nil {
+		out.Answer = err.Error()
+		return out
+	}
+	obj, err := res.Get(ctx, a.Object.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		out.Answer, out.OK = "already gone", true
+		return out
+	case err != nil:
+		out.Answer = "read before the request failed: " + err.Error()
+		return out
+	case a.Object.UID != "" && string(obj.GetUID()) != a.Object.UID:
+		out.Answer = fmt.Sprintf("not sent: the object is another one now (uid %s, planned for %s)", obj.GetUID(), a.Object.UID)
+		return out
+	}
+	var dryRun []string
+	if s.DryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	switch a.Verb {
+	case report.ActionRemoveFinalizer:
+		i := slices.Index(obj.GetFinalizers(), a.Finalizer)
+		if i < 0 {
+			out.Answer, out.OK = "already done: the finalizer is not on the object", true
+			return out
+		}
+		path := fmt.Sprintf("/metadata/finalizers/%d", i)
+		patch, _ := json.Marshal([]map[string]string{
+			{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())},
+			{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
+			{"op": "test", "path": path, "value": a.Finalizer},
+			{"op": "remove", "path": path},
+		})
+		out.Request = string(patch)
+		_, err = res.Patch(ctx, a.Object.Name, types.JSONPatchType, patch, metav1.PatchOptions{DryRun: dryRun})
+	case report.ActionDelete:
+		uid, rv := obj.GetUID(), obj.GetResourceVersion()
+		out.Request = fmt.Sprintf(`{"preconditions":{"uid":%q,"resourceVersion":%q}}`, uid, rv)
+		err = res.Delete(ctx, a.Object.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}, DryRun: dryRun})
+	default:
+		out.Answer = fmt.Sprintf("not sent: unknown verb %q", a.Verb)
+		return out
+	}
+	if err != nil {
+		out.Answer = err.Error()
+		return out
+	}
+	out.Answer, out.OK = "applied", true
+	if s.DryRun {
+		out.Answer = "accepted as a dry run: nothing changed"
+	}
+	return out
+}
+
+// resourceOf is the client of the object's resource, at the version the
+// report read it in.
+func (s Sender) resourceOf(ref report.ObjectRef) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("not sent: apiVersion %q: %w", ref.APIVersion, err)
+	}
+	resource, _, _ := strings.Cut(ref.Resource, ".")
+	r := s.Dynamic.Resource(gv.WithResource(resource))
+	if ref.Namespace != "" {
+		return r.Namespace(ref.Namespace), nil
+	}
+	return r, nil
+}
