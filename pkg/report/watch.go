@@ -3,16 +3,20 @@ package report
 import (
 	"io"
 	"slices"
-	"strings"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
 // WatchTable is list -w's table: printed once, then a row under the same
 // columns each time an object's diagnosis changes or it goes, as kubectl
 // get -w adds rows.
 type WatchTable struct {
-	w      io.Writer
-	st     Style
-	widths []int
+	w  io.Writer
+	st Style
+	// widths are the columns' widths in the first table, which the rows
+	// keep.
+	widths tw.Mapper[int, int]
 	// ambiguous are the kinds the table names with their group: later rows
 	// name their objects as the table did.
 	ambiguous map[string]bool
@@ -24,7 +28,7 @@ func NewWatchTable(w io.Writer, r Report, st Style) (*WatchTable, error) {
 	st.Watching = true
 	ambiguous := ambiguousKinds(r.Items)
 	header, rows := listRows(r.Items, ambiguous, st)
-	t := &WatchTable{w: w, st: st, widths: columnWidths(append([][]string{header}, rows...)), ambiguous: ambiguous}
+	t := &WatchTable{w: w, st: st, widths: widen(nil, append([][]string{header}, rows...)...), ambiguous: ambiguous}
 	return t, WriteList(w, r, st)
 }
 
@@ -42,11 +46,26 @@ func (t *WatchTable) Gone(it Item) error {
 	return t.write(rows)
 }
 
+// write prints each row on its own under the table's columns. A cell wider
+// than its column takes the room it needs, moving the rest of its row only:
+// as kubectl get -w, the plugin never cuts a name to fit.
 func (t *WatchTable) write(rows [][]string) error {
-	var b strings.Builder
 	for _, row := range rows {
-		writeRow(&b, "", t.widths, row)
+		if err := renderTable(t.w, "", nil, [][]string{row}, widen(t.widths, row)); err != nil {
+			return err
+		}
 	}
-	_, err := io.WriteString(t.w, b.String())
-	return err
+	return nil
+}
+
+// widen is widths with each column widened to the widest of the rows'
+// cells in it, as tablewriter measures them.
+func widen(widths tw.Mapper[int, int], rows ...[]string) tw.Mapper[int, int] {
+	out := widths.Clone()
+	for _, row := range rows {
+		for i, cell := range row {
+			out.Set(i, max(out.Get(i), twwidth.Width(cell)))
+		}
+	}
+	return out
 }
