@@ -119,6 +119,29 @@ func TestNamespaceLastResortSaysLeftoversReappear(t *testing.T) {
 	}
 }
 
+// The namespace controller writes its conditions together: those of one
+// time are one moment, the True ones with their reason, the others named.
+func TestNamespaceConditionsOfOneTimeAreOneMoment(t *testing.T) {
+	conds := allConditions(
+		nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", "Some resources are remaining: configmaps. has 1 resource instances"),
+		nsCond(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: example.com/x in 1 resource instances"))
+	earlier := nsCond(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionFalse, "ResourcesDiscovered", "All resources successfully discovered")
+	earlier.LastTransitionTime = *ago(5 * time.Minute)
+	conds[0] = earlier
+	var events []string
+	for _, m := range Diagnose(snap(terminatingNamespace(10*time.Minute, conds...))).Items[0].Timeline {
+		events = append(events, m.Event)
+	}
+	want := []string{
+		"deletion requested (grace period 0s)",
+		"condition NamespaceDeletionDiscoveryFailure=False (ResourcesDiscovered)",
+		"conditions NamespaceFinalizersRemaining=True (SomeFinalizersRemain), NamespaceContentRemaining=True (SomeResourcesRemain); False: NamespaceDeletionGroupVersionParsingFailure, NamespaceDeletionContentFailure",
+	}
+	if !slices.Equal(events, want) {
+		t.Errorf("timeline:\n%q\nwant\n%q", events, want)
+	}
+}
+
 func TestNamespaceConditionsAreStructured(t *testing.T) {
 	ns := terminatingNamespace(10*time.Minute, allConditions(
 		nsCond(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: example.com/x in 3 resource instances"),

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func TestPodRules(t *testing.T) {
@@ -187,7 +188,7 @@ func TestPodTimeline(t *testing.T) {
 			t.Errorf("timeline out of order at %d: %v", i, tl)
 		}
 	}
-	want := []string{"deletion requested (grace period 30s)", "event Killing: Stopping container app", "grace period ends (metadata.deletionTimestamp)", "event FailedKillPod: " + killContainerMsg, "node node-1: lease last renewed"}
+	want := []string{"deletion requested (grace period 30s)", "event Killing: Stopping container app", "grace period ends (metadata.deletionTimestamp)", "event FailedKillPod: " + killContainerMsg}
 	for _, w := range want {
 		if !slices.Contains(events, w) {
 			t.Errorf("timeline lacks %q: %q", w, events)
@@ -195,6 +196,17 @@ func TestPodTimeline(t *testing.T) {
 	}
 	if slices.Index(events, want[0]) > slices.Index(events, want[1]) || slices.Index(events, want[2]) > slices.Index(events, want[3]) {
 		t.Errorf("order: %q", events)
+	}
+	// A live node's lease, renewed seconds ago, is no event; a dead node's
+	// last renewal is when it went silent.
+	renewed := func(s *snapshot.Snapshot) bool {
+		return slices.ContainsFunc(Diagnose(s).Items[0].Timeline, func(m report.Moment) bool { return m.Event == "node node-1: lease last renewed" })
+	}
+	if renewed(s) {
+		t.Errorf("a lease renewed 5s ago is in the timeline: %q", events)
+	}
+	if !renewed(snap(terminatingPod(10*time.Minute, 30), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 12*time.Minute))) {
+		t.Errorf("a dead node's last renewal is not in the timeline")
 	}
 }
 

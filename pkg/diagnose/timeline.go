@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +30,7 @@ func (tl timeline) sorted() []report.Moment {
 // timelineOf builds the target's timeline from the fields and events read.
 func timelineOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Moment {
 	var tl timeline
-	tl.add(tm.requestedAt, "deletion requested (grace period %ds)", tm.grace)
+	tl.add(tm.requestedAt, report.DeletionRequested+" (grace period %ds)", tm.grace)
 	if tm.grace > 0 {
 		tl.add(tm.deadline, "grace period ends (metadata.deletionTimestamp)")
 	}
@@ -37,11 +38,60 @@ func timelineOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Mo
 		podTimeline(&tl, s, p)
 	}
 	if ns := t.Namespace; ns != nil {
-		for _, c := range ns.Status.Conditions {
-			tl.add(c.LastTransitionTime.Time, "condition %s=%s (%s)", c.Type, c.Status, c.Reason)
-		}
+		namespaceTimeline(&tl, ns)
 	}
 	return tl.sorted()
+}
+
+// namespaceTimeline adds the namespace controller's conditions: one moment
+// per time it wrote some, as it writes them all at once on each pass. Of
+// several, those True are named with their reason, the others by type
+// only (the reason of a condition False, ContentDeleted or ContentRemoved,
+// reads as if the content were gone while it remains).
+func namespaceTimeline(tl *timeline, ns *corev1.Namespace) {
+	var at []metav1.Time
+	byTime := map[int64][]corev1.NamespaceCondition{}
+	for _, c := range ns.Status.Conditions {
+		k := c.LastTransitionTime.Unix()
+		if byTime[k] == nil {
+			at = append(at, c.LastTransitionTime)
+		}
+		byTime[k] = append(byTime[k], c)
+	}
+	for _, t := range at {
+		if conds := byTime[t.Unix()]; len(conds) == 1 {
+			c := conds[0]
+			tl.add(t.Time, "condition %s=%s (%s)", c.Type, c.Status, c.Reason)
+		} else {
+			tl.add(t.Time, "conditions %s", foldConditions(conds))
+		}
+	}
+}
+
+// foldConditions says several conditions in one line: "A=True (Reason),
+// B=True (Reason); False: C, D".
+func foldConditions(conds []corev1.NamespaceCondition) string {
+	var trues []string
+	var statuses []corev1.ConditionStatus
+	byStatus := map[corev1.ConditionStatus][]string{}
+	for _, c := range conds {
+		if c.Status == corev1.ConditionTrue {
+			trues = append(trues, fmt.Sprintf("%s=True (%s)", c.Type, c.Reason))
+			continue
+		}
+		if byStatus[c.Status] == nil {
+			statuses = append(statuses, c.Status)
+		}
+		byStatus[c.Status] = append(byStatus[c.Status], string(c.Type))
+	}
+	var parts []string
+	if len(trues) > 0 {
+		parts = append(parts, strings.Join(trues, ", "))
+	}
+	for _, st := range statuses {
+		parts = append(parts, fmt.Sprintf("%s: %s", st, strings.Join(byStatus[st], ", ")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func podTimeline(tl *timeline, s *snapshot.Snapshot, p *corev1.Pod) {
@@ -60,8 +110,10 @@ func podTimeline(tl *timeline, s *snapshot.Snapshot, p *corev1.Pod) {
 	for _, e := range s.Events[p.UID] {
 		tl.add(eventTime(e), "event %s: %s", e.Reason, e.Message)
 	}
-	if l := s.Leases[p.Spec.NodeName]; l != nil && l.Spec.RenewTime != nil {
-		tl.add(l.Spec.RenewTime.Time, "node %s: lease last renewed", p.Spec.NodeName)
+	// A live kubelet renews its lease every few seconds: its last renewal
+	// says something only once it stopped, the lease gone stale.
+	if n := nodeHealthOf(s, p.Spec.NodeName); n.leaseStale() {
+		tl.add(n.lease.Spec.RenewTime.Time, "node %s: lease last renewed", p.Spec.NodeName)
 	}
 	if n := s.Nodes[p.Spec.NodeName]; n != nil {
 		for _, c := range n.Status.Conditions {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -222,21 +223,41 @@ func treeBranch(k, n int) (branch, trunk string) {
 	return "├── ", "│   "
 }
 
-// writeTimeline prints the last limit moments, saying how many came before.
+// DeletionRequested begins the timeline's moment of the deletion request,
+// which the renderers show however many moments they leave out.
+const DeletionRequested = "deletion requested"
+
+// writeTimeline prints the deletion request and the last moments, limit in
+// all, saying how many it leaves out before and after the request.
 func writeTimeline(p *printer, it Item, indent string, limit int, where string) {
 	if len(it.Timeline) == 0 {
 		return
 	}
 	p.linef("%s  timeline:", indent)
-	moments := it.Timeline
-	if n := len(moments) - limit; n > 0 {
-		p.linef("%s    ... %d earlier events (%s)", indent, n, where)
-		moments = moments[n:]
+	tail := len(it.Timeline) - limit // the first of the last moments shown
+	if r := slices.IndexFunc(it.Timeline, isDeletionRequest); r >= 0 && r < tail {
+		tail++ // the request takes one of the limit
 	}
-	for _, m := range moments {
+	hidden, shown := 0, false
+	for i, m := range it.Timeline {
+		if i < tail && !isDeletionRequest(m) {
+			hidden++
+			continue
+		}
+		if hidden > 0 {
+			which := "earlier event"
+			if shown {
+				which = "more event"
+			}
+			p.linef("%s    ... %s (%s)", indent, Count(hidden, which), where)
+			hidden = 0
+		}
+		shown = true
 		p.linef("%s    %s  %s", indent, m.Time.UTC().Format("2006-01-02T15:04:05Z"), m.Event)
 	}
 }
+
+func isDeletionRequest(m Moment) bool { return strings.HasPrefix(m.Event, DeletionRequested) }
 
 func writeItemSkips(p *printer, it Item, indent string) {
 	for _, s := range it.Skipped {

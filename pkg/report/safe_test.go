@@ -96,16 +96,48 @@ func FuzzRenderersPrintNoControlBytes(f *testing.F) {
 	})
 }
 
+// A long timeline is cut to its last moments and the deletion request,
+// which is always shown, saying how many moments are left out and where.
 func TestTimelineIsCapped(t *testing.T) {
 	r := sample()
+	r.Items = r.Items[1:2] // the pod, alone
+	earlier := []Moment{{Event: "node n: Ready=False (KubeletNotReady)"}, {Event: "pod condition Ready=False"}}
+	r.Items[0].Timeline = append(earlier, r.Items[0].Timeline...)
 	for i := range 50 {
 		r.Items[0].Timeline = append(r.Items[0].Timeline, Moment{Event: strings.Repeat("e", i%3+1)})
 	}
-	if out := render(t, r, Style{Wide: true}); !strings.Contains(out, "... 30 earlier events (all of them in -o json)") {
-		t.Errorf("-o wide: timeline not capped:\n%s", out)
+	for _, tc := range []struct {
+		style Style
+		want  []string
+	}{
+		{Style{Wide: true}, []string{"... 2 earlier events (all of them in -o json)", "deletion requested (grace period 30s)", "... 32 more events (all of them in -o json)"}},
+		{Style{}, []string{"... 2 earlier events (-o wide)", "deletion requested (grace period 30s)", "... 47 more events (-o wide)"}},
+	} {
+		out := render(t, r, tc.style)
+		_, timeline, _ := strings.Cut(out, "timeline:\n")
+		var lines []string // the timeline's lines, up to the next section
+		for line := range strings.Lines(timeline) {
+			if line = strings.TrimSpace(line); !strings.HasPrefix(line, "... ") && !strings.HasPrefix(line, "0") && !strings.HasPrefix(line, "2") {
+				break
+			}
+			lines = append(lines, line)
+		}
+		if len(lines) < 3 {
+			t.Fatalf("wide %v: timeline %q", tc.style.Wide, lines)
+		}
+		for i, want := range tc.want {
+			if !strings.Contains(lines[i], want) {
+				t.Errorf("wide %v: line %d of the timeline is %q, want %q:\n%s", tc.style.Wide, i+1, lines[i], want, timeline)
+			}
+		}
+		if shown := len(lines) - 2; shown != map[bool]int{true: maxTimeline, false: conciseTimeline}[tc.style.Wide] {
+			t.Errorf("wide %v: %d moments shown:\n%s", tc.style.Wide, shown, timeline)
+		}
 	}
-	if out := render(t, r, Style{}); !strings.Contains(out, "... 45 earlier events (-o wide)") {
-		t.Errorf("concise: timeline not capped:\n%s", out)
+	short := sample()
+	short.Items = short.Items[1:2]
+	if out := render(t, short, Style{}); strings.Contains(out, "... ") || !strings.Contains(out, "deletion requested") {
+		t.Errorf("a short timeline is cut:\n%s", out)
 	}
 }
 
