@@ -12,11 +12,16 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/fix"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
+
+// FixUserAgentSuffix ends the user agent of fix's requests, the only ones
+// that may write.
+const FixUserAgentSuffix = "fix"
 
 // fixOptions are fix's own flags.
 type fixOptions struct {
@@ -86,6 +91,15 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 		return fmt.Errorf("-o %q: fix prints json or yaml", format)
 	}
 	*o.PrintFlags.OutputFormat = "" // Validate knows the report's formats, not the record's
+	// Audit logs tell fix's requests from the read-only commands' by the
+	// user agent's suffix: kubectl-terminating/VERSION fix.
+	if wrap := o.ConfigFlags.WrapConfigFn; wrap != nil {
+		o.ConfigFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+			c = wrap(c)
+			c.UserAgent += " " + FixUserAgentSuffix
+			return c
+		}
+	}
 	if err := o.Complete(args); err != nil {
 		return err
 	}

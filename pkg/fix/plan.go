@@ -37,6 +37,8 @@ type Plan struct {
 type Target struct {
 	Object          report.ObjectRef `json:"object"`
 	ResourceVersion string           `json:"resourceVersion,omitempty"`
+	// Stuck is the diagnosis' verdict: an object not stuck is left alone.
+	Stuck bool `json:"stuck"`
 	// Steps are the requests to send, in order: one per cause foreseen.
 	Steps []Step `json:"steps,omitempty"`
 	// Human is a step a person carries out (a node to repair, a controller
@@ -70,7 +72,7 @@ func MakePlan(r report.Report, l Limits) Plan {
 }
 
 func planItem(it report.Item, l Limits) Target {
-	t := Target{Object: it.Object, ResourceVersion: it.ResourceVersion}
+	t := Target{Object: it.Object, ResourceVersion: it.ResourceVersion, Stuck: it.Stuck}
 	if !it.Stuck {
 		t.Refused = fmt.Sprintf("not stuck (%s): left alone", it.Severity)
 		return t

@@ -73,6 +73,9 @@ func (r Runner) Run(ctx context.Context, p Plan, confirmed string) Record {
 func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *Record) Outcome {
 	out := Outcome{Object: t.Object}
 	switch {
+	case !t.Stuck:
+		out.Result, out.Detail = Progressing, t.Refused
+		return out
 	case len(t.Steps) == 0 && t.Human != nil:
 		out.Result, out.Detail = NotApplied, "needs a person: "+t.Human.Action
 		return out

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// fixRecord is fix's -o json as a runbook reads it.
+type fixRecord struct {
+	APIVersion, Kind, Confirmed string
+	Plan                        struct {
+		Digest  string
+		Targets []struct {
+			Refused string
+			Steps   []struct{ Cause string }
+		}
+	}
+	Sent []struct {
+		Verb, Request, Answer string
+		DryRun, OK            bool
+	}
+	Outcomes []struct{ Result, Detail string }
+}
+
+func fixJSON(t *testing.T, args ...string) (fixRecord, result) {
+	t.Helper()
+	res := run(t, append([]string{"fix", "-o", "json"}, args...)...)
+	var rec fixRecord
+	if err := json.Unmarshal([]byte(res.stdout), &rec); err != nil {
+		t.Fatalf("fix %v: exit %d, %v:\n%s\n%s", args, res.code, err, res.stdout, res.stderr)
+	}
+	return rec, res
+}
+
+// Issue 27: fix clears an orphaned finalizer (its controller gone) by the
+// plan a person reviewed, and only then: without a terminal nothing is
+// applied unless --confirm repeats the digest; a stale digest is refused;
+// a step above --max-risk is not planned; --dry-run=server changes
+// nothing; a live controller's finalizer and an object not stuck are left
+// alone. The audit log holds exactly the planned writes.
+func TestFixClearsAnOrphanedFinalizer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "fix")
+	const group = "fix.e2e.example.com"
+	if err := env.CRD(ctx, group, "Widget", "widgets"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Controller(ctx, ns, "livectl", liveNode); err != nil {
+		t.Fatal(err)
+	}
+	widgets := env.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}).Namespace(ns)
+	// The finalizers' distinctive words name their controllers: goneoperator
+	// (nowhere) and livectl (a ready Deployment).
+	for name, finalizer := range map[string]string{"orphan": "goneoperator.example.com/cleanup", "live": "livectl.example.com/cleanup", "fresh": "goneoperator.example.com/cleanup"} {
+		if err := env.CustomResource(ctx, group, "Widget", "widgets", ns, name, finalizer); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { release(widgets, name) })
+	}
+	for _, name := range []string{"orphan", "live"} {
+		if err := widgets.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(31 * time.Second) // controllers act within seconds: past that, it is stuck
+	orphan := []string{"widgets." + group + "/orphan", "-n", ns}
+
+	// Reviewed without a terminal: the plan and its digest, nothing applied.
+	res := run(t, append([]string{"fix", "--max-risk", "high"}, orphan...)...)
+	m := regexp.MustCompile(`Plan ([0-9a-f]{16}): 1 request`).FindStringSubmatch(res.stdout)
+	if res.code != 1 || m == nil || !strings.Contains(res.stderr, "nothing applied: without a terminal, fix applies a plan only with --confirm "+m[1]) ||
+		!strings.Contains(res.stdout, "remove finalizer goneoperator.example.com/cleanup") || !strings.Contains(res.stdout, "leaves behind:") {
+		t.Fatalf("review: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	digest := m[1]
+	// The default risk plans nothing for it: removing a finalizer is high.
+	rec, res := fixJSON(t, orphan...)
+	if res.code != 2 || len(rec.Sent) != 0 || !strings.Contains(rec.Plan.Targets[0].Refused, "above --max-risk low") {
+		t.Errorf("--max-risk low: exit %d, %+v", res.code, rec)
+	}
+	// A digest that is not the plan's is refused.
+	res = run(t, append([]string{"fix", "--max-risk", "high", "--confirm", "0123456789abcdef"}, orphan...)...)
+	if res.code != 1 || !strings.Contains(res.stderr, "nothing applied: the plan's digest is "+digest) {
+		t.Errorf("stale digest: exit %d: %s", res.code, res.stderr)
+	}
+	// A server-side dry run: the request checked, nothing changed.
+	rec, res = fixJSON(t, append([]string{"--max-risk", "high", "--dry-run=server"}, orphan...)...)
+	if res.code != 2 || len(rec.Sent) != 1 || !rec.Sent[0].DryRun || !rec.Sent[0].OK || rec.Outcomes[0].Result != "dry run only" {
+		t.Errorf("dry run: exit %d, %+v", res.code, rec)
+	}
+	if u, err := widgets.Get(ctx, "orphan", metav1.GetOptions{}); err != nil || len(u.GetFinalizers()) != 1 {
+		t.Fatalf("the dry run changed the object: %v %v", err, u)
+	}
+	// Applied by digest: sent once, on a fresh read, and the object is gone.
+	rec, res = fixJSON(t, append([]string{"--max-risk", "high", "--confirm", digest}, orphan...)...)
+	if res.code != 0 || rec.Kind != "FixRecord" || rec.Confirmed != "digest" || len(rec.Sent) != 1 || rec.Outcomes[0].Result != "gone" ||
+		!strings.Contains(rec.Sent[0].Request, `"op":"test","path":"/metadata/resourceVersion"`) {
+		t.Errorf("apply: exit %d, %+v\n%s", res.code, rec, res.stderr)
+	}
+	if _, err := widgets.Get(ctx, "orphan", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the orphan is still there: %v", err)
+	}
+	// A live controller's finalizer is left to it.
+	rec, res = fixJSON(t, "widgets."+group+"/live", "-n", ns, "--max-risk", "high")
+	if res.code != 2 || len(rec.Sent) != 0 || !strings.Contains(rec.Plan.Targets[0].Refused, "looks alive") {
+		t.Errorf("live controller: exit %d, %+v", res.code, rec)
+	}
+	// An object just deleted is not stuck: left alone, nothing to do.
+	if err := widgets.Delete(ctx, "fresh", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec, res = fixJSON(t, "widgets."+group+"/fresh", "-n", ns, "--max-risk", "high")
+	if res.code != 0 || len(rec.Sent) != 0 || rec.Outcomes[0].Result != "progressing" {
+		t.Errorf("not stuck: exit %d, %+v", res.code, rec)
+	}
+
+	// The audit log: fix's writes are exactly the dry run and the removal.
+	uri := "/apis/" + group + "/v1/namespaces/" + ns + "/widgets/orphan"
+	want := []string{"patch " + uri + "?dryRun=All&timeout=30s", "patch " + uri + "?timeout=30s"} // --request-timeout's default
+	got, err := auditedWrites(theLab.AuditLog, " fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = slices.DeleteFunc(got, func(w string) bool { return !strings.Contains(w, "/namespaces/"+ns+"/") })
+	if !slices.Equal(got, want) {
+		t.Errorf("fix's writes in the audit log: %q, want %q", got, want)
+	}
+	expectFixWrites(want...)
+}
