@@ -241,3 +241,72 @@ func TestExplain(t *testing.T) {
 		t.Errorf("DocsURL = %q", got)
 	}
 }
+
+// Every entry reads as plain text on a terminal: labelled parts with no
+// Markdown left but code spans (the renderer drops their backticks), a
+// remediation whose every step is graded as `why` grades steps, and the
+// version that first detected it.
+func TestDescribe(t *testing.T) {
+	markup := regexp.MustCompile(`\*|\]\(|^#|^- `)
+	for _, c := range Codes() {
+		e, ok := Describe(c)
+		if !ok || e.Title == "" || e.Detected == "" || e.Docs != DocsURL(c) || len(e.Parts) == 0 {
+			t.Errorf("%s: %v %+v", c, ok, e)
+			continue
+		}
+		var steps int
+		for _, p := range e.Parts {
+			texts := append([]string{p.Label}, p.Text...)
+			for _, s := range p.Steps {
+				texts = append(texts, s.Action, s.Risk)
+				if s.RiskLevel.Weight() == 0 || !strings.HasPrefix(s.Risk, string(s.RiskLevel)) || s.Action == "" {
+					t.Errorf("%s: step not graded as (LEVEL: why): %+v", c, s)
+				}
+			}
+			steps += len(p.Steps)
+			for _, text := range texts {
+				if markup.MatchString(strings.ReplaceAll(text, "`*`", "")) || strings.Count(text, "`")%2 != 0 {
+					t.Errorf("%s: Markdown left in %q", c, text)
+				}
+			}
+		}
+		if steps == 0 {
+			t.Errorf("%s: no remediation step", c)
+		}
+	}
+
+	e, _ := Describe(NodeUnreachable)
+	remediation := e.Parts[len(e.Parts)-1]
+	if remediation.Label != "Remediation, safe to risky" || len(remediation.Steps) != 4 || e.Detected != "v0.1." {
+		t.Fatalf("NodeUnreachable: %+v", e)
+	}
+	if s := remediation.Steps[1]; s.Action != "bring the kubelet or network back" || s.RiskLevel != "low" || s.Risk != "low: restores what failed; nothing is skipped or forced" {
+		t.Errorf("a step graded low: %+v", s)
+	}
+	e, _ = Describe(VolumeTeardownPending)
+	if p := e.Parts[1]; p.Label != "Seen mounted" || !p.Nested || !strings.HasPrefix(p.Text[0], "the volume is still in the node's `status.volumesInUse`") {
+		t.Errorf("a nested part: %+v", p)
+	}
+	e, _ = Describe(FinalizerPending)
+	for _, p := range e.Parts {
+		if strings.HasPrefix(p.Label, "Remediation") && (len(p.Steps) != 4 || len(p.Text) != 1 || !strings.HasPrefix(p.Text[0], "The command removes that one finalizer")) {
+			t.Errorf("the sentences after the steps: %+v", p)
+		}
+	}
+}
+
+func TestRemedies(t *testing.T) {
+	steps, after := Remedies("read `a; b` (none: read-only); narrow it (rules, selectors) (high: skips (some) checks); wait.")
+	want := []struct{ action, risk string }{{"read `a; b`", "none: read-only"}, {"narrow it (rules, selectors)", "high: skips (some) checks"}, {"wait", ""}}
+	if len(steps) != len(want) || len(after) != 0 {
+		t.Fatalf("%+v %q", steps, after)
+	}
+	for i, w := range want {
+		if steps[i].Action != w.action || steps[i].Risk != w.risk {
+			t.Errorf("step %d: %+v, want %+v", i, steps[i], w)
+		}
+	}
+	if steps, after := Remedies("wait (none). Then look again."); len(steps) != 1 || steps[0].RiskLevel != "none" || len(after) != 1 || after[0] != "Then look again." {
+		t.Errorf("%+v %q", steps, after)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -599,12 +600,32 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
-// explain prints a code's catalogue entry from the binary; every cause links
-// its entry (JSON and -o wide).
+// explain prints a code's catalogue entry from the binary, as plain text
+// (golden) whose steps are graded as why grades them; every cause links its
+// entry (JSON and -o wide).
 func TestExplain(t *testing.T) {
 	out, _, err := execute(t, fakes(t, cluster(), nil), "explain", "NodeUnreachable")
-	if err != nil || !strings.HasPrefix(out, "NodeUnreachable\n\n- **Signal:**") || !strings.Contains(out, "More: https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/causes.md#nodeunreachable") {
-		t.Errorf("explain NodeUnreachable: %v\n%s", err, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "explain-NodeUnreachable.golden", out)
+	if text, _, _ := strings.Cut(out, "\nMore: "); strings.ContainsAny(text, "*`#") || strings.Contains(text, "Detected:") {
+		t.Errorf("Markdown left:\n%s", out)
+	}
+	whyJSON, _, _ := execute(t, fakes(t, cluster(), nil), "why", "pod/web-0", "-n", "shop", "-o", "json")
+	var r report.Report
+	if err := json.Unmarshal([]byte(whyJSON), &r); err != nil || r.Items[0].Causes[0].Code != "NodeUnreachable" {
+		t.Fatalf("%v: %s", err, whyJSON)
+	}
+	var whyGrades, explainGrades []string
+	for _, s := range r.Items[0].Causes[0].Remediation {
+		whyGrades = append(whyGrades, string(s.RiskLevel))
+	}
+	for _, m := range regexp.MustCompile(`(?m)^ +risk: (\w+)`).FindAllStringSubmatch(out, -1) {
+		explainGrades = append(explainGrades, m[1])
+	}
+	if !slices.Equal(whyGrades, explainGrades) {
+		t.Errorf("why grades its steps %q, explain %q", whyGrades, explainGrades)
 	}
 	out, _, err = execute(t, fakes(t, cluster(), nil), "explain")
 	if err != nil || !strings.HasPrefix(out, "CODE ") || !strings.Contains(out, "\nFinalizerPending ") || strings.Count(out, "\n") != len(catalog.Codes())+1 {
@@ -614,7 +635,7 @@ func TestExplain(t *testing.T) {
 		t.Errorf("explain NoSuchCode: %v", err)
 	}
 	// Typed as a person does: any case; a near miss is suggested.
-	if out, _, err := execute(t, fakes(t, cluster(), nil), "explain", "nodeunreachable"); err != nil || !strings.HasPrefix(out, "NodeUnreachable\n\n") {
+	if out, _, err := execute(t, fakes(t, cluster(), nil), "explain", "nodeunreachable"); err != nil || !strings.HasPrefix(out, "NodeUnreachable: node stopped reporting\n\n") {
 		t.Errorf("explain nodeunreachable: %v\n%s", err, out)
 	}
 	if _, _, err := execute(t, fakes(t, cluster(), nil), "explain", "NodeUnreachble"); ExitCode(err) != ExitError || !strings.Contains(err.Error(), "did you mean NodeUnreachable?") {

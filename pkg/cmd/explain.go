@@ -5,14 +5,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
-func newExplainCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	return &cobra.Command{
+func newExplainCommand(o *Options) *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "explain [CODE]",
 		Short: "Explain a cause code: what it means, why it blocks, what to do; without CODE, list the codes",
 		Example: `  kubectl terminating explain                 # every cause code, with a few words each
@@ -34,10 +33,10 @@ func newExplainCommand(streams genericiooptions.IOStreams) *cobra.Command {
 					e, _ := catalog.Lookup(c)
 					rows = append(rows, []string{string(c), e.Title})
 				}
-				return report.WriteTable(streams.Out, []string{"CODE", "MEANING"}, rows)
+				return report.WriteTable(o.Out, []string{"CODE", "MEANING"}, rows)
 			}
 			code, suggestions := catalog.Find(args[0])
-			text, ok := catalog.Explain(code)
+			e, ok := catalog.Describe(code)
 			if !ok {
 				hint := "`kubectl terminating explain` lists them"
 				if len(suggestions) > 0 {
@@ -49,8 +48,18 @@ func newExplainCommand(streams genericiooptions.IOStreams) *cobra.Command {
 				}
 				return fmt.Errorf("unknown cause code %q: %s", args[0], hint)
 			}
-			_, err := fmt.Fprintf(streams.Out, "%s\n\n%s\n\nMore: %s\n", code, text, catalog.DocsURL(code))
-			return err
+			return report.WriteExplanation(o.Out, e, report.Style{Color: o.colour()}, o.explainWidth())
 		},
 	}
+	o.addNoColorFlag(cmd)
+	return cmd
+}
+
+// explainWidth is explain's measure: report.ExplainWidth, or the terminal's
+// width when it is narrower.
+func (o *Options) explainWidth() int {
+	if cols := terminalWidth(o.Out); cols > 0 && o.isTerminal(o.Out) {
+		return min(cols, report.ExplainWidth)
+	}
+	return report.ExplainWidth
 }

@@ -116,8 +116,12 @@ func (o *Options) addFieldSelectorFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.FieldSelector, "field-selector", "", "Server-side field selector on the named types (spec.nodeName=node-1 for pods): needs a TYPE or --kind.")
 }
 
-func (o *Options) addOutputFlags(cmd *cobra.Command) {
+func (o *Options) addNoColorFlag(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.NoColor, "no-color", false, "Never colour the output (never coloured off a terminal, nor when NO_COLOR is set).")
+}
+
+func (o *Options) addOutputFlags(cmd *cobra.Command) {
+	o.addNoColorFlag(cmd)
 	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", "", "Output format: "+outputFormatList())
 	o.PrintFlags.TemplatePrinterFlags.AddFlags(cmd)
 	// cli-runtime's texts, shortened for a help that fits the screen.
@@ -375,6 +379,20 @@ func (o *Options) colour() bool {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalWidth is the width in columns of the terminal w writes to; 0
+// when w is no terminal or does not say.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 // exitFor is the exit status of a completed diagnosis: stuck wins; then a

@@ -214,7 +214,7 @@ object (wait: timed out), 1 the tool failed.`,
 		newListCommand(opts()),
 		newWaitCommand(opts()),
 		newFixCommand(opts()),
-		newExplainCommand(streams),
+		newExplainCommand(opts()),
 		newVersionCommand(streams),
 		newOptionsCommand(),
 	)

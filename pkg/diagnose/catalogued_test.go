@@ -1,10 +1,12 @@
 package diagnose
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,50 +24,101 @@ import (
 // Diagnose shows them to check (diagnosed), and a report that breaks these
 // rules fails the run, naming the test line that made it.
 
-// cataloguing is what a code must have: a catalogue entry and a docs entry.
+// cataloguing is what a code must have: a catalogue entry and a docs entry,
+// whose remediation grades every risk level the rules give its steps
+// (explain prints the docs' grades, why the rules': they must agree).
 type cataloguing struct {
 	known, documented func(catalog.Code) bool
+	graded            func(catalog.Code, report.RiskLevel) bool
 }
 
 // catalogued is the real catalogue and docs/causes.md, as embedded.
 var catalogued = cataloguing{
 	known:      func(c catalog.Code) bool { _, ok := catalog.Lookup(c); return ok },
 	documented: func(c catalog.Code) bool { _, ok := catalog.Explain(c); return ok },
+	graded: func(c catalog.Code, level report.RiskLevel) bool {
+		return slices.ContainsFunc(documentedSteps(c), func(s report.Step) bool { return s.RiskLevel == level })
+	},
+}
+
+// documentedSteps are the remediation steps of a code's docs entry, as
+// explain prints them.
+func documentedSteps(c catalog.Code) []report.Step {
+	e, _ := catalog.Describe(c)
+	var out []report.Step
+	for _, p := range e.Parts {
+		out = append(out, p.Steps...)
+	}
+	return out
 }
 
 // uncatalogued lists what is wrong with a report's causes, nested ones
-// included.
-func uncatalogued(r report.Report) []string { return catalogued.problems(r) }
+// included, and notes the grades its steps have (gradedByRules).
+func uncatalogued(r report.Report) []string {
+	eachCause(r.Items, func(_ report.Item, c report.Cause) {
+		for _, s := range c.Remediation {
+			gradedByRules.Store(gradeOf(catalog.Code(c.Code), s.RiskLevel), true)
+		}
+	})
+	return catalogued.problems(r)
+}
+
+// eachCause visits every cause of the items, nested ones included.
+func eachCause(items []report.Item, visit func(report.Item, report.Cause)) {
+	for _, it := range items {
+		for _, c := range it.Causes {
+			visit(it, c)
+			eachCause(c.BlockedBy, visit)
+		}
+	}
+}
 
 func (cat cataloguing) problems(r report.Report) []string {
 	var out []string
-	var walk func(items []report.Item)
-	walk = func(items []report.Item) {
-		for _, it := range items {
-			name := it.Object.Resource + "/" + it.Object.Name
-			for _, c := range it.Causes {
-				code := catalog.Code(c.Code)
-				if !cat.known(code) {
-					out = append(out, fmt.Sprintf("%s: code %q is not in the catalogue", name, c.Code))
-				} else if !cat.documented(code) {
-					out = append(out, fmt.Sprintf("%s: code %s has no entry in docs/causes.md", name, c.Code))
-				}
-				for _, missing := range unnamed(c) {
-					out = append(out, fmt.Sprintf("%s: %s does not name its %s (about: %+v)", name, c.Code, missing, c.About))
-				}
-				if c.Docs != catalog.DocsURL(code) {
-					out = append(out, fmt.Sprintf("%s: %s links %q, not its docs entry", name, c.Code, c.Docs))
-				}
-				for _, s := range c.Remediation {
-					if s.RiskLevel.Weight() == 0 {
-						out = append(out, fmt.Sprintf("%s: %s: step %q has riskLevel %q", name, c.Code, s.Action, s.RiskLevel))
-					}
-				}
-				walk(c.BlockedBy)
+	eachCause(r.Items, func(it report.Item, c report.Cause) {
+		name := it.Object.Resource + "/" + it.Object.Name
+		code := catalog.Code(c.Code)
+		if !cat.known(code) {
+			out = append(out, fmt.Sprintf("%s: code %q is not in the catalogue", name, c.Code))
+		} else if !cat.documented(code) {
+			out = append(out, fmt.Sprintf("%s: code %s has no entry in docs/causes.md", name, c.Code))
+		}
+		for _, missing := range unnamed(c) {
+			out = append(out, fmt.Sprintf("%s: %s does not name its %s (about: %+v)", name, c.Code, missing, c.About))
+		}
+		if c.Docs != catalog.DocsURL(code) {
+			out = append(out, fmt.Sprintf("%s: %s links %q, not its docs entry", name, c.Code, c.Docs))
+		}
+		for _, s := range c.Remediation {
+			switch {
+			case s.RiskLevel.Weight() == 0:
+				out = append(out, fmt.Sprintf("%s: %s: step %q has riskLevel %q", name, c.Code, s.Action, s.RiskLevel))
+			case cat.documented(code) && !cat.graded(code, s.RiskLevel):
+				out = append(out, fmt.Sprintf("%s: %s: step %q is graded %s, which no step of the code's entry in docs/causes.md is", name, c.Code, s.Action, s.RiskLevel))
+			}
+		}
+	})
+	return out
+}
+
+// gradedByRules holds a gradeOf for each grade a rule gave a step of a
+// code, in the reports checked: a grade the docs give a code's steps and
+// no rule does is as wrong as the reverse (TestMain).
+var gradedByRules sync.Map
+
+func gradeOf(c catalog.Code, level report.RiskLevel) string { return string(c) + " " + string(level) }
+
+// ungraded lists the grades of the docs' steps that no rule gave in the
+// reports checked.
+func ungraded() []string {
+	var out []string
+	for _, c := range catalog.Codes() {
+		for _, s := range documentedSteps(c) {
+			if _, ok := gradedByRules.Load(gradeOf(c, s.RiskLevel)); !ok {
+				out = append(out, fmt.Sprintf("docs/causes.md grades a step of %s %s (%q), a grade no rule gives its steps", c, s.RiskLevel, s.Action))
 			}
 		}
 	}
-	walk(r.Items)
 	return out
 }
 
@@ -133,6 +186,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	checked.Lock()
 	defer checked.Unlock()
+	if flag.Lookup("test.run").Value.String() == "" { // every test ran: every rule's grades are in
+		checked.problems = append(checked.problems, ungraded()...)
+	}
 	if len(checked.problems) > 0 {
 		fmt.Fprintf(os.Stderr, "--- FAIL: reports of %d Diagnose calls checked against the catalogue: %d problem(s)\n", checked.reports, len(checked.problems))
 		for _, p := range checked.problems {
@@ -162,23 +218,15 @@ func TestRulesEmitOnlyCataloguedCodes(t *testing.T) {
 		for _, p := range uncatalogued(r) {
 			t.Errorf("%s: %s", filepath.Base(f), p)
 		}
-		var walk func(items []report.Item)
-		walk = func(items []report.Item) {
-			for _, it := range items {
-				for _, c := range it.Causes {
-					codes[c.Code] = true
-					walk(c.BlockedBy)
-				}
-			}
-		}
-		walk(r.Items)
+		eachCause(r.Items, func(_ report.Item, c report.Cause) { codes[c.Code] = true })
 	}
 	t.Logf("%d fixtures, %d codes emitted", len(files), len(codes))
 }
 
 // The check catches each omission once: a code missing from the catalogue,
 // a catalogued code missing from docs/causes.md (the docs without the
-// emitted code's entry), a stale docs link, an ungraded step, a cause that
+// emitted code's entry), a stale docs link, an ungraded step, a step graded
+// as no step of the code's docs entry is, a cause that
 // does not name what identifies it (catalog.Identity), nested or not;
 // and every Diagnose of this package's tests is checked.
 func TestCataloguedCheckCatchesOmissions(t *testing.T) {
@@ -189,6 +237,8 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 	emitted := catalog.Code(good.Items[0].Causes[0].Code)
 	undocumented := catalogued
 	undocumented.documented = func(c catalog.Code) bool { return c != emitted && catalogued.documented(c) }
+	gradedOtherwise := catalogued
+	gradedOtherwise.graded = func(catalog.Code, report.RiskLevel) bool { return false }
 	for _, tc := range []struct {
 		name  string
 		cat   cataloguing
@@ -199,6 +249,7 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		{"undocumented code", undocumented, func(*report.Cause) {}, "code " + string(emitted) + " has no entry in docs/causes.md"},
 		{"stale docs link", catalogued, func(c *report.Cause) { c.Docs = "" }, "not its docs entry"},
 		{"ungraded step", catalogued, func(c *report.Cause) { c.Remediation[0].RiskLevel = "" }, `has riskLevel ""`},
+		{"graded otherwise in the docs", gradedOtherwise, func(c *report.Cause) { c.Remediation = c.Remediation[:1] }, "which no step of the code's entry in docs/causes.md is"},
 		{"unnamed node", catalogued, func(c *report.Cause) {
 			c.Code, c.Docs, c.About = "NodeUnreachable", catalog.DocsURL("NodeUnreachable"), report.About{}
 		},

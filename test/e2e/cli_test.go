@@ -165,7 +165,7 @@ func TestRunsAsKubectlPlugin(t *testing.T) {
 	}
 	explain := exec.Command(kubectl, "terminating", "explain", "FinalizerPending")
 	explain.Env = append(os.Environ(), "PATH="+path)
-	if out, err := explain.CombinedOutput(); err != nil || !strings.Contains(string(out), "**Why it blocks:**") || !strings.Contains(string(out), "causes.md#finalizerpending") {
+	if out, err := explain.CombinedOutput(); err != nil || !strings.Contains(string(out), "\nWhy it blocks\n") || strings.Contains(string(out), "**") || !strings.Contains(string(out), "causes.md#finalizerpending") {
 		t.Errorf("kubectl terminating explain FinalizerPending: %v\n%s", err, out)
 	}
 }
