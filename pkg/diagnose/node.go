@@ -207,12 +207,14 @@ func (n nodeHealth) since() string {
 // deadNodeSteps is the safe-to-risky path out of a dead node: check, fence,
 // out-of-service taint, and only then force delete.
 func deadNodeSteps(pod *corev1.Pod, node string) []report.Step {
+	taint := fix("Otherwise make sure the node is powered off or fenced, then mark it out of service: pods and volumes are released (non-graceful node shutdown)",
+		kubectl("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"), report.RiskDestructive,
+		"if the node is in fact still running, its workloads run twice and force-detached volumes may be corrupted")
+	taint.Apply = &report.Action{Verb: report.ActionTaintOutOfService, Object: report.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: node}}
 	return []report.Step{
 		read("Check whether the node is down or only cut off from the control plane", kubectl("", "get", "node", node, "-o", "wide")),
 		repair("If the node can be brought back, restore its kubelet or network: the pod then finishes deleting normally", ""),
-		fix("Otherwise make sure the node is powered off or fenced, then mark it out of service: pods and volumes are released (non-graceful node shutdown)",
-			kubectl("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"), report.RiskDestructive,
-			"if the node is in fact still running, its workloads run twice and force-detached volumes may be corrupted"),
+		taint,
 		forceDelete(pod, report.RiskDestructive, "without fencing, a StatefulSet or ReadWriteOnce replacement can run beside the old pod (split brain, data corruption)"),
 	}
 }

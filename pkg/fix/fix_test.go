@@ -207,3 +207,54 @@ func TestRunJudgesEachStepByANewDiagnosis(t *testing.T) {
 		t.Errorf("unconfirmed: %+v", rec)
 	}
 }
+
+// A cause held by other objects (a CRD's instances) is answered by their
+// own steps, each a request on that object; a blocker whose controller is
+// alive is left to it.
+func TestPlanFollowsBlockers(t *testing.T) {
+	instance := func(name, controller string) report.Item {
+		it := held(controller, "example.com/cleanup")
+		it.Object.Name, it.Object.UID = name, "uid-"+name
+		it.Causes[0].Remediation[1].Apply.Object = it.Object
+		return it
+	}
+	crd := report.Item{Object: report.ObjectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Resource: "customresourcedefinitions.apiextensions.k8s.io", Name: "widgets.example.com", UID: "uid-crd"},
+		Stuck: true, Causes: []report.Cause{{Code: "CRDInstancesRemaining", Remediation: []report.Step{{Action: "resolve the instances", RiskLevel: report.RiskNone}},
+			BlockedBy: []report.Item{instance("w1", "gone"), instance("w2", "alive"), instance("w3", "down")}}}}
+	p := MakePlan(report.Report{Items: []report.Item{crd}}, Limits{MaxRisk: report.RiskHigh})
+	var got []string
+	for _, s := range p.Targets[0].Steps {
+		got = append(got, s.Cause+" "+s.Step.Apply.Object.Name)
+	}
+	if strings.Join(got, ",") != "CRDInstancesRemaining w1,CRDInstancesRemaining w3" || p.Targets[0].Refused != "" {
+		t.Errorf("steps %v, refused %q", got, p.Targets[0].Refused)
+	}
+}
+
+// A dead node is tainted out of service by one JSON patch that tests its
+// uid and resourceVersion and keeps its other taints; a node already
+// tainted is left as it is.
+func TestSendTaintsANodeOutOfService(t *testing.T) {
+	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	node := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Node",
+		"metadata": map[string]any{"name": "node-dead", "uid": "uid-node", "resourceVersion": "7"},
+		"spec":     map[string]any{"taints": []any{map[string]any{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}}}}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{nodes: "NodeList"})
+	if _, err := dyn.Resource(nodes).Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := Sender{Dynamic: dyn, Now: time.Now}
+	ref := report.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: "node-dead"}
+	sent := s.Send(context.Background(), report.Action{Verb: report.ActionTaintOutOfService, Object: ref})
+	if !sent.OK || !strings.Contains(sent.Request, `"path":"/metadata/resourceVersion","value":"7"`) {
+		t.Fatalf("%+v", sent)
+	}
+	got, _ := dyn.Resource(nodes).Get(context.Background(), "node-dead", metav1.GetOptions{})
+	taints, _, _ := unstructured.NestedSlice(got.Object, "spec", "taints")
+	if len(taints) != 2 || taints[1].(map[string]any)["key"] != outOfService || taints[1].(map[string]any)["effect"] != "NoExecute" {
+		t.Errorf("taints %v", taints)
+	}
+	if again := s.Send(context.Background(), report.Action{Verb: report.ActionTaintOutOfService, Object: ref}); !again.OK || !strings.Contains(again.Answer, "already done") {
+		t.Errorf("twice: %+v", again)
+	}
+}

@@ -80,17 +80,66 @@ func planItem(it report.Item, l Limits) Target {
 	for _, c := range it.Causes {
 		step, ok := sendable(c, l)
 		if !ok {
+			// Held by other objects (a CRD's instances, a namespace's
+			// leftovers): their own steps, answering this cause.
+			if blockers := blockerSteps(c, l, 0); len(blockers) > 0 {
+				t.Steps = append(t.Steps, blockers...)
+				continue
+			}
 			t.Refused, t.Human = stopAt(c, l)
 			return t
 		}
-		if step.Apply.Verb == report.ActionRemoveFinalizer && c.About.Controller == "alive" && !l.AllowLiveController {
-			t.Refused = fmt.Sprintf("the controller that removes %s looks alive (%s): it is left to finish; read what it says (kubectl describe) or pass --allow-live-controller",
-				step.Apply.Finalizer, c.Code)
+		if refused := liveController(c, step, l); refused != "" {
+			t.Refused = refused
 			return t
 		}
 		t.Steps = append(t.Steps, Step{Cause: c.Code, Step: step, LeavesBehind: leavesBehind(step)})
 	}
 	return t
+}
+
+// maxNesting bounds how deep a plan follows blockers (namespace -> held
+// object -> its dependent).
+const maxNesting = 3
+
+// blockerSteps plans, for a cause held by other objects, the top-cause
+// step of each stuck blocker that fix can send, as steps answering c.
+func blockerSteps(c report.Cause, l Limits, depth int) []Step {
+	if depth >= maxNesting {
+		return nil
+	}
+	var out []Step
+	for _, b := range c.BlockedBy {
+		if !b.Stuck || len(b.Causes) == 0 {
+			continue
+		}
+		top := b.Causes[0]
+		step, ok := sendable(top, l)
+		switch {
+		case !ok:
+			out = append(out, retag(blockerSteps(top, l, depth+1), c.Code)...)
+		case liveController(top, step, l) == "":
+			out = append(out, Step{Cause: c.Code, Step: step, LeavesBehind: leavesBehind(step)})
+		}
+	}
+	return out
+}
+
+func retag(steps []Step, cause string) []Step {
+	for i := range steps {
+		steps[i].Cause = cause
+	}
+	return steps
+}
+
+// liveController refuses the removal of a finalizer whose controller looks
+// alive, unless the person allows it.
+func liveController(c report.Cause, step report.Step, l Limits) string {
+	if step.Apply.Verb != report.ActionRemoveFinalizer || c.About.Controller != "alive" || l.AllowLiveController {
+		return ""
+	}
+	return fmt.Sprintf("the controller that removes %s looks alive (%s): it is left to finish; read what it says (kubectl describe) or pass --allow-live-controller",
+		step.Apply.Finalizer, c.Code)
 }
 
 // sendable is the first step of a cause that fix can send within the limits.

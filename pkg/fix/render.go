@@ -65,6 +65,8 @@ func describe(a report.Action) string {
 		return fmt.Sprintf("remove finalizer %s from %s", a.Finalizer, name(a.Object))
 	case report.ActionDelete:
 		return "delete " + name(a.Object)
+	case report.ActionTaintOutOfService:
+		return "taint " + name(a.Object) + " " + outOfService + "=nodeshutdown:NoExecute"
 	}
 	return a.Verb + " " + name(a.Object)
 }

@@ -10,12 +10,16 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
+
+// outOfService is the taint of a node known to be shut down (KEP-2268).
+const outOfService = "node.kubernetes.io/out-of-service"
 
 // Sent is one request as it was sent, and what the server answered.
 type Sent struct {
@@ -80,6 +84,22 @@ func (s Sender) Send(ctx context.Context, a report.Action) Sent {
 			{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
 			{"op": "test", "path": path, "value": a.Finalizer},
 			{"op": "remove", "path": path},
+		})
+		out.Request = string(patch)
+		_, err = res.Patch(ctx, a.Object.Name, types.JSONPatchType, patch, metav1.PatchOptions{DryRun: dryRun})
+	case report.ActionTaintOutOfService:
+		taints, _, _ := unstructured.NestedSlice(obj.Object, "spec", "taints")
+		for _, t := range taints {
+			if m, _ := t.(map[string]any); m["key"] == outOfService {
+				out.Answer, out.OK = "already done: the node is tainted out of service", true
+				return out
+			}
+		}
+		taints = append(taints, map[string]any{"key": outOfService, "value": "nodeshutdown", "effect": "NoExecute"})
+		patch, _ := json.Marshal([]map[string]any{
+			{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())},
+			{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
+			{"op": "add", "path": "/spec/taints", "value": taints},
 		})
 		out.Request = string(patch)
 		_, err = res.Patch(ctx, a.Object.Name, types.JSONPatchType, patch, metav1.PatchOptions{DryRun: dryRun})

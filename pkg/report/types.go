@@ -220,7 +220,7 @@ type Step struct {
 
 // Action is a remediation step as an API request.
 type Action struct {
-	// Verb is ActionRemoveFinalizer or ActionDelete.
+	// Verb is ActionRemoveFinalizer, ActionDelete or ActionTaintOutOfService.
 	Verb   string    `json:"verb"`
 	Object ObjectRef `json:"object"`
 	// Finalizer is the one entry of metadata.finalizers a removal takes out.
@@ -235,6 +235,10 @@ const (
 	// ActionDelete: a DELETE with the object's uid and resourceVersion as
 	// preconditions (an orphaned webhook configuration or APIService).
 	ActionDelete = "delete"
+	// ActionTaintOutOfService: a JSON patch that tests the Node's uid and
+	// resourceVersion and adds node.kubernetes.io/out-of-service:NoExecute
+	// (non-graceful node shutdown: the pod GC then removes its pods).
+	ActionTaintOutOfService = "taint-out-of-service"
 )
 
 // RiskLevel grades a remediation step, so a runbook can keep the safe ones.
