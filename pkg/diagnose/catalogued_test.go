@@ -20,7 +20,8 @@ import (
 // Every report a rule makes, in every test of this package and from every
 // snapshot fixture, names only causes the catalogue knows, each documented
 // in docs/causes.md (as `explain` prints it) and linked there, each step
-// graded with a riskLevel. TestMain checks the reports of every unit case:
+// graded with a riskLevel, each command that runs on a node labelled with
+// it (report.Step.Node). TestMain checks the reports of every unit case:
 // Diagnose shows them to check (diagnosed), and a report that breaks these
 // rules fails the run, naming the test line that made it.
 
@@ -96,9 +97,27 @@ func (cat cataloguing) problems(r report.Report) []string {
 			case cat.documented(code) && !cat.graded(code, s.RiskLevel):
 				out = append(out, fmt.Sprintf("%s: %s: step %q is graded %s, which no step of the code's entry in docs/causes.md is", name, c.Code, s.Action, s.RiskLevel))
 			}
+			if s.Node == "" && runsOnANode(s.Command) {
+				out = append(out, fmt.Sprintf("%s: %s: step %q runs on a node it does not name: %s", name, c.Code, s.Action, s.Command))
+			}
 		}
 	})
 	return out
+}
+
+// nodePrograms are the programs a suggested command runs on a node, not
+// where kubectl runs.
+var nodePrograms = []string{"journalctl", "crictl", "systemctl", "findmnt"}
+
+// runsOnANode says whether a command, or a part of its pipelines, runs one
+// of nodePrograms.
+func runsOnANode(command string) bool {
+	for _, part := range strings.FieldsFunc(command, func(r rune) bool { return r == '|' || r == ';' }) {
+		if words := strings.Fields(part); len(words) > 0 && slices.Contains(nodePrograms, words[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 // gradedByRules holds a gradeOf for each grade a rule gave a step of a
@@ -226,7 +245,8 @@ func TestRulesEmitOnlyCataloguedCodes(t *testing.T) {
 // The check catches each omission once: a code missing from the catalogue,
 // a catalogued code missing from docs/causes.md (the docs without the
 // emitted code's entry), a stale docs link, an ungraded step, a step graded
-// as no step of the code's docs entry is, a cause that
+// as no step of the code's docs entry is, a node-side command that does
+// not name its node, a cause that
 // does not name what identifies it (catalog.Identity), nested or not;
 // and every Diagnose of this package's tests is checked.
 func TestCataloguedCheckCatchesOmissions(t *testing.T) {
@@ -250,6 +270,9 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		{"stale docs link", catalogued, func(c *report.Cause) { c.Docs = "" }, "not its docs entry"},
 		{"ungraded step", catalogued, func(c *report.Cause) { c.Remediation[0].RiskLevel = "" }, `has riskLevel ""`},
 		{"graded otherwise in the docs", gradedOtherwise, func(c *report.Cause) { c.Remediation = c.Remediation[:1] }, "which no step of the code's entry in docs/causes.md is"},
+		{"node-side command without its node", catalogued, func(c *report.Cause) {
+			c.Remediation[0].Command, c.Remediation[0].Node = "kubectl get nodes; journalctl -u kubelet", ""
+		}, "runs on a node it does not name"},
 		{"unnamed node", catalogued, func(c *report.Cause) {
 			c.Code, c.Docs, c.About = "NodeUnreachable", catalog.DocsURL("NodeUnreachable"), report.About{}
 		},

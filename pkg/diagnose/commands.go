@@ -133,8 +133,9 @@ func forceDeleteCommand(pod *corev1.Pod) string {
 	return kubectl(pod.Namespace, "delete", "pod", pod.Name, "--grace-period=0", "--force")
 }
 
-// mountsOnNode looks for a pod's mounts and its kubelet's unmount errors on the node.
-func mountsOnNode(pod *corev1.Pod) string {
+// mountsOnNode looks, on the pod's node, for its mounts and its kubelet's unmount errors.
+func mountsOnNode(pod *corev1.Pod, action string) report.Step {
 	uid := string(pod.UID)
-	return then(pipe(command("findmnt", "-l"), command("grep", uid)), pipe(command("journalctl", "-u", "kubelet"), command("grep", uid), command("grep", "-i", "unmount")))
+	return onTheNode(pod.Spec.NodeName, read(action,
+		then(pipe(command("findmnt", "-l"), command("grep", uid)), pipe(command("journalctl", "-u", "kubelet"), command("grep", uid), command("grep", "-i", "unmount")))))
 }

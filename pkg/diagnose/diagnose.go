@@ -202,6 +202,13 @@ func never(action, consequence string) report.Step {
 	return report.Step{Action: action, Risk: "none (doing it: " + consequence + ")", RiskLevel: report.RiskNone}
 }
 
+// onTheNode is a step whose command runs on the node (journalctl, crictl,
+// systemctl), not where kubectl does: it is shown "on node NAME: $ ...".
+func onTheNode(node string, s report.Step) report.Step {
+	s.Node = node
+	return s
+}
+
 // repair restores what failed (a backend, a controller, a plugin): nothing is
 // skipped or forced, the blocked work then finishes by itself.
 func repair(action, command string) report.Step {

@@ -190,7 +190,7 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 		return []report.Cause{cause(catalog.NodeNotReady, report.Critical, 0.7,
 			fmt.Sprintf("node %s is NotReady (%s) while its kubelet still reports: the kubelet cannot finish the pod", n.name, n.ready.Reason),
 			n.evidence(),
-			fix("Repair the node's runtime or network as the Ready message says (for example restart containerd, then the kubelet)", "systemctl restart containerd kubelet", report.RiskHigh, "restarts every container on the node only if the runtime restarts them"),
+			onTheNode(n.name, fix("Repair the node's runtime or network as the Ready message says (for example restart containerd, then the kubelet)", "systemctl restart containerd kubelet", report.RiskHigh, "restarts every container on the node only if the runtime restarts them")),
 			forceDelete(pod, report.RiskDestructive, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))}
 	}
 	return nil

@@ -65,7 +65,7 @@ func mirrorPodCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 		sev, summary = report.Critical, fmt.Sprintf("static pod mirror: only the kubelet on %s removes it, and it is not syncing (%s)", pod.Spec.NodeName, c.Summary)
 	}
 	return []report.Cause{cause(catalog.MirrorPodKubeletNotSyncing, sev, 0.8, summary, evidence,
-		read("Check the kubelet on the node", "systemctl status kubelet; journalctl -u kubelet --since -1h"),
+		onTheNode(pod.Spec.NodeName, read("Check the kubelet on the node", "systemctl status kubelet; journalctl -u kubelet --since -1h")),
 		fix("Fix the kubelet; to remove the static pod for good, delete its manifest from the kubelet's staticPodPath (usually /etc/kubernetes/manifests)", "", report.RiskHigh, "the static pod (often a control-plane component) stops on that node"),
 		fix("Force-delete the mirror pod from the API", forceDeleteCommand(pod), report.RiskLow,
 			"only the API object goes: the static pod keeps running, and the kubelet recreates the mirror once it syncs while the manifest remains"))}
@@ -210,8 +210,8 @@ func killFailed(pod *corev1.Pod, tm timing, c containerState, ev podEvents, now 
 	return cause(catalog.ContainerKillFailed, report.Critical, 0.85,
 		fmt.Sprintf("the container runtime on %s fails to kill %s (%s past the deadline)", pod.Spec.NodeName, strings.Join(c.running, ", "), report.HumanDuration(tm.overdue)),
 		append([]string{describeEvent(ev.killFailed, now)}, c.evidence...),
-		read("Check the runtime on the node", then(command("crictl", "pods", "--name", pod.Name), command("journalctl", "-u", "containerd", "--since", "-1h"))),
-		fix("Restart the container runtime on the node", "systemctl restart containerd", report.RiskHigh, "running containers on the node may restart if the runtime does not keep them (shim) alive"),
+		onTheNode(pod.Spec.NodeName, read("Check the runtime on the node", then(command("crictl", "pods", "--name", pod.Name), command("journalctl", "-u", "containerd", "--since", "-1h")))),
+		onTheNode(pod.Spec.NodeName, fix("Restart the container runtime on the node", "systemctl restart containerd", report.RiskHigh, "running containers on the node may restart if the runtime does not keep them (shim) alive")),
 		forceDelete(pod, report.RiskDestructive, "the processes may keep running on the node, holding ports, files and volumes; a StatefulSet replacement can run twice (split brain)"))
 }
 
@@ -257,7 +257,7 @@ func kubeletCleanupPending(pod *corev1.Pod, tm timing, v *kubeletView) report.Ca
 		evidence = append(evidence, v.says("/stats/summary", "no cgroup stats and no volume for the pod"))
 	}
 	return cause(catalog.CgroupCleanupPending, report.Warning, confidence, summary, evidence,
-		read("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID)))),
+		onTheNode(pod.Spec.NodeName, read("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))))),
 		forceDelete(pod, report.RiskHigh, "unmounts and cgroup cleanup may be left undone on the node"))
 }
 

@@ -319,7 +319,7 @@ func mountedCause(pod *corev1.Pod, v podVolume, tm timing) report.Cause {
 	evidence = append(evidence, "status.volumesInUse is per node: another pod on the node using the same volume keeps it listed")
 	if v.driver == "" {
 		return cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
-			read("Look for the volume's mount and the kubelet's unmount errors on the node", mountsOnNode(pod)),
+			mountsOnNode(pod, "Look for the volume's mount and the kubelet's unmount errors on the node"),
 			repair("Restore the node's path to the storage backend; the kubelet retries the unmount", ""),
 			forceDelete(pod, report.RiskDestructive, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
 	}
@@ -347,7 +347,7 @@ func invisibleVolumesCause(pod *corev1.Pod, vols []podVolume, tm timing) report.
 	return cause(catalog.VolumeTeardownPending, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("the kubelet has not finished tearing down the pod, and its unmount of %s cannot be seen through the API: a network volume whose server is unreachable hangs the unmount with no event", strings.Join(names, ", ")),
 		evidence,
-		read("Look for the pod's mounts and hung unmounts on the node", mountsOnNode(pod)),
+		mountsOnNode(pod, "Look for the pod's mounts and hung unmounts on the node"),
 		repair("Restore the storage backend or the node's path to it (server, portal, monitors, the CSI node plugin); the kubelet retries the unmount", ""),
 		forceDelete(pod, report.RiskDestructive, "the mount stays on the node (a hung NFS mount keeps processes in D state); a ReadWriteOnce volume may then be used from two nodes"))
 }

@@ -209,7 +209,10 @@ func writeCauseLine(p *printer, c Cause, n int, indent string, st Style) {
 
 func writeStep(p *printer, k int, s Step, indent string) {
 	p.linef("%s       fix %d: %s", indent, k+1, s.Action)
-	if s.Command != "" {
+	switch {
+	case s.Command != "" && s.Node != "":
+		p.linef("%s              on node %s: $ %s", indent, s.Node, s.Command)
+	case s.Command != "":
 		p.linef("%s              $ %s", indent, s.Command)
 	}
 	p.linef("%s              risk: %s", indent, s.Risk)

@@ -312,3 +312,20 @@ func TestWriteJSONIsTheStandardEncoding(t *testing.T) {
 		}
 	}
 }
+
+// A command that runs on a node, not where kubectl runs, says which node,
+// concise and wide; its node's name is shown escaped, as all cluster text.
+func TestNodeSideCommandsNameTheirNode(t *testing.T) {
+	r := sample()
+	r.Items = r.Items[1:2] // the pod
+	r.Items[0].Causes[0].Remediation[0] = Step{Action: "Read the kubelet's log", Command: "journalctl -u kubelet", Node: "node-1\x1b[2J", Risk: "none: read-only", RiskLevel: RiskNone}
+	for _, wide := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := WriteWhy(&b, r, Style{Wide: wide}); err != nil {
+			t.Fatal(err)
+		}
+		if want := `on node node-1\x1b[2J: $ journalctl -u kubelet`; !strings.Contains(b.String(), want) {
+			t.Errorf("wide %v: no %q in\n%s", wide, want, b.String())
+		}
+	}
+}

@@ -209,6 +209,10 @@ func (a About) Key() string {
 type Step struct {
 	Action  string `json:"action"`
 	Command string `json:"command,omitempty"`
+	// Node is where the command runs when that is a node, not the machine
+	// kubectl runs on (journalctl, crictl, systemctl): a shell on that node
+	// (since v0.4).
+	Node string `json:"node,omitempty"`
 	// Risk says, for a person, what carrying the step out risks.
 	Risk string `json:"risk"`
 	// RiskLevel grades it for a script (since v0.2).
