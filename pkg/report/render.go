@@ -102,7 +102,7 @@ func listRows(items []Item, ambiguous map[string]bool, st Style) (header []strin
 		header = append([]string{"NAMESPACE"}, header...)
 	}
 	if st.Wide {
-		header = append(header, "OVERDUE", "GRACE", "STUCK", "CONFIDENCE", "SUMMARY")
+		header = append(header, "OVERDUE", "GRACE", "STUCK", "CONFIDENCE", "NODE", "SUMMARY")
 	}
 	rows = make([][]string, 0, len(items))
 	for _, it := range items {
@@ -112,7 +112,7 @@ func listRows(items []Item, ambiguous map[string]bool, st Style) (header []strin
 			row = append(cells(orNone(it.Object.Namespace)), row...)
 		}
 		if st.Wide {
-			row = append(row, cells(durationSeconds(it.OverdueSeconds), fmt.Sprintf("%ds", it.GracePeriodSeconds), it.Stuck, confidence(top), top.Summary)...)
+			row = append(row, cells(durationSeconds(it.OverdueSeconds), fmt.Sprintf("%ds", it.GracePeriodSeconds), it.Stuck, confidence(top), orNone(it.Node), top.Summary)...)
 		}
 		rows = append(rows, row)
 	}

@@ -41,7 +41,7 @@ func sample() Report {
 	ts := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	pod := Item{
 		Object:            ObjectRef{APIVersion: "v1", Kind: "Pod", Resource: "pods", Namespace: "shop", Name: "web-0", UID: "pod-uid"},
-		DeletionTimestamp: ts, GracePeriodSeconds: 30, TerminatingSeconds: 630, OverdueSeconds: 600, Stuck: true, Severity: Critical,
+		DeletionTimestamp: ts, GracePeriodSeconds: 30, TerminatingSeconds: 630, OverdueSeconds: 600, Stuck: true, Severity: Critical, Node: "node-1",
 		Causes: []Cause{{
 			Code: "NodeUnreachable", Severity: Critical, Confidence: 0.9, Summary: "node node-1 stopped reporting",
 			Evidence:    []string{"lease kube-node-lease/node-1: spec.renewTime 2026-11-22T11:50:00Z (10m ago, leaseDurationSeconds 40s)"},

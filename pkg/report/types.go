@@ -124,6 +124,9 @@ type Item struct {
 	// ResourceVersion is the object's metadata.resourceVersion as read
 	// (since v0.4): a fix plan is for this version of it.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Node is a pod's spec.nodeName as read (since v0.4): empty for other
+	// kinds and for a pod not scheduled.
+	Node string `json:"node,omitempty"`
 	// Stuck is true when the top cause blocks deletion (severity warning or critical).
 	Stuck bool `json:"stuck"`
 	// Severity is the severity of the top cause.

@@ -98,7 +98,7 @@ func TestOutputFormats(t *testing.T) {
 	if strings.Contains(table.stdout, "NAMESPACE") || !strings.Contains(run(t, "list", "-A").stdout, "NAMESPACE") {
 		t.Errorf("NAMESPACE belongs to -A only:\n%s", table.stdout)
 	}
-	for _, col := range []string{"OVERDUE", "GRACE", "STUCK", "CONFIDENCE", "SUMMARY"} {
+	for _, col := range []string{"OVERDUE", "GRACE", "STUCK", "CONFIDENCE", "NODE", "SUMMARY"} {
 		if !strings.Contains(wide.stdout, col) || strings.Contains(table.stdout, col) {
 			t.Errorf("column %s should be in -o wide only", col)
 		}
