@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
@@ -64,8 +65,15 @@ type Step struct {
 // refusal that says what would allow one).
 func MakePlan(r report.Report, l Limits) Plan {
 	p := Plan{MaxRisk: l.MaxRisk, Targets: []Target{}}
+	planned := map[report.Action]bool{} // a request answers every cause it appears under once
 	for _, it := range r.Items {
-		p.Targets = append(p.Targets, planItem(it, l))
+		t := planItem(it, l)
+		t.Steps = slices.DeleteFunc(t.Steps, func(s Step) bool {
+			seen := planned[*s.Step.Apply]
+			planned[*s.Step.Apply] = true
+			return seen
+		})
+		p.Targets = append(p.Targets, t)
 	}
 	p.Digest = digest(p)
 	return p

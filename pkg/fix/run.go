@@ -96,7 +96,12 @@ func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *
 		if r.Sender.DryRun {
 			continue // nothing changed: the next step is judged on the same read
 		}
-		it, gone, err := r.settle(ctx, t.Object, step.Cause)
+		next := i + 1
+		expected := ""
+		if next < len(t.Steps) {
+			expected = t.Steps[next].Cause
+		}
+		it, gone, err := r.settle(ctx, t.Object, expected)
 		switch {
 		case err != nil:
 			out.Result, out.Detail = Failed, "diagnosis after the request: "+err.Error()
@@ -108,7 +113,6 @@ func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *
 			out.Result, out.Detail = Progressing, topSummary(it)
 			return out
 		}
-		next := i + 1
 		if next < len(t.Steps) && topCode(it) == t.Steps[next].Cause {
 			continue
 		}
@@ -123,9 +127,12 @@ func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *
 	return out
 }
 
-// settle re-diagnoses the object until it is gone, no longer held by the
-// cause just answered, or Settle has passed.
-func (r Runner) settle(ctx context.Context, obj report.ObjectRef, answered string) (report.Item, bool, error) {
+// settle re-diagnoses the object until it is gone, no longer stuck, held
+// by the cause the plan's next step answers, or Settle has passed: a
+// step's effect takes a controller's next retry (the kubelet's final
+// DELETE, the namespace controller's sync), and the stages it passes
+// through on the way are no verdict.
+func (r Runner) settle(ctx context.Context, obj report.ObjectRef, next string) (report.Item, bool, error) {
 	deadline := time.Now().Add(r.Settle)
 	for {
 		rep, err := r.Diagnose(ctx)
@@ -133,7 +140,7 @@ func (r Runner) settle(ctx context.Context, obj report.ObjectRef, answered strin
 			return report.Item{}, false, err
 		}
 		it, found := itemOf(rep, obj)
-		if !found || !it.Stuck || topCode(it) != answered || time.Now().After(deadline) {
+		if !found || !it.Stuck || (next != "" && topCode(it) == next) || time.Now().After(deadline) {
 			return it, !found, nil
 		}
 		select {

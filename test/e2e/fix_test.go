@@ -12,7 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
+
+type objectRef struct{ APIVersion, Kind, Resource, Namespace, Name string }
 
 // fixRecord is fix's -o json as a runbook reads it.
 type fixRecord struct {
@@ -26,6 +31,7 @@ type fixRecord struct {
 	}
 	Sent []struct {
 		Verb, Request, Answer string
+		Object                objectRef
 		DryRun, OK            bool
 	}
 	Outcomes []struct{ Result, Detail string }
@@ -136,4 +142,157 @@ func TestFixClearsAnOrphanedFinalizer(t *testing.T) {
 		t.Errorf("fix's writes in the audit log: %q, want %q", got, want)
 	}
 	expectFixWrites(want...)
+}
+
+// fixByDigest reviews a plan as a runbook does (no terminal: the plan and
+// its digest, nothing applied), then applies exactly that plan; the
+// writes it sent must be in the audit log, and are the only fix writes the
+// suite's read-only proof accepts.
+func fixByDigest(t *testing.T, args ...string) (fixRecord, result) {
+	t.Helper()
+	return fixByDigestWhile(t, nil, args...)
+}
+
+// fixByDigestWhile is fixByDigest with meanwhile running beside the fix
+// (until it returns).
+func fixByDigestWhile(t *testing.T, meanwhile func(context.Context), args ...string) (fixRecord, result) {
+	t.Helper()
+	review := run(t, append([]string{"fix"}, args...)...)
+	m := regexp.MustCompile(`Plan ([0-9a-f]{16}): [1-9]`).FindStringSubmatch(review.stdout)
+	if review.code != 1 || m == nil {
+		t.Fatalf("review of %v: exit %d\n%s\n%s", args, review.code, review.stdout, review.stderr)
+	}
+	if meanwhile != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); meanwhile(ctx) }()
+		defer func() { cancel(); <-done }()
+	}
+	rec, res := fixJSON(t, append(args, "--confirm", m[1])...)
+	var want []string
+	for _, s := range rec.Sent {
+		want = append(want, auditedRequest(s.Verb, s.Object))
+	}
+	got, err := auditedWrites(theLab.AuditLog, " fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("the audit log lacks %q (fix's writes: %q)", w, got)
+		}
+	}
+	expectFixWrites(want...)
+	return rec, res
+}
+
+// auditedRequest is how the audit log names a request fix sent.
+func auditedRequest(verb string, o objectRef) string {
+	gv, resource := "/api/"+o.APIVersion, strings.SplitN(o.Resource, ".", 2)[0]
+	if strings.Contains(o.APIVersion, "/") {
+		gv = "/apis/" + o.APIVersion
+	}
+	path := gv + "/" + resource + "/" + o.Name
+	if o.Namespace != "" {
+		path = gv + "/namespaces/" + o.Namespace + "/" + resource + "/" + o.Name
+	}
+	method := map[string]string{"remove-finalizer": "patch", "taint-out-of-service": "patch", "delete": "delete"}[verb]
+	return method + " " + path + "?timeout=30s"
+}
+
+// Issue 27: fix clears each fixable class of the gallery on the lab, and
+// verifies it: the object is gone at the end.
+func TestFixClearsEachFixableClass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gone := func(t *testing.T, rec fixRecord, res result) {
+		t.Helper()
+		if res.code != 0 || len(rec.Outcomes) != 1 || rec.Outcomes[0].Result != "gone" {
+			t.Errorf("exit %d, %+v\n%s", res.code, rec, res.stderr)
+		}
+	}
+	t.Run("a webhook whose service is gone refuses the final DELETE", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, "fix-webhook")
+		guardedPodInStateC(t, ns, "api-0", env.DownWebhook)
+		// A kubelet retries its refused final DELETE at its next pod sync;
+		// the lab's kwok acts on a pod's changes only, so once the webhook
+		// is gone a change to the pod stands in for that sync.
+		kubeletSync := func(ctx context.Context) {
+			hooks := env.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+			_ = scenario.Until(ctx, time.Minute, "webhook deleted", func(ctx context.Context) (bool, error) {
+				_, err := hooks.Get(ctx, ns, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), nil
+			})
+			_, _ = env.Client.CoreV1().Pods(ns).Patch(ctx, "api-0", types.MergePatchType, []byte(`{"metadata":{"annotations":{"e2e.kubectl-terminating.io/kubelet-sync":"1"}}}`), metav1.PatchOptions{})
+		}
+		rec, res := fixByDigestWhile(t, kubeletSync, "pod/api-0", "-n", ns, "--max-risk", "high", "--settle", "60s")
+		gone(t, rec, res)
+		if len(rec.Sent) != 1 || rec.Sent[0].Verb != "delete" || rec.Sent[0].Object.Kind != "ValidatingWebhookConfiguration" {
+			t.Errorf("sent %+v", rec.Sent)
+		}
+	})
+	t.Run("a CRD waiting on instances whose operator is gone", func(t *testing.T) {
+		t.Parallel()
+		const group, crd = "fixcrd.e2e.example.com", "gizmos.fixcrd.e2e.example.com"
+		if err := env.CRD(ctx, group, "Gizmo", "gizmos"); err != nil {
+			t.Fatal(err)
+		}
+		ns := namespace(t, "fix-crd")
+		for _, name := range []string{"g0", "g1"} {
+			if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", ns, name, "fixcrd.example.com/teardown"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deleted := time.Now()
+		if err := env.DeleteCRD(ctx, crd, "InstanceDeletionInProgress"); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, deleted)
+		rec, res := fixByDigest(t, "crd/"+crd, "--max-risk", "high", "--settle", "60s")
+		gone(t, rec, res)
+		if len(rec.Sent) != 2 || rec.Plan.Targets[0].Steps[0].Cause != "CRDInstancesRemaining" {
+			t.Errorf("sent %+v, plan %+v", rec.Sent, rec.Plan)
+		}
+	})
+	t.Run("a namespace held by an orphaned finalizer", func(t *testing.T) {
+		t.Parallel()
+		const group = "fixns.e2e.example.com"
+		if err := env.CRD(ctx, group, "Doohickey", "doohickeys"); err != nil {
+			t.Fatal(err)
+		}
+		ns := namespace(t, "fix-ns")
+		if err := env.CustomResource(ctx, group, "Doohickey", "doohickeys", ns, "d0", "fixns.example.com/cleanup"); err != nil {
+			t.Fatal(err)
+		}
+		deleted := time.Now()
+		if err := env.DeleteNamespace(ctx, ns, "NamespaceFinalizersRemaining"); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, deleted)
+		rec, res := fixByDigest(t, "ns/"+ns, "--max-risk", "high", "--settle", "60s")
+		gone(t, rec, res)
+		if len(rec.Sent) != 1 || rec.Sent[0].Object.Name != "d0" {
+			t.Errorf("sent %+v", rec.Sent)
+		}
+	})
+	t.Run("a pod on a dead node, through the out-of-service taint", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, "fix-dead")
+		podOnDeadNode(t, ns, "web-0", "fix-dead-1")
+		if err := env.DeletePod(ctx, ns, "web-0", 1); err != nil {
+			t.Fatal(err)
+		}
+		pastDeadline(t, ns, "web-0")
+		// Not without leave to take a destructive step.
+		rec, res := fixJSON(t, "pod/web-0", "-n", ns, "--max-risk", "high")
+		if res.code != 2 || len(rec.Sent) != 0 {
+			t.Errorf("--max-risk high: exit %d, %+v", res.code, rec)
+		}
+		rec, res = fixByDigest(t, "pod/web-0", "-n", ns, "--max-risk", "destructive", "--settle", "90s")
+		gone(t, rec, res)
+		if len(rec.Sent) != 1 || rec.Sent[0].Verb != "taint-out-of-service" || rec.Sent[0].Object.Name != "fix-dead-1" {
+			t.Errorf("sent %+v", rec.Sent)
+		}
+	})
 }
