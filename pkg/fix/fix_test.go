@@ -258,3 +258,21 @@ func TestSendTaintsANodeOutOfService(t *testing.T) {
 		t.Errorf("twice: %+v", again)
 	}
 }
+
+// Where the fix stops on an object still held, the record's text says so
+// and prints the object's new diagnosis.
+func TestRecordShowsWhereItStopped(t *testing.T) {
+	it := held("gone", "example.com/b")
+	it.Causes[0].Summary = "held by example.com/b"
+	rec := Record{Outcomes: []Outcome{{Object: widget, Result: Changed, Detail: "FinalizerPending: held by example.com/b", Diagnosis: &it}},
+		Sent: []Sent{{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/a", Answer: "applied", OK: true}}}
+	var b strings.Builder
+	if err := WriteRecord(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sent: remove finalizer example.com/a from widget.example.com/w1 -n shop: applied", "widget.example.com/w1 -n shop: changed", "Where the fix stopped", "FinalizerPending"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("record lacks %q:\n%s", want, b.String())
+		}
+	}
+}

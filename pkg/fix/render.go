@@ -43,7 +43,7 @@ func WriteRecord(w io.Writer, r Record) error {
 		if s.DryRun {
 			verb = "sent as a dry run"
 		}
-		fmt.Fprintf(&b, "%s: %s: %s\n", verb, report.Safe(describe(report.Action{Verb: s.Verb, Object: s.Object})), report.Safe(s.Answer))
+		fmt.Fprintf(&b, "%s: %s: %s\n", verb, report.Safe(describe(report.Action{Verb: s.Verb, Object: s.Object, Finalizer: s.Finalizer})), report.Safe(s.Answer))
 	}
 	for _, o := range r.Outcomes {
 		line := fmt.Sprintf("%s: %s", report.Safe(name(o.Object)), o.Result)
@@ -52,8 +52,21 @@ func WriteRecord(w io.Writer, r Record) error {
 		}
 		fmt.Fprintln(&b, line)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	// Where the fix stopped on an object still held, its new diagnosis.
+	for _, o := range r.Outcomes {
+		if o.Diagnosis != nil {
+			if _, err := fmt.Fprintf(w, "\nWhere the fix stopped, %s:\n", report.Safe(name(o.Object))); err != nil {
+				return err
+			}
+			if err := report.WriteWhy(w, report.Report{Items: []report.Item{*o.Diagnosis}}, report.Style{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func describe(a report.Action) string {

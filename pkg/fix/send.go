@@ -23,8 +23,9 @@ const outOfService = "node.kubernetes.io/out-of-service"
 
 // Sent is one request as it was sent, and what the server answered.
 type Sent struct {
-	Verb   string           `json:"verb"`
-	Object report.ObjectRef `json:"object"`
+	Verb      string           `json:"verb"`
+	Object    report.ObjectRef `json:"object"`
+	Finalizer string           `json:"finalizer,omitempty"`
 	// Request is the body or the options sent: the JSON patch, or the
 	// DELETE's preconditions.
 	Request string    `json:"request"`
@@ -49,7 +50,7 @@ type Sender struct {
 // concurrent change makes it fail instead of removing the wrong entry; a
 // delete has the uid and resourceVersion as preconditions.
 func (s Sender) Send(ctx context.Context, a report.Action) Sent {
-	out := Sent{Verb: a.Verb, Object: a.Object, DryRun: s.DryRun, At: s.Now()}
+	out := Sent{Verb: a.Verb, Object: a.Object, Finalizer: a.Finalizer, DryRun: s.DryRun, At: s.Now()}
 	res, err := s.resourceOf(a.Object)
 	if err != nil {
 		out.Answer = err.Error()
