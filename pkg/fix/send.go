@@ -80,12 +80,9 @@ func (s Sender) Send(ctx context.Context, a report.Action) Sent {
 			return out
 		}
 		path := fmt.Sprintf("/metadata/finalizers/%d", i)
-		patch, _ := json.Marshal([]map[string]string{
-			{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())},
-			{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
-			{"op": "test", "path": path, "value": a.Finalizer},
-			{"op": "remove", "path": path},
-		})
+		patch, _ := json.Marshal(append(tests(obj),
+			map[string]any{"op": "test", "path": path, "value": a.Finalizer},
+			map[string]any{"op": "remove", "path": path}))
 		out.Request = string(patch)
 		_, err = res.Patch(ctx, a.Object.Name, types.JSONPatchType, patch, metav1.PatchOptions{DryRun: dryRun})
 	case report.ActionTaintOutOfService:
@@ -97,11 +94,7 @@ func (s Sender) Send(ctx context.Context, a report.Action) Sent {
 			}
 		}
 		taints = append(taints, map[string]any{"key": outOfService, "value": "nodeshutdown", "effect": "NoExecute"})
-		patch, _ := json.Marshal([]map[string]any{
-			{"op": "test", "path": "/metadata/uid", "value": string(obj.GetUID())},
-			{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
-			{"op": "add", "path": "/spec/taints", "value": taints},
-		})
+		patch, _ := json.Marshal(append(tests(obj), map[string]any{"op": "add", "path": "/spec/taints", "value": taints}))
 		out.Request = string(patch)
 		_, err = res.Patch(ctx, a.Object.Name, types.JSONPatchType, patch, metav1.PatchOptions{DryRun: dryRun})
 	case report.ActionDelete:
@@ -120,6 +113,20 @@ func (s Sender) Send(ctx context.Context, a report.Action) Sent {
 	if s.DryRun {
 		out.Answer = "accepted as a dry run: nothing changed"
 	}
+	return out
+}
+
+// tests are the JSON patch operations that make a patch fail on any other
+// version of the object than the one just read (its uid and
+// resourceVersion; a server always sets both, a fake may not).
+func tests(obj *unstructured.Unstructured) []map[string]any {
+	var out []map[string]any
+	for path, v := range map[string]string{"/metadata/uid": string(obj.GetUID()), "/metadata/resourceVersion": obj.GetResourceVersion()} {
+		if v != "" {
+			out = append(out, map[string]any{"op": "test", "path": path, "value": v})
+		}
+	}
+	slices.SortFunc(out, func(a, b map[string]any) int { return strings.Compare(b["path"].(string), a["path"].(string)) })
 	return out
 }
 
