@@ -276,3 +276,15 @@ func TestRecordShowsWhereItStopped(t *testing.T) {
 		}
 	}
 }
+
+// What a removal leaves behind is named from the object where it says it
+// (the fields of its status and spec the cause quotes).
+func TestLeavesBehindNamesWhatTheObjectSays(t *testing.T) {
+	it := held("gone", "service.kubernetes.io/load-balancer-cleanup")
+	it.Causes[0].Evidence = []string{"spec.type: LoadBalancer", "status.loadBalancer.ingress: 203.0.113.7", "finalizer ...: removed by ..."}
+	p := MakePlan(report.Report{Items: []report.Item{it}}, Limits{MaxRisk: report.RiskHigh})
+	got := p.Targets[0].Steps[0].LeavesBehind
+	if !strings.Contains(got, "the object says: spec.type: LoadBalancer; status.loadBalancer.ingress: 203.0.113.7") || !strings.Contains(got, "cloud load balancer") {
+		t.Errorf("leaves behind %q", got)
+	}
+}

@@ -101,7 +101,7 @@ func planItem(it report.Item, l Limits) Target {
 			t.Refused = refused
 			return t
 		}
-		t.Steps = append(t.Steps, Step{Cause: c.Code, Step: step, LeavesBehind: leavesBehind(step)})
+		t.Steps = append(t.Steps, Step{Cause: c.Code, Step: step, LeavesBehind: leavesBehind(step, c)})
 	}
 	return t
 }
@@ -127,7 +127,7 @@ func blockerSteps(c report.Cause, l Limits, depth int) []Step {
 		case !ok:
 			out = append(out, retag(blockerSteps(top, l, depth+1), c.Code)...)
 		case liveController(top, step, l) == "":
-			out = append(out, Step{Cause: c.Code, Step: step, LeavesBehind: leavesBehind(step)})
+			out = append(out, Step{Cause: c.Code, Step: step, LeavesBehind: leavesBehind(step, c)})
 		}
 	}
 	return out
@@ -180,14 +180,26 @@ func stopAt(c report.Cause, l Limits) (string, *report.Step) {
 }
 
 // leavesBehind is what a request skips: for a finalizer, the work its
-// owner would have finished first (the catalogue's holdsWhile); for a
-// delete, what the step's risk says.
-func leavesBehind(s report.Step) string {
+// owner would have finished first (the catalogue's holdsWhile) and what
+// the object itself says it has out there (the fields of its status and
+// spec the cause quotes: a load balancer's address, a volume's handle);
+// for any other request, what the step's risk says.
+func leavesBehind(s report.Step, c report.Cause) string {
 	if s.Apply.Verb != report.ActionRemoveFinalizer {
 		return s.Risk
 	}
 	row := catalog.FinalizerOwner(s.Apply.Finalizer)
-	return fmt.Sprintf("%s no longer waits until %s: whatever it would have cleaned up first is left as it is", row.Owner, row.HoldsWhile)
+	out := fmt.Sprintf("%s no longer waits until %s: whatever it would have cleaned up first is left as it is", row.Owner, row.HoldsWhile)
+	var fields []string
+	for _, e := range c.Evidence {
+		if strings.HasPrefix(e, "status.") || strings.HasPrefix(e, "spec.") {
+			fields = append(fields, e)
+		}
+	}
+	if len(fields) > 0 {
+		out += "; the object says: " + strings.Join(fields, "; ")
+	}
+	return out
 }
 
 // digest hashes what the plan is for and what it sends.
