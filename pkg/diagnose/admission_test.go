@@ -158,14 +158,24 @@ func TestWebhookRemediationEndsWithTheRiskiest(t *testing.T) {
 	if !strings.Contains(c.Remediation[2].Command, `"path":"/webhooks/0/failurePolicy","value":"Ignore"`) {
 		t.Errorf("third step: %+v", c.Remediation[2])
 	}
-	if last := c.Remediation[len(c.Remediation)-1]; !strings.Contains(last.Command, "kubectl delete validatingwebhookconfiguration pod-guard") {
-		t.Errorf("last step: %+v", last)
+	if last := c.Remediation[len(c.Remediation)-1]; !strings.Contains(last.Command, "kubectl delete validatingwebhookconfiguration pod-guard") ||
+		last.Apply == nil || last.Apply.Verb != report.ActionDelete || last.Apply.Object.Name != "pod-guard" || last.Apply.Object.Kind != "ValidatingWebhookConfiguration" {
+		t.Errorf("last step, which fix may send (the backend has no endpoint): %+v", last)
 	}
 	check := Diagnose(s).Items[0].Checks
 	if !slices.ContainsFunc(check, func(c report.Check) bool {
 		return c.Name == "final delete admitted" && c.Status == report.Fail && strings.Contains(c.Detail, "no ready endpoints")
 	}) {
 		t.Errorf("checks: %+v", check)
+	}
+	// A backend that answers: the webhook may be right to refuse, fix may not delete it.
+	s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 1
+	for _, c := range Diagnose(s).Items[0].Causes {
+		for _, st := range c.Remediation {
+			if st.Apply != nil && st.Apply.Verb == report.ActionDelete {
+				t.Errorf("%s: a delete fix may send for a webhook whose backend answers: %+v", c.Code, st)
+			}
+		}
 	}
 }
 

@@ -23,8 +23,9 @@ func TestUnavailableAPIServiceIsTheRootCause(t *testing.T) {
 	it := Diagnose(s).Items[0]
 	expectCauses(t, it, []string{"APIServiceUnavailable", "NamespaceDiscoveryFailure"}, report.Critical, "apiservice v1beta1.metrics.k8s.io: condition Available=False reason MissingEndpoints")
 	steps := it.Causes[0].Remediation
-	if last := steps[len(steps)-1]; last.Command != "kubectl delete apiservice v1beta1.metrics.k8s.io" {
-		t.Errorf("last step: %+v", last)
+	if last := steps[len(steps)-1]; last.Command != "kubectl delete apiservice v1beta1.metrics.k8s.io" ||
+		last.Apply == nil || last.Apply.Verb != report.ActionDelete || last.Apply.Object.Name != "v1beta1.metrics.k8s.io" {
+		t.Errorf("last step, which fix may send (its Service has no endpoint): %+v", last)
 	}
 	// Without the APIServices read, the condition alone is reported.
 	it = Diagnose(snap(ns)).Items[0]
@@ -37,5 +38,12 @@ func TestUnavailableAPIServiceBeforeTheCondition(t *testing.T) {
 	s := snap(terminatingNamespace(10*time.Minute, allConditions()...))
 	s.APIServices = []snapshot.APIService{{Name: "v1.hung.example.com", Group: "hung.example.com", Version: "v1", Service: "bench/hung",
 		Available: "False", Reason: "FailedDiscoveryCheck", Message: "failing or missing response from https://192.0.2.2:8443/apis/hung.example.com/v1: context deadline exceeded", ReadyEndpoints: intp(1)}}
-	expectCauses(t, Diagnose(s).Items[0], []string{"APIServiceUnavailable"}, report.Critical, "reason FailedDiscoveryCheck")
+	it := Diagnose(s).Items[0]
+	expectCauses(t, it, []string{"APIServiceUnavailable"}, report.Critical, "reason FailedDiscoveryCheck")
+	// Its backend has a ready endpoint: not orphaned, fix may not delete it.
+	for _, st := range it.Causes[0].Remediation {
+		if st.Apply != nil {
+			t.Errorf("a step fix may send for an APIService whose backend answers: %+v", st)
+		}
+	}
 }
