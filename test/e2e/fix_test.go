@@ -276,6 +276,23 @@ func TestFixClearsEachFixableClass(t *testing.T) {
 			t.Errorf("sent %+v", rec.Sent)
 		}
 	})
+	t.Run("a namespace held by its own orphaned finalizer", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, "fix-ns-own")
+		if _, err := env.Client.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(`{"metadata":{"finalizers":["fixnsown.example.com/cleanup"]}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deleted := time.Now()
+		if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, deleted)
+		rec, res := fixByDigest(t, "ns/"+ns, "--max-risk", "high", "--settle", "60s")
+		gone(t, rec, res)
+		if len(rec.Sent) != 1 || rec.Sent[0].Object.Kind != "Namespace" || rec.Sent[0].Verb != "remove-finalizer" {
+			t.Errorf("sent %+v", rec.Sent)
+		}
+	})
 	t.Run("a pod on a dead node, through the out-of-service taint", func(t *testing.T) {
 		t.Parallel()
 		ns := namespace(t, "fix-dead")
