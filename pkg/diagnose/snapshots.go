@@ -80,23 +80,27 @@ func claimSnapshotted(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 		fix(fmt.Sprintf("Or give the snapshot up: delete VolumeSnapshot %s", first.Name), kubectl(first.Namespace, "delete", "volumesnapshot", first.Name), report.RiskHigh,
 			"the snapshot is lost; the claim goes once no other snapshot is taken from it"),
 		never(fmt.Sprintf("Never remove %s while a snapshot is taken from the claim", f.name), "the volume may be deleted under a snapshot still copying it"))
+	var refs []report.ObjectRef
 	for _, v := range taking {
-		c.BlockedBy = append(c.BlockedBy, blocker(snapshotRef(v)))
+		refs = append(refs, snapshotRef(v))
 	}
-	ref := snapshotRef(first)
-	c.About.Object = &ref
-	return []report.Cause{c}
+	return []report.Cause{heldByOthers(c, snapshotRef(first), refs)}
 }
 
 func snapshotRef(v snapshot.VolumeSnapshot) report.ObjectRef {
 	return report.ObjectRef{APIVersion: snapshotGroup + "/v1", Kind: "VolumeSnapshot", Resource: "volumesnapshots." + snapshotGroup, Namespace: v.Namespace, Name: v.Name, UID: string(v.UID)}
 }
 
-// blocker is an object that holds the target without being one: listed in
-// blockedBy (JSON carries every blocker) with no diagnosis of its own; its
-// words are in the cause's evidence.
-func blocker(ref report.ObjectRef) report.Item {
-	return report.Item{Object: ref, Causes: []report.Cause{}}
+// heldByOthers lists the objects that hold the target without being
+// targets in blockedBy (JSON carries every one), with no diagnosis of their
+// own (their words are in the cause's evidence); the cause is about the one
+// its summary names.
+func heldByOthers(c report.Cause, named report.ObjectRef, all []report.ObjectRef) report.Cause {
+	for _, ref := range all {
+		c.BlockedBy = append(c.BlockedBy, report.Item{Object: ref, Causes: []report.Cause{}})
+	}
+	c.About.Object = &named
+	return c
 }
 
 // snapshotRestoring: the claims still being restored from the snapshot.
@@ -148,12 +152,11 @@ func snapshotRestoring(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		fix(fmt.Sprintf("Or give the restore up: delete claim %s", first.Name), kubectl(first.Namespace, "delete", "persistentvolumeclaim", first.Name), report.RiskHigh,
 			"the restore is abandoned"),
 		never(fmt.Sprintf("Never remove %s while a claim is restored from it", f.name), "the restore may read a snapshot being deleted"))
+	var refs []report.ObjectRef
 	for _, r := range restoring {
-		c.BlockedBy = append(c.BlockedBy, blocker(claimRef(r)))
+		refs = append(refs, claimRef(r))
 	}
-	ref := claimRef(first)
-	c.About.Object = &ref
-	return []report.Cause{c}
+	return []report.Cause{heldByOthers(c, claimRef(first), refs)}
 }
 
 func claimRef(c corev1.PersistentVolumeClaim) report.ObjectRef {
