@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,6 +73,9 @@ type Options struct {
 	// monitor follows the clients' requests (kube.Tune): what a run that
 	// stalls waits for, and the apiserver's health.
 	monitor *kube.Monitor
+	// line is the run's status line on a terminal's stderr (statusLine).
+	line     *statusLine
+	lineOnce sync.Once
 
 	// Test seams.
 	newClients func() (*kube.Clients, error)
@@ -240,6 +244,7 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 		return report.Report{}, nil, nil, err
 	}
 	c := o.collector(clients)
+	defer o.showProgress(c.Progress)()
 	scope := collect.Scope{Namespace: o.namespace, AllNamespaces: o.AllNamespaces, LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector}
 
 	var found []collect.Found
@@ -293,7 +298,7 @@ func (o *Options) noteNotTerminating(found []collect.Found) {
 	said := false
 	for _, f := range found {
 		if !f.Terminating() {
-			fmt.Fprintf(o.ErrOut, "%s is not being deleted (no metadata.deletionTimestamp)\n", report.Safe(report.Name(f.Ref())))
+			fmt.Fprintf(o.stderr(), "%s is not being deleted (no metadata.deletionTimestamp)\n", report.Safe(report.Name(f.Ref())))
 			said = true
 		}
 	}
@@ -352,20 +357,10 @@ func (o *Options) nothingFound() string {
 	return fmt.Sprintf("No terminating objects found in %s namespace.", report.Safe(o.namespace))
 }
 
-// collector reads through the clients, with a progress line on stderr when
-// it is a terminal and a scan takes more than a second.
+// collector reads through the clients, saying what it reads (showProgress
+// draws it on a terminal).
 func (o *Options) collector(clients *kube.Clients) *collect.Collector {
-	c := &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet}
-	if o.isTerminal(o.ErrOut) {
-		c.Progress = func(p collect.ScanProgress) {
-			if p.Done {
-				fmt.Fprint(o.ErrOut, "\r\033[K") // erase the line
-				return
-			}
-			fmt.Fprintf(o.ErrOut, "\r\033[Kreading %s: %d/%s listed, %s seen", report.Safe(p.Phase), p.Types, report.Count(p.TotalTypes, "type"), report.Count(int(p.Objects), "object"))
-		}
-	}
-	return c
+	return &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet, Progress: &collect.Progress{}}
 }
 
 // colour only on a terminal, and never with --no-color or NO_COLOR.

@@ -56,11 +56,13 @@ func (term *terminal) screen() string {
 }
 
 // A screen, and how to get the same run again: each run wants fresh fakes
-// (and a clock of its own).
+// (and a clock of its own); stderr, when set, is what the terminal's stderr
+// must show (its status line).
 type screen struct {
 	name    string
 	args    []string
 	clients func(t *testing.T) (func() (*kube.Clients, error), func(*Options))
+	stderr  *regexp.Regexp
 }
 
 // Every screen as a terminal shows it: why (default and -o wide) for a pod,
@@ -94,21 +96,23 @@ func TestEveryScreenOnATerminal(t *testing.T) {
 			command = "list"
 		}
 		for _, format := range []string{"", "wide"} {
-			screens = append(screens, screen{filepath.Base(file) + " -o " + format, []string{command, "--snapshot", file, "-o", format}, replay})
+			screens = append(screens, screen{filepath.Base(file) + " -o " + format, []string{command, "--snapshot", file, "-o", format}, replay, nil})
 		}
 	}
 	screens = append(screens,
-		screen{"list", []string{"list", "-n", "shop"}, live(cluster)},
-		screen{"list -A", []string{"list", "-A"}, live(cluster)},
-		screen{"list -A -o wide", []string{"list", "-A", "-o", "wide"}, live(cluster)},
-		screen{"list --group-by", []string{"list", "-A", "--group-by", "cause"}, live(cluster)},
-		screen{"why -A", []string{"why", "-A"}, live(cluster)},
-		screen{"why, a namespace held by its pods", []string{"why", "-A"}, live(shopDeleted)},
-		screen{"why -o wide, a namespace held by its pods", []string{"why", "-A", "-o", "wide"}, live(shopDeleted)},
-		screen{"wait, timed out", []string{"wait", "ns/shop", "--timeout", "3s"}, live(shopDeleted)},
-		screen{"list -w", []string{"list", "pods", "-n", "shop", "--stuck-only", "-w"}, watched},
-		screen{"explain", []string{"explain"}, replay},
-		screen{"explain CODE", []string{"explain", "NodeUnreachable"}, replay},
+		screen{"list", []string{"list", "-n", "shop"}, live(cluster), nil},
+		screen{"list -A", []string{"list", "-A"}, live(cluster), nil},
+		screen{"list -A -o wide", []string{"list", "-A", "-o", "wide"}, live(cluster), nil},
+		screen{"list --group-by", []string{"list", "-A", "--group-by", "cause"}, live(cluster), nil},
+		screen{"why -A", []string{"why", "-A"}, live(cluster), nil},
+		screen{"why, a namespace held by its pods", []string{"why", "-A"}, live(shopDeleted), nil},
+		screen{"why -o wide, a namespace held by its pods", []string{"why", "-A", "-o", "wide"}, live(shopDeleted), nil},
+		screen{"wait, timed out", []string{"wait", "ns/shop", "--timeout", "3s"}, live(shopDeleted),
+			regexp.MustCompile(`\r\x1b\[Kwaiting for 1 object: \ds elapsed, \ds left \(--timeout 3s\)`)},
+		screen{"list -A, a slow apiserver", []string{"list", "-A"}, slowAPIServer, regexp.MustCompile(`\r\x1b\[K\d+s: reading [^\r]*events`)},
+		screen{"list -w", []string{"list", "pods", "-n", "shop", "--stuck-only", "-w"}, watched, nil},
+		screen{"explain", []string{"explain"}, replay, nil},
+		screen{"explain CODE", []string{"explain", "NodeUnreachable"}, replay, nil},
 	)
 	seen := map[string]bool{}
 	for _, sc := range screens {
@@ -125,6 +129,9 @@ func TestEveryScreenOnATerminal(t *testing.T) {
 			}
 			coloursOnly(t, "stdout", out)
 			coloursOnly(t, "stderr", strings.ReplaceAll(errOut, "\r\x1b[K", ""))
+			if sc.stderr != nil && !sc.stderr.MatchString(errOut) {
+				t.Errorf("stderr lacks its status line (%s): %q", sc.stderr, errOut)
+			}
 			if sc.name != "explain" && !colourCode.MatchString(out) {
 				t.Errorf("no colour on a terminal:\n%s", out)
 			}

@@ -29,7 +29,7 @@ func newWaitCommand(o *Options) *cobra.Command {
 'kubectl delete --wait=false'. Each object that goes is printed as "TYPE/NAME deleted".
 On timeout the diagnosis of what is still there is printed (as 'why' would; its
 reads have 10s more) and the exit code is 2. On a terminal, stderr shows what it waits on and the current
-top cause as it changes. An object asked for by name that does not exist is an
+top cause as it changes, below it the time spent and left of --timeout, every second. An object asked for by name that does not exist is an
 error (exit 1): a typo must not look like success. With --ignore-not-found it
 counts as deleted and is printed so, as kubectl wait --for=delete does (for a
 delete that may already have finished).`,
@@ -88,6 +88,7 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 			return err
 		}
 		c = o.collector(clients)
+		defer o.showProgress(c.Progress)()
 		found, err = c.Resolve(run, o.requests, collect.Scope{Namespace: o.namespace, LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector}, true)
 		if err != nil {
 			return err
@@ -97,7 +98,7 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 			return fmt.Errorf("%s not found (--ignore-not-found counts an object that does not exist as deleted)", report.Safe(strings.Join(gone, ", ")))
 		}
 		for _, name := range gone {
-			fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(name))
+			fmt.Fprintf(o.status().above(o.Out), "%s deleted\n", report.Safe(name))
 		}
 		found, err = o.beingDeleted(found)
 		return err
@@ -116,11 +117,21 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 
 	deadline := o.clock.NewTimer(max(o.Timeout-o.clock.Since(start), 0))
 	defer deadline.Stop()
-	var tick <-chan time.Time
-	if o.isTerminal(o.ErrOut) {
-		ticker := o.clock.NewTicker(progressInterval)
+	// On a terminal: the cause of what is left, each time it changes, and
+	// below it a status line with the time spent and left, every second.
+	line, out := o.status(), o.status().above(o.Out)
+	defer line.clear()
+	var tick, second <-chan time.Time
+	if line != nil {
+		ticker, seconds := o.clock.NewTicker(progressInterval), o.clock.NewTicker(time.Second)
 		defer ticker.Stop()
-		tick = ticker.C()
+		defer seconds.Stop()
+		tick, second = ticker.C(), seconds.C()
+	}
+	showTimes := func() {
+		elapsed := o.clock.Since(start)
+		line.show(fmt.Sprintf("waiting for %s: %s elapsed, %s left (%s)", report.Count(len(pending), "object"),
+			report.HumanDuration(elapsed), report.HumanDuration(max(o.Timeout-elapsed, 0)), bound))
 	}
 	stillPending := func() []collect.Found {
 		still := make([]collect.Found, 0, len(pending))
@@ -132,15 +143,16 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 		return still
 	}
 	readPending := func() *snapshot.Snapshot { return reread(ctx, c, stillPending()) }
-	retrying, lastLine := retryNotice{out: o.ErrOut, until: " until the timeout"}, ""
-	showProgress := func() {
-		if line := progressLine(diagnose.Diagnose(readPending())); line != lastLine {
-			fmt.Fprintln(o.ErrOut, report.Safe(line))
-			lastLine = line
+	retrying, lastCause := retryNotice{out: o.stderr(), until: " until the timeout"}, ""
+	sayCause := func() {
+		if cause := progressLine(diagnose.Diagnose(readPending())); cause != lastCause {
+			fmt.Fprintln(o.stderr(), report.Safe(cause))
+			lastCause = cause
 		}
+		showTimes()
 	}
-	if tick != nil && len(pending) > 0 {
-		showProgress()
+	if line != nil && len(pending) > 0 {
+		sayCause()
 	}
 	for len(pending) > 0 {
 		select {
@@ -153,13 +165,15 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 				}
 			case ch.Gone:
 				delete(pending, waitKey(ch.Found))
-				fmt.Fprintf(o.Out, "%s deleted\n", report.Safe(report.Name(ch.Found.Ref())))
+				fmt.Fprintf(out, "%s deleted\n", report.Safe(report.Name(ch.Found.Ref())))
 			default:
 				pending[waitKey(ch.Found)] = ch.Found
 				retrying.recovered()
 			}
 		case <-tick:
-			showProgress()
+			sayCause()
+		case <-second:
+			showTimes()
 		case <-deadline.C():
 			// The diagnosis of what is left has its own budget past the
 			// timeout (docs/runbooks.md): reads not made by then are
@@ -179,6 +193,7 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 				return err
 			}
 			r := diagnose.Diagnose(snap)
+			line.clear()
 			fmt.Fprintf(o.ErrOut, "timed out after %s: %s still there\n", o.Timeout, report.Count(len(pending), "object"))
 			if err := o.Print(r, func(r report.Report, st report.Style) error { return report.WriteWhy(o.Out, r, st) }); err != nil {
 				return err
@@ -217,7 +232,7 @@ func (o *Options) beingDeleted(found []collect.Found) ([]collect.Found, error) {
 		if named[f.Object.GetName()] {
 			return nil, fmt.Errorf("%s is not being deleted (no metadata.deletionTimestamp): nothing would remove it; delete it first", name)
 		}
-		fmt.Fprintf(o.ErrOut, "%s is not being deleted: not waiting for it\n", name)
+		fmt.Fprintf(o.stderr(), "%s is not being deleted: not waiting for it\n", name)
 	}
 	return out, nil
 }

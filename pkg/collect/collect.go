@@ -32,8 +32,9 @@ type Collector struct {
 	Clients *kube.Clients
 	// Now is the clock the snapshot is taken at.
 	Now func() time.Time
-	// Progress, when set, hears about scans that take more than a second.
-	Progress func(ScanProgress)
+	// Progress, when set, records what the collector reads now, for a
+	// progress line.
+	Progress *Progress
 	// Kubelet: also read what the pods' kubelets report, through the node
 	// proxy (--kubelet; nodes/proxy is a powerful permission, so opt-in).
 	Kubelet bool
@@ -101,9 +102,11 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 			others, otherGVRs = append(others, t), append(otherGVRs, gvrs[i])
 		}
 	}
+	reading := c.track("the terminating objects", 0)
 	c.readPods(ctx, pods, c.podCounts())
 	c.readNamespaceTargets(ctx, namespaces)
 	c.parallel(len(others), func(i int) { c.readObject(ctx, others[i], otherGVRs[i]) })
+	reading.finish()
 	c.readSources(ctx, s)
 	s.Skipped = c.Skips()
 	return s

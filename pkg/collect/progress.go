@@ -1,68 +1,42 @@
 package collect
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
-// ScanProgress is reported while a scan runs: which scan (Phase: "the
-// cluster", "namespace shop", ...), types listed out of the total, and objects
-// seen so far. Done marks the last report of a scan.
-type ScanProgress struct {
-	Phase             string
-	Types, TotalTypes int
-	Objects           int64
-	Done              bool
+// Progress is what a collector is reading now, for a progress line: the
+// phases under way, in the order they began: a scan ("the cluster",
+// "objects in namespace shop") with the types it listed and the objects
+// it saw, a read of the objects found, a source ("nodes", "events"). Safe
+// for concurrent use; a nil Progress records nothing.
+type Progress struct {
+	mu     sync.Mutex
+	active []*tracker
 }
 
-// Variables, not constants, so that a test can make every scan "long".
-var (
-	// progressDelay: scans shorter than this report nothing.
-	progressDelay = time.Second
-	// progressEvery is how often a long scan reports.
-	progressEvery = 250 * time.Millisecond
-)
-
-// tracker counts a scan's progress and reports it, from one goroutine, to
-// the collector's Progress (when set) once the scan takes longer than a second.
+// tracker is one phase under way; a scan's counts are kept as its pages
+// come (listEach). A nil tracker counts nothing.
 type tracker struct {
+	name           string
+	total          int // the types a scan lists; 0 for a phase that is no scan
 	types, objects atomic.Int64
-	total          int
-	stop           chan struct{}
-	wg             sync.WaitGroup
+	progress       *Progress
 }
 
-func (c *Collector) track(phase string, total int) *tracker {
-	t := &tracker{total: total, stop: make(chan struct{})}
-	if c.Progress == nil {
-		return t
+// track records that a phase began; finish ends it.
+func (c *Collector) track(name string, totalTypes int) *tracker {
+	t := &tracker{name: name, total: totalTypes, progress: c.Progress}
+	if p := c.Progress; p != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.active = append(p.active, t)
 	}
-	report := func(done bool) {
-		c.Progress(ScanProgress{Phase: phase, Types: int(t.types.Load()), TotalTypes: total, Objects: t.objects.Load(), Done: done})
-	}
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		delay := time.NewTimer(progressDelay)
-		defer delay.Stop()
-		select {
-		case <-t.stop:
-			return
-		case <-delay.C:
-		}
-		tick := time.NewTicker(progressEvery)
-		defer tick.Stop()
-		for {
-			report(false)
-			select {
-			case <-t.stop:
-				report(true)
-				return
-			case <-tick.C:
-			}
-		}
-	}()
 	return t
 }
 
@@ -79,8 +53,31 @@ func (t *tracker) typeDone() {
 	}
 }
 
-// finish stops the reports, with a last one if any was made.
+// finish ends the phase.
 func (t *tracker) finish() {
-	close(t.stop)
-	t.wg.Wait()
+	if p := t.progress; p != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.active = slices.DeleteFunc(p.active, func(a *tracker) bool { return a == t })
+	}
+}
+
+// String says what is under way: "reading the cluster: 2/5 types listed,
+// 10 objects seen; events", or "diagnosing" between reads. Names from the
+// cluster (a namespace's) are shown escaped.
+func (p *Progress) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.active) == 0 {
+		return "diagnosing"
+	}
+	parts := make([]string, 0, len(p.active))
+	for _, t := range p.active {
+		part := report.Safe(t.name)
+		if t.total > 0 {
+			part += fmt.Sprintf(": %d/%s listed, %s seen", t.types.Load(), report.Count(t.total, "type"), report.Count(int(t.objects.Load()), "object"))
+		}
+		parts = append(parts, part)
+	}
+	return "reading " + strings.Join(parts, "; ")
 }

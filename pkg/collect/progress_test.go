@@ -3,40 +3,42 @@ package collect
 import (
 	"sync"
 	"testing"
-	"time"
 )
 
-func TestProgressOfALongScan(t *testing.T) {
-	progressDelay, progressEvery = 0, time.Millisecond
-	defer func() { progressDelay, progressEvery = time.Second, 250*time.Millisecond }()
-	var mu sync.Mutex
-	var got []ScanProgress
-	c := &Collector{Progress: func(p ScanProgress) { mu.Lock(); got = append(got, p); mu.Unlock() }}
-	tr := c.track("namespace shop", 2)
-	tr.page(500)
-	tr.page(20)
-	tr.typeDone()
-	tr.typeDone()
-	time.Sleep(20 * time.Millisecond) // let the reporter run at least once more
-	tr.finish()
-	mu.Lock()
-	defer mu.Unlock()
-	last := got[len(got)-1]
-	if len(got) < 2 || last != (ScanProgress{Phase: "namespace shop", Types: 2, TotalTypes: 2, Objects: 520, Done: true}) {
-		t.Errorf("reports %+v", got)
+// The progress says every phase under way, in the order they began, a
+// scan with its counts; a phase that ends leaves it; none says diagnosing.
+func TestProgressSaysWhatIsUnderWay(t *testing.T) {
+	c := &Collector{Progress: &Progress{}}
+	if got := c.Progress.String(); got != "diagnosing" {
+		t.Errorf("before any read: %q", got)
+	}
+	scan := c.track("namespace shop\x1b[2J", 2)
+	var wg sync.WaitGroup
+	for _, n := range []int{500, 20} {
+		wg.Add(1)
+		go func() { defer wg.Done(); scan.page(n); scan.typeDone() }()
+	}
+	wg.Wait()
+	events := c.track("events", 0)
+	if got, want := c.Progress.String(), `reading namespace shop\x1b[2J: 2/2 types listed, 520 objects seen; events`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	scan.finish()
+	if got := c.Progress.String(); got != "reading events" {
+		t.Errorf("after the scan: %q", got)
+	}
+	events.finish()
+	if got := c.Progress.String(); got != "diagnosing" {
+		t.Errorf("after every read: %q", got)
 	}
 }
 
-func TestNoProgressForAShortScanOrWithoutAListener(t *testing.T) {
-	var got []ScanProgress
-	c := &Collector{Progress: func(p ScanProgress) { got = append(got, p) }}
-	tr := c.track("the cluster", 1) // the default one-second delay: finished long before
+func TestNoProgressWithoutAListener(t *testing.T) {
+	tr := (&Collector{}).track("the cluster", 1)
 	tr.page(3)
+	tr.typeDone()
 	tr.finish()
-	(&Collector{}).track("the cluster", 1).finish()
 	var nilTracker *tracker
 	nilTracker.page(1) // listEach may run without a tracker
-	if len(got) != 0 {
-		t.Errorf("a short scan reported %+v", got)
-	}
+	nilTracker.typeDone()
 }

@@ -119,6 +119,7 @@ func (e *NotFoundError) Error() string {
 // Resolve reads the objects the user named. A request without names scans
 // that type in scope. Missing objects are errors unless ignoreNotFound.
 func (c *Collector) Resolve(ctx context.Context, reqs []Request, scope Scope, ignoreNotFound bool) ([]Found, error) {
+	defer c.track("the objects named", 0).finish()
 	var out []Found
 	for _, r := range reqs {
 		m, err := Mapping(c.Clients.Mapper, r.Resource)

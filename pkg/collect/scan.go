@@ -83,6 +83,7 @@ func (c *Collector) discover() ([]*metav1.APIResourceList, error) {
 	if c.discovered {
 		return c.resources, nil
 	}
+	defer c.track("the server's types (discovery)", 0).finish()
 	c.Clients.Discovery.Invalidate()
 	lists, err := c.Clients.Discovery.ServerPreferredResources()
 	if err != nil {

@@ -81,6 +81,9 @@ func (c *Collector) readSources(ctx context.Context, s *snapshot.Snapshot) {
 		panic("collect: " + err.Error()) // a programming error, caught by TestSourcesFormStages
 	}
 	for _, stage := range ordered {
-		bounded(len(stage), len(stage), func(i int) { stage[i].read(c, ctx, s) })
+		bounded(len(stage), len(stage), func(i int) {
+			defer c.track(stage[i].name, 0).finish()
+			stage[i].read(c, ctx, s)
+		})
 	}
 }
