@@ -26,11 +26,18 @@ build: ## Build bin/kubectl-terminating
 	go build -ldflags "$(LDFLAGS)" -o bin/kubectl-terminating ./cmd/kubectl-terminating
 
 .PHONY: lab-bin
-lab-bin: ## Build the lab's etcd, kube-apiserver, kube-controller-manager, kubectl and kwok (once)
+lab-bin: ## Build the lab's etcd, kube-apiserver, kube-controller-manager, kubectl and kwok, and the version matrix's control planes (once)
 	test/e2e/lab/build.sh $(LAB_BIN)
 
+# The demo needs the lab's five binaries, not the version matrix (e2e's).
+# Modules are downloaded first, quietly: go build and go run print a line
+# for each module they download (build.sh logs its own).
 .PHONY: demo
-demo: build lab-bin ## Start the lab, build a gallery of stuck objects and diagnose them
+demo: ## Start the lab, build a gallery of stuck objects and diagnose them
+	@echo "downloading the Go modules of the plugin and of the lab's launcher (quietly; once)..."
+	@go mod download && cd test/e2e && go mod download
+	@$(MAKE) --no-print-directory build
+	@LAB_MATRIX= test/e2e/lab/build.sh $(LAB_BIN)
 	hack/demo.sh
 
 .PHONY: fixtures

@@ -3,18 +3,24 @@
 # etcd, kube-apiserver, kube-controller-manager, kubectl (Kubernetes v1.36.3)
 # and kwok; and the version matrix: kube-apiserver and kube-controller-manager
 # of other Kubernetes releases into $1/<minor> (v1.31, v1.37), each from its
-# own module tools/kube-<minor>. Each directory is rebuilt only when its pins
-# change (a stamp per directory of its tool modules' go.mod/go.sum, the
-# versions and the Go version).
+# own module tools/kube-<minor>. LAB_MATRIX, when set, names the matrix
+# releases to build ("" for none: make demo needs none). Each directory is
+# rebuilt only when its pins change (a stamp per directory of its tool
+# modules' go.mod/go.sum, the versions and the Go version).
+#
+# It says which binary it builds ("building kube-apiserver v1.36.3 (2 of 5)")
+# and how long each took; go's own output (30 lines of "go: downloading" on
+# a cold module cache) goes to build.log beside $1, shown if a build fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mkdir -p "${1:-.lab/bin}" && cd "${1:-.lab/bin}" && pwd)
+log=$(dirname "$out")/build.log
 KUBE_VERSION=v1.36.3
 KWOK_VERSION=v0.8.0
 # The version matrix (docs/lab.md): each minor's module tools/kube-<minor> pins
 # its release (k8s.io/kubernetes and every staging module), the newest patch of
 # that minor whose modules the Go module proxy serves.
-MATRIX=(v1.31 v1.37)
+read -r -a MATRIX <<<"${LAB_MATRIX-v1.31 v1.37}"
 
 # up_to_date DIR STAMP BINS...: DIR holds the binaries built for STAMP.
 up_to_date() {
@@ -31,18 +37,25 @@ ldflags() {
   echo "-X k8s.io/component-base/version.gitVersion=$1 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 }
 
+# The builds this run makes, in order, each "NAME|VERSION|MODULE|DIR|PACKAGE|STAMP":
+# go build PACKAGE (in MODULE, with VERSION's ldflags when VERSION is a
+# Kubernetes release) into DIR/NAME; MODULE "-" is `go install PACKAGE`.
+# STAMP, on a directory's last build, is written to DIR/.stamp after it.
+builds=()
+minutes=0 # what a first build of them takes on two cores (docs/lab.md)
+
 stamp=$( (cat "$here"/tools/{etcd,kube}/go.mod "$here"/tools/{etcd,kube}/go.sum; echo "$KUBE_VERSION $KWOK_VERSION"; go version) | sha256sum | cut -d' ' -f1)
 if up_to_date "$out" "$stamp" etcd kube-apiserver kube-controller-manager kubectl kwok; then
   echo "lab binaries up to date in $out"
 else
-  echo "building the lab binaries into $out (several minutes on a cold cache)..."
   rm -f "$out/.stamp"
-  (cd "$here/tools/etcd" && go build -o "$out/etcd" .)
-  (cd "$here/tools/kube" && go build -o "$out/" -ldflags "$(ldflags $KUBE_VERSION)" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl)
-  GOBIN="$out" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  echo "$stamp" > "$out/.stamp"
-  echo "lab binaries built in $out"
+  etcd=$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" { print $3 }' "$here/tools/etcd/go.mod")
+  builds+=("etcd|$etcd|$here/tools/etcd|$out|.|")
+  for b in kube-apiserver kube-controller-manager kubectl; do
+    builds+=("$b|$KUBE_VERSION|$here/tools/kube|$out|k8s.io/kubernetes/cmd/$b|")
+  done
+  builds+=("kwok|$KWOK_VERSION|-|$out|sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION|$stamp")
+  minutes=$((minutes + 10))
 fi
 
 for minor in "${MATRIX[@]}"; do
@@ -58,10 +71,40 @@ for minor in "${MATRIX[@]}"; do
     echo "lab binaries $version up to date in $dir"
     continue
   fi
-  echo "building kube-apiserver and kube-controller-manager $version into $dir (several minutes on a cold cache)..."
   rm -f "$dir/.stamp"
-  (cd "$mod" && go build -o "$dir/" -ldflags "$(ldflags "$version")" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
-  echo "$stamp" > "$dir/.stamp"
-  echo "lab binaries $version built in $dir"
+  builds+=("kube-apiserver|$version|$mod|$dir|k8s.io/kubernetes/cmd/kube-apiserver|")
+  builds+=("kube-controller-manager|$version|$mod|$dir|k8s.io/kubernetes/cmd/kube-controller-manager|$stamp")
+  minutes=$((minutes + 6))
 done
+
+[ ${#builds[@]} -gt 0 ] || exit 0
+
+# took SECONDS: "4m05s".
+took() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+echo "building ${#builds[@]} lab binaries into $out: about $minutes minutes on two cores the first time," \
+  "seconds after (Go's caches); go's output goes to $log"
+: >"$log"
+total=$SECONDS
+for i in "${!builds[@]}"; do
+  IFS='|' read -r name version mod dir pkg stamp <<<"${builds[$i]}"
+  printf 'building %s %s (%d of %d)... ' "$name" "$version" $((i + 1)) ${#builds[@]}
+  start=$SECONDS
+  echo "== $name $version" >>"$log"
+  if [ "$mod" = - ]; then
+    GOBIN="$dir" go install "$pkg" >>"$log" 2>&1 || failed=1
+  elif [[ $version == v1.* ]]; then # a Kubernetes release: its version ldflags
+    (cd "$mod" && go build -o "$dir/$name" -ldflags "$(ldflags "$version")" "$pkg") >>"$log" 2>&1 || failed=1
+  else
+    (cd "$mod" && go build -o "$dir/$name" "$pkg") >>"$log" 2>&1 || failed=1
+  fi
+  if [ -n "${failed:-}" ]; then
+    echo "failed; the end of $log:" >&2
+    tail -n 20 "$log" >&2
+    exit 1
+  fi
+  [ -z "$stamp" ] || echo "$stamp" >"$dir/.stamp"
+  took $((SECONDS - start))
+  echo
+done
+echo "lab binaries built in $(took $((SECONDS - total)))"
