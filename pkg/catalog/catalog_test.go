@@ -289,7 +289,7 @@ func TestDescribe(t *testing.T) {
 	}
 	e, _ = Describe(FinalizerPending)
 	for _, p := range e.Parts {
-		if strings.HasPrefix(p.Label, "Remediation") && (len(p.Steps) != 4 || len(p.Text) != 1 || !strings.HasPrefix(p.Text[0], "The command removes that one finalizer")) {
+		if strings.HasPrefix(p.Label, "Remediation") && (len(p.Steps) != 5 || len(p.Text) != 1 || !strings.HasPrefix(p.Text[0], "The command removes that one finalizer")) {
 			t.Errorf("the sentences after the steps: %+v", p)
 		}
 	}

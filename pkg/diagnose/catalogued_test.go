@@ -20,8 +20,9 @@ import (
 // Every report a rule makes, in every test of this package and from every
 // snapshot fixture, names only causes the catalogue knows, each documented
 // in docs/causes.md (as `explain` prints it) and linked there, each step
-// graded with a riskLevel, each command that runs on a node labelled with
-// it (report.Step.Node). TestMain checks the reports of every unit case:
+// graded with a riskLevel, the first with a command to run (at least a
+// read-only look), each command that runs on a node labelled with it
+// (report.Step.Node). TestMain checks the reports of every unit case:
 // Diagnose shows them to check (diagnosed), and a report that breaks these
 // rules fails the run, naming the test line that made it.
 
@@ -89,6 +90,9 @@ func (cat cataloguing) problems(r report.Report) []string {
 		}
 		if c.Docs != catalog.DocsURL(code) {
 			out = append(out, fmt.Sprintf("%s: %s links %q, not its docs entry", name, c.Code, c.Docs))
+		}
+		if len(c.Remediation) == 0 || c.Remediation[0].Command == "" {
+			out = append(out, fmt.Sprintf("%s: %s: the first step has no command to run: %+v", name, c.Code, c.Remediation[:min(1, len(c.Remediation))]))
 		}
 		for _, s := range c.Remediation {
 			switch {
@@ -245,7 +249,8 @@ func TestRulesEmitOnlyCataloguedCodes(t *testing.T) {
 // The check catches each omission once: a code missing from the catalogue,
 // a catalogued code missing from docs/causes.md (the docs without the
 // emitted code's entry), a stale docs link, an ungraded step, a step graded
-// as no step of the code's docs entry is, a node-side command that does
+// as no step of the code's docs entry is, a first step with no command, a
+// cause with no step, a node-side command that does
 // not name its node, a cause that
 // does not name what identifies it (catalog.Identity), nested or not;
 // and every Diagnose of this package's tests is checked.
@@ -270,6 +275,8 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		{"stale docs link", catalogued, func(c *report.Cause) { c.Docs = "" }, "not its docs entry"},
 		{"ungraded step", catalogued, func(c *report.Cause) { c.Remediation[0].RiskLevel = "" }, `has riskLevel ""`},
 		{"graded otherwise in the docs", gradedOtherwise, func(c *report.Cause) { c.Remediation = c.Remediation[:1] }, "which no step of the code's entry in docs/causes.md is"},
+		{"first step without a command", catalogued, func(c *report.Cause) { c.Remediation[0].Command = "" }, "the first step has no command to run"},
+		{"no step", catalogued, func(c *report.Cause) { c.Remediation = nil }, "the first step has no command to run"},
 		{"node-side command without its node", catalogued, func(c *report.Cause) {
 			c.Remediation[0].Command, c.Remediation[0].Node = "kubectl get nodes; journalctl -u kubelet", ""
 		}, "runs on a node it does not name"},
@@ -282,7 +289,7 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		}, "FinalizerPending does not name its finalizers"},
 		{"nested", catalogued, func(c *report.Cause) {
 			nested := good.Items[0]
-			nested.Causes = []report.Cause{{Code: "NodeVanished", Docs: catalog.DocsURL("NodeVanished")}}
+			nested.Causes = []report.Cause{{Code: "NodeVanished", Docs: catalog.DocsURL("NodeVanished"), Remediation: c.Remediation}}
 			c.BlockedBy = []report.Item{nested}
 		}, `code "NodeVanished" is not in the catalogue`},
 	} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"al.essio.dev/pkg/shellescape"
@@ -119,6 +120,25 @@ func endpointsCommand(ns, service string) string {
 // onNode lists the pods on a node, filtered by an extended regexp.
 func onNode(node, grepPattern string) string {
 	return pipe(kubectl("", "get", "pods", "-A", "-o", "wide", "--field-selector", "spec.nodeName="+node), command("grep", "-Ei", grepPattern))
+}
+
+// waitCommand waits for the object TYPE/NAME to go, for at most timeout:
+// the plugin's wait prints the diagnosis if it is still there then.
+func waitCommand(namespace, typ, name string, timeout time.Duration) string {
+	return kubectl(namespace, "terminating", "wait", typ+"/"+name, "--timeout", goDuration(timeout))
+}
+
+// goDuration is d to the second as --timeout reads it, without trailing
+// zero units: 1m30s, 2m, 1h.
+func goDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // finalizeNamespace rewrites a namespace's spec.finalizers with a jq program

@@ -161,3 +161,15 @@ func FuzzCommandQuoting(f *testing.F) {
 		}
 	})
 }
+
+// A wait's timeout is a Go duration without zero units, as --timeout reads it.
+func TestWaitCommand(t *testing.T) {
+	for d, want := range map[time.Duration]string{90 * time.Second: "1m30s", 2 * time.Minute: "2m", time.Hour: "1h", time.Hour + 5*time.Second: "1h0m5s", 1500 * time.Millisecond: "2s"} {
+		if got := goDuration(d); got != want {
+			t.Errorf("goDuration(%s) = %q, want %q", d, got, want)
+		}
+	}
+	if got := waitCommand("shop", "pods", "web-0", 2*time.Minute); got != "kubectl terminating wait pods/web-0 -n shop --timeout 2m" {
+		t.Errorf("waitCommand = %q", got)
+	}
+}

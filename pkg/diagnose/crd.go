@@ -67,7 +67,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	for _, f := range sortedKeys(c.Finalizers) {
 		remaining.Remediation = append(remaining.Remediation, fix(
 			fmt.Sprintf("Only if %s is gone for good: remove %s from the %d instance(s) it holds, one finalizer each (drop the final '| sh' to see the patches first)", catalog.FinalizerOwner(f).Owner, f, c.Finalizers[f]),
-			removeFromInstances(resource, f), report.RiskHigh, "skips the cleanup the finalizer protects (external resources) and leaves it undone"))
+			removeFromEach(resource, "", f), report.RiskHigh, "skips the cleanup the finalizer protects (external resources) and leaves it undone"))
 	}
 	remaining.Remediation = append(remaining.Remediation,
 		never("Never remove "+crdCleanupFinalizer+" from the CRD by hand",
@@ -77,15 +77,20 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	return append(causes, held...)
 }
 
-// removeFromInstances removes one finalizer from every instance that has it,
-// each with a JSON patch that tests the finalizer at its index before
-// removing it (never the whole list). jq writes the kubectl commands, quoted
-// with @sh, from what the cluster returns: no name is pasted by the plugin.
-func removeFromInstances(resource, finalizer string) string {
-	const program = `.items[] | (.metadata.finalizers // [] | index($f)) as $i | select($i != null)` +
+// removeFromEach removes one finalizer from every object of a type, in a
+// namespace or in all of them (""), that is being deleted and has it, each
+// with a JSON patch that tests the finalizer at its index before removing
+// it (never the whole list). jq writes the kubectl commands, quoted with
+// @sh, from what the cluster returns: no name is pasted by the plugin.
+func removeFromEach(resource, namespace, finalizer string) string {
+	const program = `.items[] | select(.metadata.deletionTimestamp != null) | (.metadata.finalizers // [] | index($f)) as $i | select($i != null)` +
 		` | ["kubectl", "patch", $r, .metadata.name] + (if .metadata.namespace then ["-n", .metadata.namespace] else [] end)` +
 		` + ["--type=json", "-p", ([{op: "test", path: "/metadata/finalizers/\($i)", value: $f}, {op: "remove", path: "/metadata/finalizers/\($i)"}] | tojson)] | @sh`
-	return pipe(kubectl("", "get", resource, "-A", "-o", "json"), command("jq", "-r", "--arg", "f", finalizer, "--arg", "r", resource, program), "sh")
+	get := kubectl(namespace, "get", resource, "-o", "json")
+	if namespace == "" {
+		get = kubectl("", "get", resource, "-A", "-o", "json")
+	}
+	return pipe(get, command("jq", "-r", "--arg", "f", finalizer, "--arg", "r", resource, program), "sh")
 }
 
 // countsByNamespace reads "ns-a: 3, ns-b: 1"; cluster-scoped instances have no namespace.

@@ -80,17 +80,20 @@ func TestCRDRules(t *testing.T) {
 	}
 }
 
-// The step that removes a finalizer from a CRD's instances removes that one
-// finalizer, from each instance that has it, tested at its index: run for
-// real with jq and sh, a kubectl stub serving the instances (one with a
-// hostile name) and recording the patches.
-func TestRemoveFromInstancesRemovesOneFinalizerEach(t *testing.T) {
+// The step that removes a finalizer from the objects it holds (a CRD's
+// instances, a namespace's leftovers) removes that one finalizer, from each
+// object being deleted that has it, tested at its index: run for real with
+// jq and sh, a kubectl stub serving the objects (one with a hostile name,
+// one not being deleted) and recording the patches.
+func TestRemoveFromEachRemovesOneFinalizerEach(t *testing.T) {
 	dir, log := stubs(t)
+	const deleted = `"deletionTimestamp":"2026-11-22T11:00:00Z"`
 	list := `{"items":[
-	 {"metadata":{"name":"a","namespace":"shop","finalizers":["other.io/x","acme.io/keep"]}},
-	 {"metadata":{"name":"b","namespace":"shop","finalizers":["other.io/x"]}},
-	 {"metadata":{"name":"c$(touch PWNED)","namespace":"lab;touch PWNED","finalizers":["acme.io/keep"]}},
-	 {"metadata":{"name":"cluster-wide","finalizers":["acme.io/keep"]}}]}`
+	 {"metadata":{"name":"a","namespace":"shop",` + deleted + `,"finalizers":["other.io/x","acme.io/keep"]}},
+	 {"metadata":{"name":"b","namespace":"shop",` + deleted + `,"finalizers":["other.io/x"]}},
+	 {"metadata":{"name":"not-deleted","namespace":"shop","finalizers":["acme.io/keep"]}},
+	 {"metadata":{"name":"c$(touch PWNED)","namespace":"lab;touch PWNED",` + deleted + `,"finalizers":["acme.io/keep"]}},
+	 {"metadata":{"name":"cluster-wide",` + deleted + `,"finalizers":["acme.io/keep"]}}]}`
 	if err := os.WriteFile(filepath.Join(dir, "list.json"), []byte(list), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +106,6 @@ func TestRemoveFromInstancesRemovesOneFinalizerEach(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("LIST", filepath.Join(dir, "list.json"))
-	calls := runSuggested(t, dir, log, removeFromInstances("widgets.example.com", "acme.io/keep"))
 	patch := func(i int) string {
 		return fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/%d","value":"acme.io/keep"},{"op":"remove","path":"/metadata/finalizers/%d"}]`, i, i)
 	}
@@ -112,7 +114,9 @@ func TestRemoveFromInstancesRemovesOneFinalizerEach(t *testing.T) {
 		{"kubectl", "patch", "widgets.example.com", "c$(touch PWNED)", "-n", "lab;touch PWNED", "--type=json", "-p", patch(0)},
 		{"kubectl", "patch", "widgets.example.com", "cluster-wide", "--type=json", "-p", patch(0)},
 	}
-	if !slices.EqualFunc(calls, want, slices.Equal) {
-		t.Errorf("calls:\n%q\nwant:\n%q", calls, want)
+	for _, ns := range []string{"", "shop"} {
+		if calls := runSuggested(t, dir, log, removeFromEach("widgets.example.com", ns, "acme.io/keep")); !slices.EqualFunc(calls, want, slices.Equal) {
+			t.Errorf("namespace %q: calls:\n%q\nwant:\n%q", ns, calls, want)
+		}
 	}
 }

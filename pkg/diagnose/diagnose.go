@@ -127,7 +127,7 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 	}
 	sort.SliceStable(causes, func(i, j int) bool { return causeLess(causes[i], causes[j]) })
 	if tm.remaining > 0 {
-		causes = forecast(causes, tm)
+		causes = forecast(t.Ref, causes, tm)
 	}
 	for i := range causes {
 		causes[i].Docs = catalog.DocsURL(catalog.Code(causes[i].Code))
@@ -193,12 +193,8 @@ func read(action, command string) report.Step {
 	return report.Step{Action: action, Command: command, Risk: "none: read-only", RiskLevel: report.RiskNone}
 }
 
-// advice is a step that changes nothing: wait, or what never to do and why.
-func advice(action string) report.Step {
-	return report.Step{Action: action, Risk: "none", RiskLevel: report.RiskNone}
-}
-
-// never is advice against a change, with what the change would do.
+// never is advice against a change, with what the change would do: a step
+// that changes nothing (waiting is a read: kubectl terminating wait).
 func never(action, consequence string) report.Step {
 	return report.Step{Action: action, Risk: "none (doing it: " + consequence + ")", RiskLevel: report.RiskNone}
 }

@@ -47,7 +47,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		evidence = append(evidence, c.evidence)
 	}
 	summary := fmt.Sprintf("deletion waits for %d finalizer(s) to be removed: %s", len(finalizers), strings.Join(names, ", "))
-	steps := []report.Step{repair("Find the controller that owns each finalizer and bring it back; it removes the finalizer itself", "")}
+	steps := []report.Step{findOwners(t, names), repair("Bring that controller back (scale it up, reinstall it); it removes the finalizer itself", "")}
 	var quoted string // the reason of the complaint the summary quotes
 	saysWhy := func(confidence float64) (report.Severity, float64) {
 		top := said[0]
@@ -77,11 +77,10 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	}
 	for _, f := range finalizers {
 		action := fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name)
-		const risk = "skips the cleanup the finalizer protects (external resources, dependent objects) and leaves it undone"
 		if f.spec {
-			steps = append(steps, fix(action, removeCommand(t, f), report.RiskHigh, risk))
+			steps = append(steps, fix(action, removeCommand(t, f), report.RiskHigh, skipsCleanup))
 		} else {
-			steps = append(steps, removeFinalizer(action, t.Ref, t.Object.GetFinalizers(), f.name, report.RiskHigh, risk))
+			steps = append(steps, removeFinalizer(action, t.Ref, t.Object.GetFinalizers(), f.name, report.RiskHigh, skipsCleanup))
 		}
 	}
 	c := cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)
@@ -96,6 +95,33 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		c.About.Controller = "gone"
 	}
 	return []report.Cause{c}
+}
+
+// skipsCleanup is the risk of removing a finalizer by hand.
+const skipsCleanup = "skips the cleanup the finalizer protects (external resources, dependent objects) and leaves it undone"
+
+// findOwners is the read-only look for the controllers that remove
+// finalizers: the Deployments, StatefulSets and DaemonSets named or
+// labelled with their words, as ownerLiveness matches them; for
+// finalizers with no such words (Kubernetes' own), the object itself.
+func findOwners(t *snapshot.Target, finalizers []string) report.Step {
+	var words []string
+	for _, f := range finalizers {
+		if catalog.ThirdPartyFinalizer(f) {
+			words = append(words, ownerWords(f)...)
+		}
+	}
+	if len(words) == 0 {
+		return read("Read the object: its finalizers, and the status its controllers write",
+			kubectl(t.Ref.Namespace, "get", strings.ToLower(t.Ref.Resource), t.Ref.Name, "-o", "yaml"))
+	}
+	slices.Sort(words)
+	grep := []string{"-Fi"}
+	for _, w := range slices.Compact(words) {
+		grep = append(grep, "-e", w)
+	}
+	return read(fmt.Sprintf("Find the controller that removes %s: the workloads named or labelled like it", strings.Join(finalizers, ", ")),
+		pipe(kubectl("", "get", "deployments,statefulsets,daemonsets", "-A", "--show-labels"), command("grep", grep...)))
 }
 
 // finalizerFields quotes the fields that hold the finalizers.

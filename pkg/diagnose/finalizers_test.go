@@ -67,3 +67,18 @@ func TestItemsMostSevereFirst(t *testing.T) {
 		t.Errorf("order = %v", sev)
 	}
 }
+
+// The first step finds the controller of a third-party finalizer among the
+// workloads as the liveness judgement does, by its words; for Kubernetes'
+// own finalizers, it reads the object.
+func TestFinalizerPendingFirstStepFindsTheController(t *testing.T) {
+	first := func(finalizers ...string) report.Step {
+		return Diagnose(snap(widget(10*time.Minute, finalizers...))).Items[0].Causes[0].Remediation[0]
+	}
+	if s := first("finalizers.acme.io/cleanup", "kubernetes.io/pvc-protection"); s.Command != "kubectl get deployments,statefulsets,daemonsets -A --show-labels | grep -Fi -e acme" || s.RiskLevel != report.RiskNone {
+		t.Errorf("third-party: %+v", s)
+	}
+	if s := first("kubernetes"); s.Command != "kubectl get widgets.example.com w1 -n shop -o yaml" || s.RiskLevel != report.RiskNone {
+		t.Errorf("Kubernetes' own: %+v", s)
+	}
+}

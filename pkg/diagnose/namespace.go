@@ -26,32 +26,36 @@ var namespaceConditions = []struct {
 	code      catalog.Code
 	severity  report.Severity
 	summary   string
-	step      func(ns string) report.Step
+	steps     func(ns string) []report.Step
 }{
 	{corev1.NamespaceDeletionDiscoveryFailure, catalog.NamespaceDiscoveryFailure, report.Critical,
 		"discovery of some API groups fails, so the namespace controller cannot tell the namespace is empty",
-		func(string) report.Step {
-			return read("Find the unavailable APIService, then restore its backend (APIServiceUnavailable, when reported, names it and says how)", "kubectl get apiservices | grep False")
+		func(string) []report.Step {
+			return []report.Step{read("Find the unavailable APIService, then restore its backend (APIServiceUnavailable, when reported, names it and says how)", "kubectl get apiservices | grep False")}
 		}},
 	{corev1.NamespaceDeletionGVParsingFailure, catalog.NamespaceDiscoveryFailure, report.Critical,
 		"an API group version cannot be parsed, so the namespace controller cannot list the content",
-		func(string) report.Step {
-			return read("Find the malformed group version in the message and fix the APIService or CRD that serves it", "kubectl get apiservices")
+		func(string) []report.Step {
+			return []report.Step{read("Find the malformed group version in the message and fix the APIService or CRD that serves it", "kubectl get apiservices")}
 		}},
 	{corev1.NamespaceDeletionContentFailure, catalog.NamespaceContentFailure, report.Critical,
 		"the namespace controller failed to delete some content",
-		func(string) report.Step {
-			return read("Read the errors in the message: webhooks refusing deletes, conversion webhooks, objects that do not go away", "")
+		func(ns string) []report.Step {
+			return []report.Step{read("Read the errors in the message: webhooks refusing deletes, conversion webhooks, objects that do not go away",
+				kubectl("", "get", "namespace", ns, "-o", `jsonpath={.status.conditions[?(@.type=="NamespaceDeletionContentFailure")].message}`))}
 		}},
 	{corev1.NamespaceFinalizersRemaining, catalog.NamespaceFinalizersRemaining, report.Warning,
 		"objects left in the namespace wait for their finalizers",
-		func(string) report.Step {
-			return repair("Bring back the controllers that own these finalizers", "")
+		func(ns string) []report.Step {
+			return []report.Step{
+				read("See which finalizers hold what is left, and how many objects each", command("kubectl", "terminating", "list", "-n", ns, "--group-by", "finalizer")),
+				repair("Bring back the controllers that own these finalizers", ""),
+			}
 		}},
 	{corev1.NamespaceContentRemaining, catalog.NamespaceContentRemaining, report.Warning,
 		"objects remain in the namespace",
-		func(ns string) report.Step {
-			return read("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns))
+		func(ns string) []report.Step {
+			return []report.Step{read("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns))}
 		}},
 }
 
@@ -126,7 +130,7 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 		causes = append(causes, cause(nc.code, settling(sev, tm), 0.8,
 			fmt.Sprintf("%s: %s", nc.summary, c.Message),
 			append(evidence, specFinalizers(ns)),
-			nc.step(ns.Name), clearNamespaceFinalizers(ns.Name)))
+			append(nc.steps(ns.Name), clearNamespaceFinalizers(ns.Name))...))
 	}
 	if !hasDeletionConditions(ns) && tm.terminating > controllerSilence {
 		causes = append(causes, cause(catalog.NamespaceControllerInactive, report.Critical, 0.7,

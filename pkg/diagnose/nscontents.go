@@ -139,6 +139,7 @@ func forecastCauses(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 		c := cause(catalog.FinalizerPending, report.Info, 0.6,
 			fmt.Sprintf("forecast: once the pods are gone, %d object(s) carrying %s will be deleted, and %s: the namespace will then stay Terminating", n, f, why),
 			append([]string{fmt.Sprintf("live scan of namespace %s: %d object(s) not deleted yet carry finalizer %s (removed by %s)", t.Ref.Name, n, f, catalog.FinalizerOwner(f).Owner)}, evidence...),
+			findOwners(t, []string{f}),
 			repair("Bring back the controller that removes "+f+" before the pods are gone; it then removes the finalizer itself", ""))
 		c.About.Finalizers, c.About.Count = []string{f}, n
 		out = append(out, c)
@@ -172,7 +173,35 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, wher
 	fc.Summary = fmt.Sprintf("%d %s are held by finalizer %s (%s): %s", c.Finalizers[finalizer], noun, finalizer, strings.Join(names, ", "), fc.Summary)
 	fc.Evidence = append([]string{scanned}, fc.Evidence[1:]...)
 	fc.BlockedBy = examples
+	// Its last step, the removal by hand, is for every object the
+	// finalizer holds, not the example's alone: one pipeline per type.
+	var each []string
+	for _, r := range heldTypes(c, finalizer) {
+		each = append(each, removeFromEach(r, held.Ref.Namespace, finalizer))
+	}
+	fc.Remediation[len(fc.Remediation)-1] = fix(fmt.Sprintf("Only if that controller is gone for good: remove %s by hand from all %d %s, one finalizer each (drop '| sh' to see the patches first)",
+		finalizer, c.Finalizers[finalizer], noun), then(each...), report.RiskHigh, skipsCleanup)
 	return fc
+}
+
+// heldTypes are the types of the objects a finalizer holds: those of its
+// examples when they are all of them, else every type with objects being
+// deleted (pods aside: they have their own diagnosis).
+func heldTypes(c *snapshot.Contents, finalizer string) []string {
+	var types []string
+	if len(c.Held[finalizer]) >= c.Finalizers[finalizer] {
+		for _, h := range c.Held[finalizer] {
+			types = append(types, h.Ref.Resource)
+		}
+	} else {
+		for r, n := range c.Counts {
+			if r != snapshot.Pods && n > c.NotDeleted[r] {
+				types = append(types, r.String())
+			}
+		}
+	}
+	slices.Sort(types)
+	return slices.Compact(types)
 }
 
 // scanEvidence lists the live counts by resource, to compare with what the

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -223,5 +224,50 @@ func TestNamespaceWithAClaimOfAPodInGrace(t *testing.T) {
 	held := it.Causes[slices.Index(codes(it), "PVCInUse")]
 	if len(held.BlockedBy) != 1 || !strings.HasPrefix(held.BlockedBy[0].Causes[0].Summary, "progressing: the 1 pod(s) that use the claim") {
 		t.Errorf("the held claim: %q %+v", held.Summary, held.BlockedBy)
+	}
+}
+
+// The removal by hand of a finalizer that holds a namespace's objects is
+// for all of them, not the examples: one pipeline per type that may hold
+// them, in that namespace (the types of the examples when they are all of
+// them, else every type with objects being deleted, pods aside).
+func TestNamespaceRemovalCoversEveryHeldObject(t *testing.T) {
+	const f = "widgets.acme.io/cleanup"
+	build := func(held int, counts, notDeleted map[string]int) report.Cause {
+		s := snap(terminatingNamespace(10*time.Minute, allConditions()...))
+		var examples []*snapshot.Target
+		for _, name := range []string{"w1", "w2", "w3"} {
+			w := widget(10*time.Minute, f)
+			w.SetName(name)
+			examples = append(examples, snap(w).Targets[0])
+		}
+		s.Targets[0].Contents = &snapshot.Contents{Counts: byType(counts), NotDeleted: byType(notDeleted),
+			Finalizers: map[string]int{f: held}, Held: map[string][]*snapshot.Target{f: examples}}
+		s.Controllers = &snapshot.Controllers{}
+		it := Diagnose(s).Items[0]
+		return it.Causes[slices.IndexFunc(it.Causes, func(c report.Cause) bool { return c.Code == "FinalizerPending" })]
+	}
+	for _, tc := range []struct {
+		name               string
+		held               int
+		counts, notDeleted map[string]int
+		types              []string
+	}{
+		{"every one an example", 3, map[string]int{"widgets.example.com": 3}, nil, []string{"widgets.example.com"}},
+		{"more than the examples", 7, map[string]int{"widgets.example.com": 5, "gadgets.example.com": 2, "configmaps": 1, "pods": 1}, map[string]int{"configmaps": 1},
+			[]string{"gadgets.example.com", "widgets.example.com"}},
+	} {
+		c := build(tc.held, tc.counts, tc.notDeleted)
+		last := c.Remediation[len(c.Remediation)-1]
+		var want []string
+		for _, r := range tc.types {
+			want = append(want, removeFromEach(r, "shop", f))
+		}
+		if last.Command != then(want...) || last.RiskLevel != report.RiskHigh || !strings.Contains(last.Action, fmt.Sprintf("from all %d object(s) in the namespace", tc.held)) {
+			t.Errorf("%s: last step %+v, want the command %s", tc.name, last, then(want...))
+		}
+		if !strings.HasPrefix(c.Remediation[0].Command, "kubectl get deployments,statefulsets,daemonsets -A --show-labels | grep -Fi -e acme") {
+			t.Errorf("%s: first step %+v", tc.name, c.Remediation[0])
+		}
 	}
 }

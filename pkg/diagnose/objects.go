@@ -67,7 +67,8 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
 		About: report.About{Count: len(blocking)},
 		Remediation: []report.Step{
-			read("Diagnose the dependents (nested below) and resolve their own blockers; the garbage collector then finishes", ""),
+			read("Diagnose the dependents (nested below, the worst first) and resolve their own blockers; the garbage collector then finishes",
+				kubectl(items[0].Object.Namespace, "terminating", "why", report.Name(items[0].Object), "-o", "wide")),
 			removeFinalizer("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
 				t.Ref, t.Object.GetFinalizers(), "foregroundDeletion", report.RiskLow,
 				"the owner disappears while its dependents are still being deleted"),

@@ -162,7 +162,7 @@ func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []ref
 
 // forecast turns findings about an object still inside its grace period into
 // information, after the one that says so: nothing is stuck yet.
-func forecast(found []report.Cause, tm timing) []report.Cause {
+func forecast(ref report.ObjectRef, found []report.Cause, tm timing) []report.Cause {
 	out := []report.Cause{cause(catalog.WithinGracePeriod, report.Info, 1,
 		fmt.Sprintf("inside its grace period: %s left of %ds", report.HumanDuration(tm.remaining), tm.grace),
 		[]string{
@@ -170,7 +170,7 @@ func forecast(found []report.Cause, tm timing) []report.Cause {
 			fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace),
 			fmt.Sprintf("deletion requested at %s", tm.requestedAt.UTC().Format(time.RFC3339)),
 		},
-		advice("Wait for the grace period to end"))}
+		read("Wait for the grace period to end; if it is still there 30s after, the wait prints why", waitCommand(ref.Namespace, strings.ToLower(ref.Resource), ref.Name, tm.remaining+settleTime)))}
 	for _, c := range found {
 		c.Severity = report.Info
 		c.Summary = "once the grace period ends: " + c.Summary

@@ -52,6 +52,10 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 	if len(top.BlockedBy) != 3 || top.BlockedBy[0].Object.Kind != "Gadget" || codesOf(top.BlockedBy[0])[0] != "FinalizerPending" {
 		t.Errorf("nested examples: %+v", top.BlockedBy)
 	}
+	// The first step looks for the controller by the finalizer's words.
+	if first := top.Remediation[0]; first.Command != "kubectl get deployments,statefulsets,daemonsets -A --show-labels | grep -Fi -e e2e" || first.RiskLevel != "none" {
+		t.Errorf("first step: %+v", first)
+	}
 	fin := it.Causes[slices.Index(codes, "NamespaceFinalizersRemaining")]
 	if !hasEvidence(fin, "e2e.example.com/cleanup in 3 resource instances") || !hasEvidence(fin, "finalizer e2e.example.com/cleanup on 3 objects: removed by a third-party controller") {
 		t.Errorf("evidence lacks the controller's count: %q", fin.Evidence)
@@ -87,6 +91,20 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("-o name = %v, want %v", got, want)
+	}
+
+	// The report's removal by hand, pasted as an operator would: the
+	// finalizer goes from all three gadgets, not the first example alone.
+	removal := top.Remediation[len(top.Remediation)-1]
+	if removal.RiskLevel != "high" || !strings.Contains(removal.Action, "from all 3 object(s) in the namespace") {
+		t.Fatalf("the last step is not the removal from all three: %+v", removal)
+	}
+	if res := runSuggested(t, removal.Command); res.code != 0 || res.stderr != "" {
+		t.Fatalf("%s: exit %d, stderr %s", removal.Command, res.code, res.stderr)
+	}
+	left := runSuggested(t, "kubectl get gadgets.e2e.example.com -n "+ns+" -o name")
+	if left.code != 0 || strings.TrimSpace(left.stdout) != "" {
+		t.Errorf("gadgets left after the removal (exit %d): %q %s", left.code, left.stdout, left.stderr)
 	}
 }
 
