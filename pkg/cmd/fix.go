@@ -170,7 +170,7 @@ func (o *Options) confirmFix(p fix.Plan, f *fixOptions) (string, error) {
 	if !ok || !term.IsTerminal(int(in.Fd())) || !o.isTerminal(o.ErrOut) {
 		return "", fmt.Errorf("nothing applied: without a terminal, fix applies a plan only with --confirm %s (its digest, printed above)", p.Digest)
 	}
-	fmt.Fprintf(o.ErrOut, "Apply plan %s (%d request(s))? [y/N] ", p.Digest, p.Steps())
+	fmt.Fprintf(o.ErrOut, "Apply plan %s (%s)? [y/N] ", p.Digest, report.Count(p.Steps(), "request"))
 	answer, _ := bufio.NewReader(io.LimitReader(in, 64)).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 		return "", fmt.Errorf("nothing applied: the plan was not confirmed")

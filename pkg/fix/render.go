@@ -13,7 +13,7 @@ import (
 // sent. Cluster text is made safe (report.Safe).
 func WritePlan(w io.Writer, p Plan) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Plan %s: %d request(s), up to risk %s\n", p.Digest, p.Steps(), p.MaxRisk)
+	fmt.Fprintf(&b, "Plan %s: %s, up to risk %s\n", p.Digest, report.Count(p.Steps(), "request"), p.MaxRisk)
 	for _, t := range p.Targets {
 		fmt.Fprintf(&b, "\n%s\n", report.Safe(name(t.Object)))
 		for i, s := range t.Steps {

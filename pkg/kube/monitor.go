@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 const (
@@ -170,7 +172,7 @@ func (m *Monitor) Doing() string {
 		p := m.inflight[ids[0]]
 		s := fmt.Sprintf("waiting for %s %s (unanswered for %s", p.method, p.url, time.Since(p.start).Round(100*time.Millisecond))
 		if n := len(ids) - 1; n > 0 {
-			s += fmt.Sprintf("; %d more request(s) in flight", n)
+			s += fmt.Sprintf("; %s in flight", report.Count(n, "more request"))
 		}
 		return s + ")"
 	}
