@@ -70,6 +70,14 @@ host-tools: ## jq, which the suggested commands use and the tests run for real (
 e2e: build lab-bin host-tools ## Black-box tests of the built plugin against the lab
 	cd test/e2e && PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) go test -count=1 -timeout 20m .
 
+.PHONY: realnode-bin
+realnode-bin: ## Prepare a real node (issue 28): apt containerd, runc, CNI plugins, busybox; the kubelet from Go modules; local images (once)
+	test/e2e/realnode/setup.sh $(LAB_BIN)/realnode
+
+.PHONY: e2e-realnode
+e2e-realnode: build lab-bin realnode-bin ## The plugin against a real kubelet and containerd (root, cgroups; not yet part of make test)
+	cd test/e2e && REALNODE_E2E=1 PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) REALNODE_BIN_DIR=$(LAB_BIN)/realnode go test -count=1 -v -timeout 10m ./realnode/
+
 .PHONY: bench
 bench: build lab-bin ## Measure the plugin against the one-liner and the floor at issue 6's sizes; writes docs/performance.md (about half an hour)
 	cd test/e2e && go run ./cmd/bench -scale full -runs 5 -plugin $(CURDIR)/bin/kubectl-terminating -bin $(LAB_BIN) -out $(CURDIR)/docs/performance.md
