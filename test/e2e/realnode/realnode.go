@@ -12,6 +12,7 @@ package realnode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,8 +74,10 @@ type Node struct {
 	veth    string
 	fwd     net.Listener
 	procs   map[string]*exec.Cmd
-	stopped sync.Once
-	stopErr error
+	// recovered: made by Recover from a state file, not by Start.
+	recovered bool
+	stopped   sync.Once
+	stopErr   error
 }
 
 // Preflight says why this machine cannot run a real node, or nil.
@@ -123,6 +126,9 @@ func Start(ctx context.Context, l *lab.Lab, o Options) (n *Node, err error) {
 	}
 	n.before = Snapshot()
 	n.sysctls = n.before.Sysctls
+	if err := n.saveState(); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.Stop())
@@ -397,6 +403,61 @@ func Clientset(l *lab.Lab) (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
+// state is what Start saves in StateFile, for Recover: enough to tear the
+// node down after a run killed outright (SIGKILL, a panic) never ran Stop.
+type state struct {
+	Name, NetNS, Veth, Dir string
+	Before                 HostState
+}
+
+// StateFile is where a node's state is saved, under its directory.
+const StateFile = "realnode.json"
+
+func (n *Node) saveState() error {
+	b, err := json.Marshal(state{Name: n.Name, NetNS: n.NetNS, Veth: n.veth, Dir: n.Dir, Before: n.before})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(n.path(StateFile), b, 0o600)
+}
+
+// Recover tears down the real nodes whose state files match glob (e.g.
+// /tmp/ktrn-*/node/realnode.json) and whose network namespace still
+// exists: what a run killed outright left, kernel settings included. It
+// removes each state file it handled and names the nodes.
+func Recover(glob string) ([]string, error) {
+	files, err := filepath.Glob(glob)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	var errs []error
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var st state
+		if err := json.Unmarshal(b, &st); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f, err))
+			continue
+		}
+		if _, err := os.Stat("/var/run/netns/" + st.NetNS); err != nil {
+			continue // stopped already, or by another run's Recover
+		}
+		n := &Node{Name: st.Name, NetNS: st.NetNS, veth: st.Veth, Dir: st.Dir, before: st.Before, sysctls: st.Before.Sysctls,
+			procs: map[string]*exec.Cmd{}, recovered: true}
+		if err := n.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("node %s (%s): %w", n.Name, n.Dir, err))
+			continue
+		}
+		_ = os.Remove(f)
+		done = append(done, fmt.Sprintf("%s (%s; kernel settings written back: %s)", n.Name, n.Dir, strings.Join(n.Restored, ", ")))
+	}
+	return done, errors.Join(errs...)
+}
+
 // Stop tears the node down, whatever state it is in, and returns what it
 // could not undo. It is safe to call more than once.
 func (n *Node) Stop() error {
@@ -461,25 +522,55 @@ func (n *Node) stop() error {
 	if after := Snapshot(); !n.before.Equal(after) {
 		errs = append(errs, fmt.Errorf("the machine is not as it was: %s", n.before.Diff(after)))
 	}
+	if len(errs) == 0 {
+		_ = os.Remove(n.path(StateFile))
+	}
 	return errors.Join(errs...)
 }
 
 // kill stops the process NAME by its PID: SIGTERM, then SIGKILL after grace.
+// A node recovered from its state file has no exec.Cmd: its processes are
+// found by the node's directory in their command line.
 func (n *Node) kill(name string, grace time.Duration) {
-	cmd := n.procs[name]
-	if cmd == nil || cmd.Process == nil {
-		return
+	var pids []int
+	if cmd := n.procs[name]; cmd != nil && cmd.Process != nil {
+		pids = []int{cmd.Process.Pid}
+	} else if n.recovered {
+		pids = pidsWith(name, n.Dir+"/")
 	}
-	pid := cmd.Process.Pid
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for alive(pid) && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		deadline := time.Now().Add(grace)
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		for i := 0; alive(pid) && i < 50; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
-	for i := 0; alive(pid) && i < 50; i++ {
-		time.Sleep(100 * time.Millisecond)
+}
+
+// pidsWith are the processes whose program's name ends in name and one of
+// whose arguments contains arg.
+func pidsWith(name, arg string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(b), "\x00")
+		if len(args) < 2 || filepath.Base(args[0]) != name {
+			continue
+		}
+		if slices.ContainsFunc(args[1:], func(a string) bool { return strings.Contains(a, arg) }) {
+			pids = append(pids, pid)
+		}
 	}
+	return pids
 }
 
 func alive(pid int) bool {

@@ -47,6 +47,16 @@ func runMain(m *testing.M) int {
 	labBin := envOr("LAB_BIN_DIR", filepath.Join(root, ".lab", "bin"))
 	nodeBin := envOr("REALNODE_BIN_DIR", filepath.Join(labBin, "realnode"))
 	plugin = envOr("PLUGIN_BIN", filepath.Join(root, "bin", "kubectl-terminating"))
+	// A run killed outright (SIGKILL, a panic) never ran Stop: tear its node
+	// down first, its kernel settings written back.
+	recovered, err := realnode.Recover(filepath.Join(os.TempDir(), "ktrn-*", "node", realnode.StateFile))
+	for _, r := range recovered {
+		fmt.Println("realnode: tore down a node an earlier run left:", r)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "realnode: NOT RUN: tearing down what an earlier run left:", err)
+		return 1
+	}
 	if err := realnode.Preflight(nodeBin); err != nil {
 		fmt.Fprintln(os.Stderr, "realnode: NOT RUN:", err)
 		return 1
