@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -839,6 +840,32 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 		case <-ctx.Done():
 			return fmt.Errorf("not after %s", timeout)
 		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// dialed finds the addresses a component dialled or called, as its logs
+// name them ("dial tcp 10.96.0.7:443", "Post \"https://...").
+var dialed = regexp.MustCompile(`(?:dial tcp |https?://)(\d+\.\d+\.\d+\.\d+):\d+`)
+
+// CheckNetworkRule fails if the lab's apiserver or controller manager, or
+// the node's kubelet or containerd, called an address other than loopback
+// or the lab's own namespaces (198.18.0.0/15: test hosts, the node, its pods).
+func CheckNetworkRule(labDir, nodeDir string) error {
+	_, tests, _ := net.ParseCIDR("198.18.0.0/15")
+	logs := []string{filepath.Join(labDir, "logs", "kube-apiserver.log"), filepath.Join(labDir, "logs", "kube-controller-manager.log"),
+		filepath.Join(nodeDir, "logs", "kubelet.log"), filepath.Join(nodeDir, "logs", "containerd.log")}
+	for _, f := range logs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, m := range dialed.FindAllSubmatch(data, -1) {
+			ip := net.ParseIP(string(m[1]))
+			if ip == nil || (!ip.IsLoopback() && !tests.Contains(ip)) {
+				return fmt.Errorf("%s: %s was called, neither loopback nor the lab's own: %q", f, m[1], m[0])
+			}
 		}
 	}
 	return nil

@@ -127,8 +127,12 @@ func runMain(m *testing.M) int {
 		fmt.Printf("realnode: node torn down in %s, the machine as it was (kernel settings written back: %s)\n",
 			time.Since(start).Round(100*time.Millisecond), strings.Join(node.Restored, ", "))
 	}
-	if code == 0 {
-		_ = os.RemoveAll(dir)
+	if err := realnode.CheckNetworkRule(filepath.Join(dir, "lab"), filepath.Join(dir, "node")); err != nil {
+		fmt.Fprintln(os.Stderr, "realnode: the network rule:", err)
+		code = 1
+	}
+	if code == 0 && os.Getenv("REALNODE_KEEP") == "" {
+		_ = os.RemoveAll(dir) // kept after a failure, or with REALNODE_KEEP=1
 	}
 	return code
 }
