@@ -100,13 +100,10 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 			return c
 		}
 	}
-	if err := o.Complete(args); err != nil {
+	sig, stop, err := o.begin(cmd, args)
+	if err != nil {
 		return err
 	}
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	sig, stop := o.monitor.Begin(cmd.Context())
 	defer stop()
 	ctx, cancel := context.WithTimeout(sig, o.Timeout)
 	defer cancel()

@@ -405,19 +405,28 @@ func exitFor(r report.Report, allowPartial bool) error {
 	return nil
 }
 
+// begin completes and validates the options, then starts the monitor:
+// everything from here is bounded (the clients, the credential plugin,
+// discovery, the reads: settle), and a stall makes the apiserver's health
+// the run's error (Begin). stop ends the monitor.
+func (o *Options) begin(cmd *cobra.Command, args []string) (sig context.Context, stop func(), err error) {
+	if err := o.Complete(args); err != nil {
+		return nil, nil, err
+	}
+	if err := o.Validate(); err != nil {
+		return nil, nil, err
+	}
+	sig, stop = o.monitor.Begin(cmd.Context())
+	return sig, stop, nil
+}
+
 // run is the Complete -> Validate -> Diagnose -> Print sequence of both commands.
 func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Report, report.Style) error) error {
 	o.command = cmd.Name()
-	if err := o.Complete(args); err != nil {
+	sig, stop, err := o.begin(cmd, args)
+	if err != nil {
 		return err
 	}
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	// Everything from here is bounded: the clients, the credential plugin,
-	// discovery, the reads (settle); and a stall makes the apiserver's
-	// health the run's error (Begin).
-	sig, stop := o.monitor.Begin(cmd.Context())
 	defer stop()
 	ctx, bound := sig, ""
 	// A watch runs until its objects are gone, unless --timeout is given.
@@ -431,7 +440,7 @@ func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Repor
 		return o.settle(sig, ctx, bound, finalRead, func() error { return o.watchList(ctx, o.style()) })
 	}
 	var r report.Report
-	err := o.settle(sig, ctx, bound, 0, func() (err error) {
+	err = o.settle(sig, ctx, bound, 0, func() (err error) {
 		r, err = o.Diagnose(ctx)
 		return err
 	})
