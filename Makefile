@@ -68,7 +68,7 @@ host-tools: ## jq, which the suggested commands use and the tests run for real (
 
 .PHONY: e2e
 e2e: build lab-bin host-tools ## Black-box tests of the built plugin against the lab
-	cd test/e2e && PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) go test -count=1 -timeout 20m .
+	cd test/e2e && PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) go test -count=1 -timeout 30m .
 
 .PHONY: realnode-bin
 realnode-bin: ## Prepare a real node (issue 28): apt containerd, runc, CNI plugins, busybox; the kubelet from Go modules; local images (once)

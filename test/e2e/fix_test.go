@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
@@ -186,6 +187,27 @@ func fixByDigestWhile(t *testing.T, meanwhile func(context.Context), args ...str
 	return rec, res
 }
 
+// blockersSettled waits until the named objects, deleted by a controller
+// after their holder, are being deleted and past the plugin's settle time
+// (30 s): stuck themselves, as fix requires of a blocker it follows.
+func blockersSettled(t *testing.T, r dynamic.ResourceInterface, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		var deleted time.Time
+		if err := scenario.Until(context.Background(), time.Minute, name+" being deleted", func(ctx context.Context) (bool, error) {
+			u, err := r.Get(ctx, name, metav1.GetOptions{})
+			if err != nil || u.GetDeletionTimestamp() == nil {
+				return false, nil
+			}
+			deleted = u.GetDeletionTimestamp().Time
+			return true, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, deleted)
+	}
+}
+
 // auditedRequest is how the audit log names a request fix sent.
 func auditedRequest(verb string, o objectRef) string {
 	gv, resource := "/api/"+o.APIVersion, strings.SplitN(o.Resource, ".", 2)[0]
@@ -249,6 +271,10 @@ func TestFixClearsEachFixableClass(t *testing.T) {
 			t.Fatal(err)
 		}
 		settle(t, deleted)
+		// fix follows only blockers that are stuck themselves: the
+		// instances, deleted after the CRD, must be past their settle time.
+		gizmos := env.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}).Namespace(ns)
+		blockersSettled(t, gizmos, "g0", "g1")
 		rec, res := fixByDigest(t, "crd/"+crd, "--max-risk", "high", "--settle", "60s")
 		gone(t, rec, res)
 		if len(rec.Sent) != 2 || rec.Plan.Targets[0].Steps[0].Cause != "CRDInstancesRemaining" {
@@ -270,6 +296,7 @@ func TestFixClearsEachFixableClass(t *testing.T) {
 			t.Fatal(err)
 		}
 		settle(t, deleted)
+		blockersSettled(t, env.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "doohickeys"}).Namespace(ns), "d0")
 		rec, res := fixByDigest(t, "ns/"+ns, "--max-risk", "high", "--settle", "60s")
 		gone(t, rec, res)
 		if len(rec.Sent) != 1 || rec.Sent[0].Object.Name != "d0" {
