@@ -22,7 +22,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -38,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
 
 // Images setup.sh makes and Start imports into the node's containerd.
@@ -262,40 +262,7 @@ func (n *Node) forwardAPI(server string) (int, error) {
 // listenInside makes a TCP listener inside the node's namespace; the socket
 // stays there whichever thread accepts on it.
 func (n *Node) listenInside(addr string) (net.Listener, error) {
-	type result struct {
-		ln  net.Listener
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		back, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
-			return
-		}
-		defer back.Close()
-		target, err := os.Open("/var/run/netns/" + n.NetNS)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
-			return
-		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("entering %s: %w", n.NetNS, err)}
-			return
-		}
-		ln, err := net.Listen("tcp", addr)
-		if unix.Setns(int(back.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		} // else the thread stays locked and is retired with this goroutine
-		done <- result{ln, err}
-	}()
-	r := <-done
-	return r.ln, r.err
+	return scenario.ListenIn(n.NetNS, addr)
 }
 
 func (n *Node) writeFiles(apiPort int) error {
@@ -555,6 +522,13 @@ func (n *Node) kill(name string, grace time.Duration) {
 // pidsWith are the processes whose program's name ends in name and one of
 // whose arguments contains arg.
 func pidsWith(name, arg string) []int {
+	return processes(func(args []string) bool {
+		return len(args) >= 2 && filepath.Base(args[0]) == name && slices.ContainsFunc(args[1:], func(a string) bool { return strings.Contains(a, arg) })
+	})
+}
+
+// processes are the PIDs whose command line (program and arguments) match.
+func processes(match func(args []string) bool) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -563,11 +537,7 @@ func pidsWith(name, arg string) []int {
 			continue
 		}
 		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		args := strings.Split(string(b), "\x00")
-		if len(args) < 2 || filepath.Base(args[0]) != name {
-			continue
-		}
-		if slices.ContainsFunc(args[1:], func(a string) bool { return strings.Contains(a, arg) }) {
+		if match(strings.Split(string(b), "\x00")) {
 			pids = append(pids, pid)
 		}
 	}
@@ -645,20 +615,9 @@ func podPIDs() []int {
 
 // shimPIDs are the containerd shims serving the containerd at sock.
 func shimPIDs(sock string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		args := strings.Split(string(b), "\x00")
-		if len(args) > 0 && strings.Contains(args[0], "containerd-shim") && slices.Contains(args, sock) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return processes(func(args []string) bool {
+		return strings.Contains(args[0], "containerd-shim") && slices.Contains(args, sock)
+	})
 }
 
 // removeCgroups removes the kubepods trees, deepest first; a cgroup whose

@@ -61,6 +61,12 @@ func addIP(base net.IP, n byte) string {
 // made inside its network namespace and stays there, whichever thread
 // accepts on it later.
 func (h *TestHost) Listen() (net.Listener, error) {
+	return ListenIn(h.Name, net.JoinHostPort(h.PeerIP, "0"))
+}
+
+// ListenIn opens a TCP listener on addr inside the named network namespace
+// (/var/run/netns/NAME).
+func ListenIn(netns, addr string) (net.Listener, error) {
 	type result struct {
 		ln  net.Listener
 		err error
@@ -78,7 +84,7 @@ func (h *TestHost) Listen() (net.Listener, error) {
 			return
 		}
 		defer back.Close()
-		target, err := os.Open("/var/run/netns/" + h.Name)
+		target, err := os.Open("/var/run/netns/" + netns)
 		if err != nil {
 			runtime.UnlockOSThread()
 			done <- result{err: err}
@@ -87,10 +93,10 @@ func (h *TestHost) Listen() (net.Listener, error) {
 		defer target.Close()
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("entering %s: %w", h.Name, err)}
+			done <- result{err: fmt.Errorf("entering %s: %w", netns, err)}
 			return
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(h.PeerIP, "0"))
+		ln, err := net.Listen("tcp", addr)
 		if unix.Setns(int(back.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread() // back home: the thread may serve others
 		} // else it stays locked and is retired with this goroutine
