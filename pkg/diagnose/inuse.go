@@ -36,27 +36,28 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	row, _ := catalog.LookupFinalizer(f.name)
 	var users []*snapshot.Target
 	refs := row.ReferencesTo(t.Ref.Kind)
+	fields := map[*snapshot.Target]string{} // the field by which each user names it
 	for _, r := range t.Referrers {
-		if referredBy(refs, r) {
+		if ref, ok := referenceOf(refs, r); ok {
 			users = append(users, r)
+			fields[r] = ref.Path
 		}
 	}
 	if len(users) == 0 {
 		return nil // nothing uses it: whether its owner is alive says the rest
 	}
-	if state, _ := ownerLiveness(s.Controllers, f.name); state == ownerGone || state == ownerDown {
+	state, liveness := ownerLiveness(s.Controllers, f.name)
+	if state == ownerGone || state == ownerDown {
 		return nil // no controller removes it even once they are gone: that comes first
 	}
-	evidence := []string{fmt.Sprintf("finalizer %s: removed by %s once %s", f.name, row.Owner, row.HoldsWhile)}
-	_, ev := ownerLiveness(s.Controllers, f.name)
-	evidence = append(evidence, ev...)
+	evidence := append([]string{fmt.Sprintf("finalizer %s: removed by %s once %s", f.name, row.Owner, row.HoldsWhile)}, liveness...)
 	for _, c := range complaints(s, t, []heldBy{f}) {
 		evidence = append(evidence, c.evidence)
 	}
 	var items []report.Item
 	sev := report.Warning
 	for _, u := range users {
-		evidence = append(evidence, fmt.Sprintf("%s names %s/%s (%s), %s", report.Name(u.Ref), t.Ref.Kind, t.Ref.Name, referenceField(refs, u), deletionState(u)))
+		evidence = append(evidence, fmt.Sprintf("%s names %s/%s (%s), %s", report.Name(u.Ref), t.Ref.Kind, t.Ref.Name, fields[u], deletionState(u)))
 		it := nestedItem(s, u, tm)
 		items = append(items, it)
 		if it.Stuck && it.Severity.Weight() > sev.Weight() {
@@ -100,30 +101,17 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	return []report.Cause{c}
 }
 
-// referredBy: r is of a kind the references say names the held object.
-func referredBy(refs []catalog.Reference, r *snapshot.Target) bool {
-	for _, ref := range refs {
-		if referenceMatches(ref, r) {
-			return true
-		}
-	}
-	return false
-}
-
-func referenceMatches(ref catalog.Reference, r *snapshot.Target) bool {
+// referenceOf is the reference by which r, of a kind the references say
+// names the held object, names it.
+func referenceOf(refs []catalog.Reference, r *snapshot.Target) (catalog.Reference, bool) {
 	group, _ := splitAPIVersion(r.Ref.APIVersion)
 	resource, _, _ := strings.Cut(r.Ref.Resource, ".")
-	return group == ref.Group && resource == ref.Resource
-}
-
-// referenceField is the field by which r names the held object.
-func referenceField(refs []catalog.Reference, r *snapshot.Target) string {
 	for _, ref := range refs {
-		if referenceMatches(ref, r) {
-			return ref.Path
+		if group == ref.Group && resource == ref.Resource {
+			return ref, true
 		}
 	}
-	return "a reference"
+	return catalog.Reference{}, false
 }
 
 // sameNamespace is the namespace every target is in, or "" when they

@@ -121,12 +121,11 @@ func (s Sender) Send(ctx context.Context, a report.Action) Sent {
 // resourceVersion; a server always sets both, a fake may not).
 func tests(obj *unstructured.Unstructured) []map[string]any {
 	var out []map[string]any
-	for path, v := range map[string]string{"/metadata/uid": string(obj.GetUID()), "/metadata/resourceVersion": obj.GetResourceVersion()} {
-		if v != "" {
-			out = append(out, map[string]any{"op": "test", "path": path, "value": v})
+	for _, f := range []struct{ path, value string }{{"/metadata/uid", string(obj.GetUID())}, {"/metadata/resourceVersion", obj.GetResourceVersion()}} {
+		if f.value != "" {
+			out = append(out, map[string]any{"op": "test", "path": f.path, "value": f.value})
 		}
 	}
-	slices.SortFunc(out, func(a, b map[string]any) int { return strings.Compare(b["path"].(string), a["path"].(string)) })
 	return out
 }
 
