@@ -324,7 +324,7 @@ func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admiss
 		f.summary = fmt.Sprintf("ValidatingAdmissionPolicy %s (binding %s, Deny) refuses %s: %s", p.Name, b.Name, what, strings.Join(failed, "; "))
 	case len(unknown) > 0:
 		f.severity, f.confidence = report.Warning, 0.4
-		f.summary = fmt.Sprintf("ValidatingAdmissionPolicy %s (binding %s, Deny) matches %s and may refuse it (%d validation(s) cannot be evaluated here)", p.Name, b.Name, what, len(unknown))
+		f.summary = fmt.Sprintf("ValidatingAdmissionPolicy %s (binding %s, Deny) matches %s and may refuse it (%s cannot be evaluated here)", p.Name, b.Name, what, report.Count(len(unknown), "validation"))
 	default:
 		return refusal{}, false // every validation holds: it lets the request through
 	}

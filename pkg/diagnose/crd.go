@@ -28,11 +28,11 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	if total == 0 && len(c.Skipped) == 0 {
 		return nil // nothing left: apiextensions removes its finalizer on its next pass
 	}
-	held := heldCauses(s, t, fmt.Sprintf("instance(s) of %s", crd.Kind), "the instances of CRD "+crd.Name, tm)
+	held := heldCauses(s, t, func(n int) string { return report.Count(n, "instance") + " of " + crd.Kind }, "the instances of CRD "+crd.Name, tm)
 	sort.SliceStable(held, func(i, j int) bool { return causeLess(held[i], held[j]) })
 
 	sev := settling(report.Warning, tm)
-	summary := fmt.Sprintf("%d %s instance(s) remain (%s); apiextensions deletes them before it lets the CRD go", total, crd.Kind, countsByNamespace(c.ByNamespace))
+	summary := fmt.Sprintf("%s %s (%s); apiextensions deletes %s before it lets the CRD go", report.Count(total, crd.Kind+" instance"), agree(total, "remains", "remain"), countsByNamespace(c.ByNamespace), agree(total, "it", "them"))
 	var blockedBy []report.Item
 	if len(held) > 0 {
 		sev = held[0].Severity
@@ -51,9 +51,9 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 			sev = settling(report.Critical, tm)
 		}
 	}
-	evidence = append(evidence, fmt.Sprintf("live scan: %d instance(s) left: %s", total, countsByNamespace(c.ByNamespace)))
+	evidence = append(evidence, fmt.Sprintf("live scan: %s left: %s", report.Count(total, "instance"), countsByNamespace(c.ByNamespace)))
 	for _, f := range sortedKeys(c.Finalizers) {
-		evidence = append(evidence, fmt.Sprintf("finalizer %s on %d instance(s): removed by %s", f, c.Finalizers[f], catalog.FinalizerOwner(f).Owner))
+		evidence = append(evidence, fmt.Sprintf("finalizer %s on %s: removed by %s", f, report.Count(c.Finalizers[f], "instance"), catalog.FinalizerOwner(f).Owner))
 	}
 	for _, sk := range c.Skipped {
 		evidence = append(evidence, fmt.Sprintf("live scan: could not %s (%s)", sk.Check, sk.Reason))
@@ -66,7 +66,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	remaining.About.Count = total
 	for _, f := range sortedKeys(c.Finalizers) {
 		remaining.Remediation = append(remaining.Remediation, fix(
-			fmt.Sprintf("Only if %s is gone for good: remove %s from the %d instance(s) it holds, one finalizer each (drop the final '| sh' to see the patches first)", catalog.FinalizerOwner(f).Owner, f, c.Finalizers[f]),
+			fmt.Sprintf("Only if %s is gone for good: remove %s from the %s it holds, one finalizer each (drop the final '| sh' to see the patches first)", catalog.FinalizerOwner(f).Owner, f, report.Count(c.Finalizers[f], "instance")),
 			removeFromEach(resource, "", f), report.RiskHigh, "skips the cleanup the finalizer protects (external resources) and leaves it undone"))
 	}
 	remaining.Remediation = append(remaining.Remediation,

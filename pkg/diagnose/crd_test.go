@@ -44,9 +44,9 @@ func terminatingCRD(requested time.Duration, reason string, counts map[string]in
 func TestCRDInstancesRemaining(t *testing.T) {
 	s := terminatingCRD(10*time.Minute, "InstanceDeletionInProgress", map[string]int{"shop": 3, "lab": 1}, "widgets.acme.io/cleanup")
 	it := Diagnose(s).Items[0]
-	expectCauses(t, it, []string{"CRDInstancesRemaining", "FinalizerPending"}, report.Critical, "live scan: 4 instance(s) left: lab: 1, shop: 3")
+	expectCauses(t, it, []string{"CRDInstancesRemaining", "FinalizerPending"}, report.Critical, "live scan: 4 instances left: lab: 1, shop: 3")
 	top := it.Causes[0]
-	if !strings.HasPrefix(top.Summary, "4 Widget instance(s) remain (lab: 1, shop: 3)") || !strings.Contains(top.Summary, "nothing will remove the finalizer") {
+	if !strings.HasPrefix(top.Summary, "4 Widget instances remain (lab: 1, shop: 3)") || !strings.Contains(top.Summary, "nothing will remove the finalizer") {
 		t.Errorf("summary names the instances and their root cause: %q", top.Summary)
 	}
 	if len(top.BlockedBy) != 2 || top.BlockedBy[0].Causes[0].Code != "FinalizerPending" || len(it.Causes[1].BlockedBy) != 0 {

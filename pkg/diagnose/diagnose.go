@@ -94,7 +94,7 @@ func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 // loops, makes the diagnosis recurse without end.
 func nested(s *snapshot.Snapshot, t *snapshot.Target, parent timing) report.Item {
 	if parent.depth >= snapshot.MaxDepth {
-		return report.Item{Object: t.Ref, Causes: []report.Cause{}, Skipped: []report.Skip{{Check: "diagnosis of " + t.Ref.Resource + "/" + t.Ref.Name,
+		return report.Item{Object: t.Ref, Causes: []report.Cause{}, Skipped: []report.Skip{{Check: "diagnosis of " + report.Name(t.Ref),
 			Reason: snapshot.SkipError, Detail: fmt.Sprintf("nested deeper than %d levels", snapshot.MaxDepth)}}}
 	}
 	return diagnoseAt(s, t, parent.depth+1)
@@ -242,4 +242,13 @@ func causeLess(a, b report.Cause) bool {
 		return da.Depth < db.Depth
 	}
 	return a.Confidence > b.Confidence
+}
+
+// agree is one when n is 1, else many: the word (a verb, a pronoun) that
+// agrees with a count printed by report.Count ("1 pod is", "2 pods are").
+func agree(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

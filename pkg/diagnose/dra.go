@@ -63,7 +63,7 @@ func claimCauses(pod *corev1.Pod, claims []podClaim, tm timing) []report.Cause {
 			continue // deleted, or no longer reserved for the pod: nothing left to unprepare
 		}
 		evidence := []string{
-			fmt.Sprintf("resourceclaim %s/%s: status.reservedFor names the pod; allocated by driver(s) %s", pod.Namespace, pc.name, strings.Join(pc.drivers, ", ")),
+			fmt.Sprintf("resourceclaim %s/%s: status.reservedFor names the pod; allocated by %s %s", pod.Namespace, pc.name, agree(len(pc.drivers), "driver", "drivers"), strings.Join(pc.drivers, ", ")),
 			fmt.Sprintf("status.phase: %s with every container stopped: the kubelet unprepares claims before it writes the terminal phase", pod.Status.Phase),
 		}
 		sev, confidence := settling(report.Warning, tm), 0.5

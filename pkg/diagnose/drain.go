@@ -89,7 +89,7 @@ func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	}
 	if len(blocked) == 0 {
 		c := cause(catalog.NodeDrainBlocked, settling(report.Warning, tm), 0.5,
-			fmt.Sprintf("the drain of node %s is still waiting for %d pod(s) (%d being deleted), and nothing refuses their eviction", node, len(left), len(evicting)),
+			fmt.Sprintf("the drain of node %s is still waiting for %s (%d being deleted), and nothing refuses %s eviction", node, report.Count(len(left), "pod"), len(evicting), agree(len(left), "its", "their")),
 			evidence,
 			read("See the pods left on the node", onNode(node, ".")))
 		c.About.Node, c.About.Count = node, len(left)
@@ -98,7 +98,7 @@ func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	first := blocked[0]
 	summary := fmt.Sprintf("the drain of node %s cannot evict pod %s/%s: %s", node, first.pod.Namespace, first.pod.Name, first.reason)
 	if len(blocked) > 1 {
-		summary = fmt.Sprintf("the drain of node %s cannot evict %d pod(s); pod %s/%s: %s", node, len(blocked), first.pod.Namespace, first.pod.Name, first.reason)
+		summary = fmt.Sprintf("the drain of node %s cannot evict %s; pod %s/%s: %s", node, report.Count(len(blocked), "pod"), first.pod.Namespace, first.pod.Name, first.reason)
 	}
 	sev := report.Critical
 	if tm.overdue < settleTime {

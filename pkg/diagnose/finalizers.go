@@ -46,7 +46,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	for _, c := range said {
 		evidence = append(evidence, c.evidence)
 	}
-	summary := fmt.Sprintf("deletion waits for %d finalizer(s) to be removed: %s", len(finalizers), strings.Join(names, ", "))
+	summary := fmt.Sprintf("deletion waits for %s to be removed: %s", report.Count(len(finalizers), "finalizer"), strings.Join(names, ", "))
 	steps := []report.Step{findOwners(t, names), repair("Bring that controller back (scale it up, reinstall it); it removes the finalizer itself", "")}
 	var quoted string // the reason of the complaint the summary quotes
 	saysWhy := func(confidence float64) (report.Severity, float64) {

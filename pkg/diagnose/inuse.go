@@ -67,7 +67,7 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	SortItems(items)
 	first := users[0]
 	noun := strings.ToLower(first.Ref.Kind)
-	summary := fmt.Sprintf("%d %s(s) still use %s %s: %s; %s keeps %s until none does", len(users), noun, strings.ToLower(t.Ref.Kind), t.Ref.Name, podNames(users), row.Owner, f.name)
+	summary := fmt.Sprintf("%s still %s %s %s: %s; %s keeps %s until none does", report.Count(len(users), noun), agree(len(users), "uses", "use"), strings.ToLower(t.Ref.Kind), t.Ref.Name, podNames(users), row.Owner, f.name)
 	deleted := 0
 	for _, u := range users {
 		if u.Object.GetDeletionTimestamp() != nil {
@@ -81,7 +81,7 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 		// Judged by its users, as a claim by its pods: all being deleted,
 		// none stuck, they release it by themselves.
 		sev = report.Info
-		summary = fmt.Sprintf("progressing: the %d %s(s) that use %s %s are being deleted and none is stuck (%s); %s then removes %s", len(users), noun, strings.ToLower(t.Ref.Kind), t.Ref.Name, nestedSummary(items[0]), row.Owner, f.name)
+		summary = fmt.Sprintf("progressing: the %s that %s %s %s %s being deleted and %s stuck (%s); %s then removes %s", report.Count(len(users), noun), agree(len(users), "uses", "use"), strings.ToLower(t.Ref.Kind), t.Ref.Name, agree(len(users), "is", "are"), agree(len(users), "is not", "none is"), nestedSummary(items[0]), row.Owner, f.name)
 	}
 	resource := first.Ref.Resource
 	get := kubectl(sameNamespace(users), append([]string{"get", resource}, targetNames(users)...)...)

@@ -52,13 +52,13 @@ func TestObjectInUse(t *testing.T) {
 		first     string
 	}{
 		{"live gateways in two namespaces", []*snapshot.Target{gateway("shop", "web", 0), gateway("blog", "edge", 0)}, live,
-			"ObjectInUse", report.Warning, "2 gateway(s) still use gatewayclass shared: web, edge", "kubectl get gateways.gateway.networking.k8s.io -A"},
+			"ObjectInUse", report.Warning, "2 gateways still use gatewayclass shared: web, edge", "kubectl get gateways.gateway.networking.k8s.io -A"},
 		{"one namespace: the objects are named", []*snapshot.Target{gateway("shop", "web", 0), gateway("shop", "api", 0)}, live,
 			"ObjectInUse", report.Warning, "still use gatewayclass shared", "kubectl get gateways.gateway.networking.k8s.io web api -n shop"},
 		{"a gateway stuck itself", []*snapshot.Target{gateway("shop", "web", 20*time.Minute, "example.com/cleanup")}, live,
-			"ObjectInUse", report.Warning, "gateway.gateway.networking.k8s.io/web is stuck: deletion waits for 1 finalizer(s) to be removed: example.com/cleanup", ""},
+			"ObjectInUse", report.Warning, "gateway.gateway.networking.k8s.io/web is stuck: deletion waits for 1 finalizer to be removed: example.com/cleanup", ""},
 		{"every gateway being deleted, none stuck", []*snapshot.Target{gateway("shop", "web", 5*time.Second, "example.com/cleanup")}, live,
-			"ObjectInUse", report.Info, "progressing: the 1 gateway(s) that use gatewayclass shared are being deleted and none is stuck", ""},
+			"ObjectInUse", report.Info, "progressing: the 1 gateway that uses gatewayclass shared is being deleted and is not stuck", ""},
 		{"nothing names it", []*snapshot.Target{}, live, "FinalizerPending", report.Warning, "looks healthy but has not removed it", ""},
 		{"its controller is gone", []*snapshot.Target{gateway("shop", "web", 0)}, &snapshot.Controllers{}, "FinalizerPending", report.Critical, "no controller that could remove " + gatewaysExist + " is found", ""},
 	} {

@@ -100,7 +100,7 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 	}
 	if c := namespaceCondition(ns, corev1.NamespaceContentRemaining); (c == nil || c.Status != corev1.ConditionTrue) && unreported > 0 && !podsFirst {
 		c := cause(catalog.NamespaceContentRemaining, settling(report.Warning, tm), 0.6,
-			fmt.Sprintf("the live scan finds %d object(s) left in the namespace; the namespace controller has not reported them (yet)", unreported),
+			fmt.Sprintf("the live scan finds %s left in the namespace; the namespace controller has not reported %s (yet)", report.Count(unreported, "object"), agree(unreported, "it", "them")),
 			scanEvidence(t.Contents),
 			read("List what remains and chase each object's own blocker", command("kubectl", "terminating", "why", "-n", ns.Name)),
 			clearNamespaceFinalizers(ns.Name))

@@ -28,12 +28,13 @@ func contentCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report
 	if pc, ok := stuckPodsCause(s, t, tm); ok {
 		causes = append(causes, pc)
 	}
-	return append(causes, heldCauses(s, t, "object(s) in the namespace", "namespace "+t.Ref.Name, tm)...)
+	return append(causes, heldCauses(s, t, func(n int) string { return report.Count(n, "object") + " in the namespace" }, "namespace "+t.Ref.Name, tm)...)
 }
 
 // heldCauses groups the objects t still holds by the finalizer that holds
 // them: one cause per finalizer, with counts and a few examples nested.
-func heldCauses(s *snapshot.Snapshot, t *snapshot.Target, noun, where string, tm timing) []report.Cause {
+// things counts them for a person ("3 objects in the namespace").
+func heldCauses(s *snapshot.Snapshot, t *snapshot.Target, things func(n int) string, where string, tm timing) []report.Cause {
 	c := t.Contents
 	finalizers := make([]string, 0, len(c.Finalizers))
 	for f := range c.Finalizers {
@@ -44,7 +45,7 @@ func heldCauses(s *snapshot.Snapshot, t *snapshot.Target, noun, where string, tm
 	sort.Strings(finalizers)
 	var causes []report.Cause
 	for _, f := range finalizers {
-		causes = append(causes, heldCause(s, c, f, noun, where, tm))
+		causes = append(causes, heldCause(s, c, f, things, where, tm))
 	}
 	return causes
 }
@@ -66,7 +67,7 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 	if len(stuck) > 1 {
 		summary = fmt.Sprintf("%d pods are stuck terminating; %s", len(stuck), summary)
 	}
-	evidence := []string{fmt.Sprintf("live scan of namespace %s: %d terminating pod(s), %d stuck", t.Ref.Name, len(t.Contents.Pods), len(stuck))}
+	evidence := []string{fmt.Sprintf("live scan of namespace %s: %s, %d stuck", t.Ref.Name, report.Count(len(t.Contents.Pods), "terminating pod"), len(stuck))}
 	for _, it := range stuck {
 		evidence = append(evidence, fmt.Sprintf("pod %s: %s (%s)", it.Object.Name, it.Causes[0].Code, it.Severity))
 	}
@@ -100,18 +101,20 @@ func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, order
 	}
 	others := sum(c.Counts) - c.Counts[snapshot.Pods]
 	evidence = append(evidence,
-		fmt.Sprintf("live scan of namespace %s: %d pod(s) left, %d being deleted; %d other object(s), %d of them not deleted yet", t.Ref.Name, c.Counts[snapshot.Pods], len(c.Pods), others, sum(c.NotDeleted)-c.NotDeleted[snapshot.Pods]),
+		fmt.Sprintf("live scan of namespace %s: %s left, %d being deleted; %s, %d of them not deleted yet", t.Ref.Name, report.Count(c.Counts[snapshot.Pods], "pod"), len(c.Pods), report.Count(others, "other object"), sum(c.NotDeleted)-c.NotDeleted[snapshot.Pods]),
 		ordered.Why)
 	deadline := "its pods are past their deadline and settling"
 	if latest.After(s.Now) {
 		deadline = fmt.Sprintf("the last pod's grace period ends in %s (%s)", report.HumanDuration(latest.Sub(s.Now)), latest.UTC().Format(time.RFC3339))
 	}
 	if waiting := c.Counts[snapshot.Pods] - len(c.Pods); waiting > 0 {
-		deadline += fmt.Sprintf("; %d pod(s) not deleted yet by the namespace controller", waiting)
+		deadline += fmt.Sprintf("; %s not deleted yet by the namespace controller", report.Count(waiting, "pod"))
 	}
-	summary := fmt.Sprintf("progressing: the namespace controller deletes the pods first and waits for them; %d pod(s) are terminating normally and %s; the %d other object(s) are deleted after them", len(c.Pods), deadline, others)
+	pods := report.Count(len(c.Pods), "pod") + agree(len(c.Pods), " is", " are")
+	them := agree(len(c.Pods), "it", "them")
+	summary := fmt.Sprintf("progressing: the namespace controller deletes the pods first and waits for them; %s terminating normally and %s; the %s deleted after %s", pods, deadline, report.Count(others, "other object")+agree(others, " is", " are"), them)
 	if !ordered.On {
-		summary = fmt.Sprintf("progressing: %d pod(s) are terminating normally and %s; the namespace controller deletes every type at once (no ordered namespace deletion on this release), so the %d other object(s) do not wait for them", len(c.Pods), deadline, others)
+		summary = fmt.Sprintf("progressing: %s terminating normally and %s; the namespace controller deletes every type at once (no ordered namespace deletion on this release), so the %s not wait for %s", pods, deadline, report.Count(others, "other object")+agree(others, " does", " do"), them)
 	}
 	return cause(catalog.WithinGracePeriod, report.Info, 0.9, summary, evidence,
 		read("Wait for the pods to finish; watch them", command("kubectl", "terminating", "wait", "ns/"+t.Ref.Name, "--timeout", "5m")))
@@ -137,8 +140,8 @@ func forecastCauses(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 			why = "its controller has no ready replica"
 		}
 		c := cause(catalog.FinalizerPending, report.Info, 0.6,
-			fmt.Sprintf("forecast: once the pods are gone, %d object(s) carrying %s will be deleted, and %s: the namespace will then stay Terminating", n, f, why),
-			append([]string{fmt.Sprintf("live scan of namespace %s: %d object(s) not deleted yet carry finalizer %s (removed by %s)", t.Ref.Name, n, f, catalog.FinalizerOwner(f).Owner)}, evidence...),
+			fmt.Sprintf("forecast: once the pods are gone, %s carrying %s will be deleted, and %s: the namespace will then stay Terminating", report.Count(n, "object"), f, why),
+			append([]string{fmt.Sprintf("live scan of namespace %s: %s not deleted yet %s finalizer %s (removed by %s)", t.Ref.Name, report.Count(n, "object"), agree(n, "carries", "carry"), f, catalog.FinalizerOwner(f).Owner)}, evidence...),
 			findOwners(t, []string{f}),
 			repair("Bring back the controller that removes "+f+" before the pods are gone; it then removes the finalizer itself", ""))
 		c.About.Finalizers, c.About.Count = []string{f}, n
@@ -147,16 +150,19 @@ func forecastCauses(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 	return out
 }
 
-// heldCause groups every object one finalizer holds.
-func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, where string, tm timing) report.Cause {
+// heldCause groups every object one finalizer holds, named as the report
+// heads them (kind.group/name).
+func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer string, things func(n int) string, where string, tm timing) report.Cause {
 	examples := make([]report.Item, 0, len(c.Held[finalizer]))
 	var names []string
 	for _, h := range c.Held[finalizer] {
 		examples = append(examples, nested(s, h, tm))
-		names = append(names, h.Ref.Resource+"/"+h.Ref.Name)
+		names = append(names, report.Name(h.Ref))
 	}
 	held := c.Held[finalizer][0]
-	scanned := fmt.Sprintf("live scan of %s: finalizer %s on %d object(s)", where, finalizer, c.Finalizers[finalizer])
+	n := c.Finalizers[finalizer]
+	scanned := fmt.Sprintf("live scan of %s: finalizer %s on %s", where, finalizer, report.Count(n, "object"))
+	holding := fmt.Sprintf("%s %s held by finalizer %s (%s)", things(n), agree(n, "is", "are"), finalizer, strings.Join(names, ", "))
 	// A finalizer with a rule of its own (a claim's pvc-protection judged by
 	// the pods that use it...) speaks through the first example's diagnosis.
 	worst := slices.Clone(examples)
@@ -164,13 +170,13 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, wher
 	if top := worst[0]; len(top.Causes) > 0 && top.Causes[0].Code != string(catalog.FinalizerPending) && slices.Contains(top.Causes[0].About.Finalizers, finalizer) {
 		fc := top.Causes[0]
 		fc.Severity = top.Severity
-		fc.Summary = fmt.Sprintf("%d %s are held by finalizer %s (%s): %s", c.Finalizers[finalizer], noun, finalizer, strings.Join(names, ", "), fc.Summary)
+		fc.Summary = holding + ": " + fc.Summary
 		fc.Evidence = append([]string{scanned}, fc.Evidence...)
 		fc.BlockedBy = examples
 		return fc
 	}
 	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, tm)[0]
-	fc.Summary = fmt.Sprintf("%d %s are held by finalizer %s (%s): %s", c.Finalizers[finalizer], noun, finalizer, strings.Join(names, ", "), fc.Summary)
+	fc.Summary = holding + ": " + fc.Summary
 	fc.Evidence = append([]string{scanned}, fc.Evidence[1:]...)
 	fc.BlockedBy = examples
 	// Its last step, the removal by hand, is for every object the
@@ -179,8 +185,8 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer, noun, wher
 	for _, r := range heldTypes(c, finalizer) {
 		each = append(each, removeFromEach(r, held.Ref.Namespace, finalizer))
 	}
-	fc.Remediation[len(fc.Remediation)-1] = fix(fmt.Sprintf("Only if that controller is gone for good: remove %s by hand from all %d %s, one finalizer each (drop '| sh' to see the patches first)",
-		finalizer, c.Finalizers[finalizer], noun), then(each...), report.RiskHigh, skipsCleanup)
+	fc.Remediation[len(fc.Remediation)-1] = fix(fmt.Sprintf("Only if that controller is gone for good: remove %s by hand from %s %s, one finalizer each (drop '| sh' to see the patches first)",
+		finalizer, agree(n, "the", "all"), things(n)), then(each...), report.RiskHigh, skipsCleanup)
 	return fc
 }
 
@@ -217,7 +223,7 @@ func scanEvidence(c *snapshot.Contents) []string {
 	sort.Slice(resources, func(i, j int) bool { return resources[i].String() < resources[j].String() })
 	out := []string{}
 	for _, r := range resources {
-		out = append(out, fmt.Sprintf("live scan: %s: %d object(s) left", r, c.Counts[r]))
+		out = append(out, fmt.Sprintf("live scan: %s: %s left", r, report.Count(c.Counts[r], "object")))
 	}
 	if len(resources) == 0 {
 		out = append(out, "live scan: no object left in the namespace")

@@ -34,7 +34,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		}
 	}
 	if len(blocking) == 0 {
-		evidence = append(evidence, fmt.Sprintf("live scan: %d dependent(s), none with blockOwnerDeletion", len(t.Dependents)))
+		evidence = append(evidence, fmt.Sprintf("live scan: %s, %s blockOwnerDeletion", report.Count(len(t.Dependents), "dependent"), agree(len(t.Dependents), "without", "none with")))
 		return []report.Cause{cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
 			"no dependent blocks the deletion any more, yet the garbage collector has not removed foregroundDeletion: "+collectorBlocked(s),
 			append(evidence, unavailableAPIs(s)...),
@@ -51,9 +51,10 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	}
 	SortItems(items)
 	chain, root := chainOf(items[0])
-	summary := fmt.Sprintf("%d dependent(s) with blockOwnerDeletion still exist: %s", len(blocking), nestedSummary(items[0]))
+	remain := report.Count(len(blocking), "dependent") + " with blockOwnerDeletion still " + agree(len(blocking), "exists", "exist")
+	summary := fmt.Sprintf("%s: %s", remain, nestedSummary(items[0]))
 	if len(chain) > 1 {
-		summary = fmt.Sprintf("%d dependent(s) with blockOwnerDeletion still exist: %s waits on %s; %s", len(blocking), chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
+		summary = fmt.Sprintf("%s: %s waits on %s; %s", remain, chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
 		evidence = append(evidence, fmt.Sprintf("chain of objects waiting in foreground deletion: %s -> %s", report.Name(t.Ref), strings.Join(chain, " -> ")))
 	}
 	// Judged by its leaves: while every blocking dependent is being deleted
@@ -62,7 +63,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	// terminate normally is.
 	if !slices.ContainsFunc(items, func(it report.Item) bool { return it.Stuck || it.DeletionTimestamp.IsZero() }) {
 		sev = report.Info
-		summary = fmt.Sprintf("progressing: the %d dependent(s) with blockOwnerDeletion are being deleted and none is stuck (%s); the garbage collector removes foregroundDeletion once they are gone", len(blocking), nestedSummary(root))
+		summary = fmt.Sprintf("progressing: the %s with blockOwnerDeletion %s being deleted and %s stuck (%s); the garbage collector removes foregroundDeletion once %s gone", report.Count(len(blocking), "dependent"), agree(len(blocking), "is", "are"), agree(len(blocking), "is not", "none is"), nestedSummary(root), agree(len(blocking), "it is", "they are"))
 	}
 	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
 		About: report.About{Count: len(blocking)},
@@ -109,13 +110,13 @@ func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 	for _, d := range t.Dependents {
 		names = append(names, refName(d.Ref))
 	}
-	summary := fmt.Sprintf("the garbage collector still has to orphan %d dependent(s): %s", len(names), strings.Join(names, ", "))
+	summary := fmt.Sprintf("the garbage collector still has to orphan %s: %s", report.Count(len(names), "dependent"), strings.Join(names, ", "))
 	if len(names) == 0 {
 		summary = "every dependent is orphaned, yet the garbage collector has not removed the orphan finalizer: " + collectorBlocked(s)
 	}
 	return []report.Cause{cause(catalog.FinalizerPending, settling(report.Warning, tm), 0.6, summary,
 		append([]string{"finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner",
-			fmt.Sprintf("live scan: %d dependent(s) still name %s/%s in ownerReferences", len(names), t.Ref.Kind, t.Ref.Name)}, unavailableAPIs(s)...),
+			fmt.Sprintf("live scan: %s still %s %s/%s in ownerReferences", report.Count(len(names), "dependent"), agree(len(names), "names", "name"), t.Ref.Kind, t.Ref.Name)}, unavailableAPIs(s)...),
 		read("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False"),
 		removeFinalizer("Only if the garbage collector cannot recover: remove the orphan finalizer", t.Ref, t.Object.GetFinalizers(), "orphan", report.RiskHigh,
 			"the dependents keep an ownerReference to a deleted owner and may be garbage-collected later instead of orphaned"))}
@@ -142,7 +143,7 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		}
 	}
 	SortItems(items)
-	summary := fmt.Sprintf("%d pod(s) still use the claim: %s", len(t.ClaimUsers), podNames(t.ClaimUsers))
+	summary := fmt.Sprintf("%s still %s the claim: %s", report.Count(len(t.ClaimUsers), "pod"), agree(len(t.ClaimUsers), "uses", "use"), podNames(t.ClaimUsers))
 	if len(items) > 0 && items[0].Stuck {
 		summary += "; " + nestedSummary(items[0])
 	}
@@ -151,7 +152,7 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	// the claim by themselves.
 	if len(items) == len(t.ClaimUsers) && !items[0].Stuck {
 		sev = report.Info
-		summary = fmt.Sprintf("progressing: the %d pod(s) that use the claim are being deleted and none is stuck (%s); the PVC protection controller releases the claim once they are gone", len(items), nestedSummary(items[0]))
+		summary = fmt.Sprintf("progressing: the %s that %s the claim %s being deleted and %s stuck (%s); the PVC protection controller releases the claim once %s gone", report.Count(len(items), "pod"), agree(len(items), "uses", "use"), agree(len(items), "is", "are"), agree(len(items), "is not", "none is"), nestedSummary(items[0]), agree(len(items), "it is", "they are"))
 	}
 	return []report.Cause{{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
 		About: report.About{Count: len(t.ClaimUsers)},
@@ -268,7 +269,7 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 		return nil
 	}
 	return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Warning, tm), 0.5,
-		fmt.Sprintf("the volume is still attached (%d attachment(s)) and no detach error is reported: the %s may not be running", attached, owner), evidence, check,
+		fmt.Sprintf("the volume is still attached (%s) and no detach error is reported: the %s may not be running", report.Count(attached, "attachment"), owner), evidence, check,
 		read("Check that the CSI controller (external-attacher sidecar) runs", ""), force)}
 }
 
@@ -410,7 +411,7 @@ func confirmSuspects(suspects []refusal, said []complaint, what string) []refusa
 		top.evidence = append(top.evidence, c.evidence)
 	}
 	if len(suspects) > 1 {
-		top.evidence = append(top.evidence, fmt.Sprintf("%d other mutating webhook(s) intercept the same update: ranked after this one, whose matching names the write more precisely", len(suspects)-1))
+		top.evidence = append(top.evidence, fmt.Sprintf("%s the same update: ranked after this one, whose matching names the write more precisely", report.Count(len(suspects)-1, "other mutating webhook")+agree(len(suspects)-1, " intercepts", " intercept")))
 	}
 	return suspects
 }
@@ -494,8 +495,9 @@ func deletionState(t *snapshot.Target) string {
 	return "not being deleted"
 }
 
+// refName names an object as the report heads it: kind.group/name -n namespace.
 func refName(r report.ObjectRef) string {
-	name := r.Resource + "/" + r.Name
+	name := report.Name(r)
 	if r.Namespace != "" {
 		name += " -n " + r.Namespace
 	}

@@ -47,9 +47,9 @@ func TestForegroundDeletion(t *testing.T) {
 	dep.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner", BlockOwnerDeletion: &yes}})
 	owner.Dependents = []*snapshot.Target{dep}
 	it := Diagnose(snapOf(owner)).Items[0]
-	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Critical, "blockOwnerDeletion true, being deleted since")
+	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Critical, "dependent configmap/dep -n shop: ownerReference to ConfigMap/owner, blockOwnerDeletion true, being deleted since")
 	top := it.Causes[0]
-	if !strings.Contains(top.Summary, "1 dependent(s) with blockOwnerDeletion still exist: configmap/dep is stuck: no controller that could remove acme.io/keep") {
+	if !strings.Contains(top.Summary, "1 dependent with blockOwnerDeletion still exists: configmap/dep is stuck: no controller that could remove acme.io/keep") {
 		t.Errorf("summary: %q", top.Summary)
 	}
 	if len(top.BlockedBy) != 1 || top.BlockedBy[0].Causes[0].Code != "FinalizerPending" {
@@ -59,7 +59,7 @@ func TestForegroundDeletion(t *testing.T) {
 	// Without blockOwnerDeletion, nothing holds the owner: the GC should finish.
 	dep.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner"}})
 	it = Diagnose(snapOf(owner)).Items[0]
-	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Warning, "none with blockOwnerDeletion")
+	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Warning, "live scan: 1 dependent, without blockOwnerDeletion")
 
 	// An unavailable aggregated API is what may hold the garbage collector back: named, quoted.
 	withAPI := snapOf(owner)
@@ -107,7 +107,7 @@ func TestClaimInUse(t *testing.T) {
 	s.Nodes["node-1"], s.Leases["node-1"] = node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second)
 	it = Diagnose(s).Items[0]
 	expectCauses(t, it, []string{"PVCInUse"}, report.Info, "")
-	if it.Stuck || !strings.HasPrefix(it.Causes[0].Summary, "progressing: the 1 pod(s) that use the claim are being deleted and none is stuck") {
+	if it.Stuck || !strings.HasPrefix(it.Causes[0].Summary, "progressing: the 1 pod that uses the claim is being deleted and is not stuck") {
 		t.Errorf("stuck %t: %q", it.Stuck, it.Causes[0].Summary)
 	}
 }
@@ -185,8 +185,8 @@ func TestOrphan(t *testing.T) {
 	dep := heldObject("ConfigMap", "configmaps", "dep", 0)
 	owner.Dependents = []*snapshot.Target{dep}
 	it := Diagnose(snapOf(owner)).Items[0]
-	expectCauses(t, it, []string{"FinalizerPending"}, report.Warning, "live scan: 1 dependent(s) still name ConfigMap/owner")
-	if !strings.Contains(it.Causes[0].Summary, "still has to orphan 1 dependent(s): configmaps/dep -n shop") {
+	expectCauses(t, it, []string{"FinalizerPending"}, report.Warning, "live scan: 1 dependent still names ConfigMap/owner")
+	if !strings.Contains(it.Causes[0].Summary, "still has to orphan 1 dependent: configmap/dep -n shop") {
 		t.Errorf("summary: %q", it.Causes[0].Summary)
 	}
 }
@@ -292,7 +292,7 @@ func TestForegroundChainJudgedByItsLeaves(t *testing.T) {
 		return p
 	}
 	it := Diagnose(chain(inGrace("web-abc-1"), inGrace("web-abc-2"))).Items[0]
-	if it.Stuck || it.Severity != report.Info || !strings.HasPrefix(it.Causes[0].Summary, "progressing: the 1 dependent(s)") {
+	if it.Stuck || it.Severity != report.Info || !strings.HasPrefix(it.Causes[0].Summary, "progressing: the 1 dependent with blockOwnerDeletion is being deleted and is not stuck") {
 		t.Errorf("pods in their grace period: stuck %v, %s: %s", it.Stuck, it.Severity, it.Causes[0].Summary)
 	}
 
@@ -323,5 +323,16 @@ func TestEveryBlockerIsNested(t *testing.T) {
 	}
 	if got := len(Diagnose(snapOf(owner)).Items[0].Causes[0].BlockedBy); got != 12 {
 		t.Errorf("%d blocking objects nested, want all 12", got)
+	}
+}
+
+// Past the deepest nesting, the object left undiagnosed is named as the
+// report heads it (kind/name), not by its resource.
+func TestNestedTooDeepNamesTheObject(t *testing.T) {
+	cm := heldObject("ConfigMap", "configmaps", "deep", 10*time.Minute, "acme.io/keep")
+	it := nested(snapOf(cm), cm, timing{depth: snapshot.MaxDepth})
+	if len(it.Causes) != 0 || len(it.Skipped) != 1 || it.Skipped[0].Check != "diagnosis of configmap/deep" ||
+		it.Skipped[0].Detail != fmt.Sprintf("nested deeper than %d levels", snapshot.MaxDepth) {
+		t.Errorf("%+v", it)
 	}
 }

@@ -189,7 +189,7 @@ func negativeGrace(pod *corev1.Pod, tm timing) report.Cause {
 func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvents, now time.Time) report.Cause {
 	sev := report.Warning
 	code := catalog.ContainersStillRunning
-	summary := fmt.Sprintf("%d container(s) still running %s past the deadline: %s", len(c.running), report.HumanDuration(tm.overdue), strings.Join(c.running, ", "))
+	summary := fmt.Sprintf("%s still running %s past the deadline: %s", report.Count(len(c.running), "container"), report.HumanDuration(tm.overdue), strings.Join(c.running, ", "))
 	if tm.overdue < settleTime {
 		code, sev = catalog.GracePeriodOverrun, report.Info
 		summary = fmt.Sprintf("%s past the deadline; the kubelet is still stopping %s", report.HumanDuration(tm.overdue), strings.Join(c.running, ", "))

@@ -139,7 +139,7 @@ func snapshotRestoring(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	}
 	first := restoring[0]
 	sev, confidence := settling(report.Warning, tm), 0.7
-	summary := fmt.Sprintf("claim(s) %s are still being restored from the snapshot (Pending): the snapshot-controller keeps the snapshot until they are provisioned", strings.Join(names, ", "))
+	summary := fmt.Sprintf("%s %s %s still being restored from the snapshot (Pending): the snapshot-controller keeps the snapshot until %s provisioned", agree(len(names), "claim", "claims"), strings.Join(names, ", "), agree(len(names), "is", "are"), agree(len(names), "it is", "they are"))
 	if failing != nil {
 		first = *failing
 		sev, confidence = settling(report.Critical, tm), 0.85

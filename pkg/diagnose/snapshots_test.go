@@ -72,7 +72,7 @@ func TestSnapshotSourceInUse(t *testing.T) {
 			"FinalizerPending", report.Warning, claimSourceFinalizer},
 		{"snapshots not read", claim, nil, nil, nil, "FinalizerPending", report.Warning, claimSourceFinalizer},
 		{"a claim restored from the snapshot", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-1", corev1.ClaimPending, false)}, nil,
-			"SnapshotSourceInUse", report.Warning, "claim(s) restore-1 are still being restored from the snapshot"},
+			"SnapshotSourceInUse", report.Warning, "claim restore-1 is still being restored from the snapshot (Pending): the snapshot-controller keeps the snapshot until it is provisioned"},
 		{"through dataSourceRef", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-2", corev1.ClaimPending, true)}, nil,
 			"SnapshotSourceInUse", report.Warning, "restore-2"},
 		{"a restored claim, bound", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-1", corev1.ClaimBound, false)}, nil,

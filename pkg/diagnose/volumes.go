@@ -377,7 +377,7 @@ func volumesCheck(pod *corev1.Pod, vols []podVolume, known bool) report.Check {
 	case len(vols) == 0:
 		ch.Status, ch.Detail = report.Pass, "no volume mounted from outside the node (only kubelet-local volumes such as emptyDir, configMap, secret)"
 	default:
-		ch.Status, ch.Detail = report.Pass, fmt.Sprintf("none of %d attachable volume(s) in node %s's status.volumesInUse", tracked, pod.Spec.NodeName)
+		ch.Status, ch.Detail = report.Pass, fmt.Sprintf("%s in node %s's status.volumesInUse", agree(tracked, "the 1 attachable volume is not", "none of "+report.Count(tracked, "attachable volume")), pod.Spec.NodeName)
 	}
 	return ch
 }

@@ -63,6 +63,24 @@ func TestVolumeRules(t *testing.T) {
 	}
 }
 
+// The check's detail counts the attachable volumes the node no longer lists,
+// in a phrase that agrees with their count.
+func TestVolumesCheckCountsAttachableVolumes(t *testing.T) {
+	p := terminatingPod(10*time.Minute, 30)
+	p.Spec.NodeName = "node-1"
+	for _, tc := range []struct {
+		vols []podVolume
+		want string
+	}{
+		{[]podVolume{{name: "data", state: mountGone}}, "the 1 attachable volume is not in node node-1's status.volumesInUse"},
+		{[]podVolume{{name: "data", state: mountGone}, {name: "logs", state: mountGone}}, "none of 2 attachable volumes in node node-1's status.volumesInUse"},
+	} {
+		if ch := volumesCheck(p, tc.vols, true); ch.Status != report.Pass || ch.Detail != tc.want {
+			t.Errorf("%d volumes: %s %q, want pass %q", len(tc.vols), ch.Status, ch.Detail, tc.want)
+		}
+	}
+}
+
 func TestVolumesUnknownBeforeStateC(t *testing.T) {
 	p := terminatingPod(10*time.Minute, 30)
 	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-0"}}}}

@@ -179,10 +179,10 @@ func TestNamespaceWaitingForItsPods(t *testing.T) {
 	if res.code != 0 || it.Stuck || !slices.Equal(codesOf(it), []string{"FinalizerPending", "WithinGracePeriod"}) || !notBlamed(it) {
 		t.Fatalf("exit %d, stuck %t, causes %v; want 0, not stuck, the forecast, WithinGracePeriod and nothing blamed on the content not deleted yet", res.code, it.Stuck, codesOf(it))
 	}
-	if s := it.Causes[0].Summary; !strings.HasPrefix(s, "forecast: once the pods are gone, 1 object(s) carrying gone.e2e.example.com/export will be deleted, and no controller that could remove it is found") {
+	if s := it.Causes[0].Summary; !strings.HasPrefix(s, "forecast: once the pods are gone, 1 object carrying gone.e2e.example.com/export will be deleted, and no controller that could remove it is found") {
 		t.Errorf("forecast: %q", s)
 	}
-	if s := it.Causes[1].Summary; !strings.Contains(s, "2 pod(s) are terminating normally") || !strings.Contains(s, "grace period ends in") {
+	if s := it.Causes[1].Summary; !strings.Contains(s, "2 pods are terminating normally") || !strings.Contains(s, "grace period ends in") {
 		t.Errorf("summary: %q", s)
 	}
 	if r.Server == nil || !strings.HasPrefix(r.Server.GitVersion, "v1.36.") {
@@ -327,7 +327,7 @@ func TestNodeDrainBlockedByABudget(t *testing.T) {
 	r, res := diagnose(t, "why", "node/"+node)
 	it := only(t, r)
 	top := it.Causes[0]
-	if res.code != 2 || top.Code != "NodeDrainBlocked" || top.Severity != "critical" || !strings.Contains(top.Summary, "the drain of node "+node+" cannot evict 2 pod(s)") {
+	if res.code != 2 || top.Code != "NodeDrainBlocked" || top.Severity != "critical" || !strings.Contains(top.Summary, "the drain of node "+node+" cannot evict 2 pods;") {
 		t.Fatalf("exit %d, %v %s: %s; want exit 2 and NodeDrainBlocked (critical)", res.code, codesOf(it), top.Severity, top.Summary)
 	}
 	expectEvidence(t, top, "pod "+ns+"/db-0: PodDisruptionBudget "+ns+"/db allows 0 disruptions (currentHealthy 1, desiredHealthy 1, expectedPods 1)",
@@ -416,7 +416,7 @@ func TestSnapshotSourceInUse(t *testing.T) {
 	time.Sleep(31 * time.Second)
 	for _, tc := range []struct{ args, severity, summary string }{
 		{"pvc/data", "critical", `VolumeSnapshot nightly, taken from the claim, cannot finish: VolumeSnapshotClass "fast" not found`},
-		{"volumesnapshots.snapshot.storage.k8s.io/weekly", "warning", "claim(s) restore-1 are still being restored from the snapshot"},
+		{"volumesnapshots.snapshot.storage.k8s.io/weekly", "warning", "claim restore-1 is still being restored from the snapshot"},
 	} {
 		r, res := diagnose(t, "why", tc.args, "-n", ns)
 		it := only(t, r)

@@ -78,12 +78,12 @@ func TestCRDHeldByItsInstances(t *testing.T) {
 		t.Fatalf("exit %d causes %v severity %s, want 2, CRDInstancesRemaining first, critical", res.code, codes, it.Severity)
 	}
 	top := it.Causes[0]
-	if !strings.HasPrefix(top.Summary, "5 Sprocket instance(s) remain (sprockets-a: 3, sprockets-b: 2)") ||
+	if !strings.HasPrefix(top.Summary, "5 Sprocket instances remain (sprockets-a: 3, sprockets-b: 2)") ||
 		!strings.Contains(top.Summary, "no controller that could remove held.e2e.example.com/teardown is found") {
 		t.Errorf("summary: %q", top.Summary)
 	}
 	expectEvidence(t, top, "status.conditions[type=Terminating]: status True, reason InstanceDeletionInProgress",
-		"finalizer held.e2e.example.com/teardown on 5 instance(s)")
+		"finalizer held.e2e.example.com/teardown on 5 instances")
 	if len(top.BlockedBy) != 3 || top.BlockedBy[0].Object.Kind != "Sprocket" || codesOf(top.BlockedBy[0])[0] != "FinalizerPending" {
 		t.Errorf("nested instances: %+v", top.BlockedBy)
 	}

@@ -77,7 +77,7 @@ func TestObjectInUseByOtherObjects(t *testing.T) {
 
 	r, res := diagnose(t, "why", "gatewayclasses."+group+"/e2e-shared")
 	top := only(t, r).Causes[0]
-	if res.code != 2 || top.Code != "ObjectInUse" || !strings.Contains(top.Summary, "2 gateway(s) still use gatewayclass e2e-shared") {
+	if res.code != 2 || top.Code != "ObjectInUse" || !strings.Contains(top.Summary, "2 gateways still use gatewayclass e2e-shared") {
 		t.Fatalf("exit %d, %s %s: %s", res.code, top.Code, top.Severity, top.Summary)
 	}
 	var blockers []string
@@ -144,7 +144,7 @@ func TestVolumeAttributesClassInUseByAClaim(t *testing.T) {
 	time.Sleep(31 * time.Second)
 	r, res := diagnose(t, "why", "volumeattributesclasses/"+name)
 	top := only(t, r).Causes[0]
-	if res.code != 2 || top.Code != "ObjectInUse" || !strings.Contains(top.Summary, "1 persistentvolumeclaim(s) still use volumeattributesclass "+name+": data") ||
+	if res.code != 2 || top.Code != "ObjectInUse" || !strings.Contains(top.Summary, "1 persistentvolumeclaim still uses volumeattributesclass "+name+": data") ||
 		len(top.BlockedBy) != 1 || top.BlockedBy[0].Object.Namespace != ns {
 		t.Errorf("exit %d, %s %s: %s (%d blockers)", res.code, top.Code, top.Severity, top.Summary, len(top.BlockedBy))
 	}

@@ -46,7 +46,7 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 		t.Fatalf("causes = %v, want the grouped FinalizerPending first, then the controller's conditions", codes)
 	}
 	top := it.Causes[0]
-	if top.Severity != "critical" || !strings.HasPrefix(top.Summary, "3 object(s) in the namespace are held by finalizer e2e.example.com/cleanup") {
+	if top.Severity != "critical" || !strings.HasPrefix(top.Summary, "3 objects in the namespace are held by finalizer e2e.example.com/cleanup") {
 		t.Errorf("top cause: %s %q", top.Severity, top.Summary)
 	}
 	if len(top.BlockedBy) != 3 || top.BlockedBy[0].Object.Kind != "Gadget" || codesOf(top.BlockedBy[0])[0] != "FinalizerPending" {
@@ -60,7 +60,7 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 	if !hasEvidence(fin, "e2e.example.com/cleanup in 3 resource instances") || !hasEvidence(fin, "finalizer e2e.example.com/cleanup on 3 objects: removed by a third-party controller") {
 		t.Errorf("evidence lacks the controller's count: %q", fin.Evidence)
 	}
-	if rem := it.Causes[slices.Index(codes, "NamespaceContentRemaining")]; !hasEvidence(rem, "live scan: gadgets.e2e.example.com: 3 object(s) left") {
+	if rem := it.Causes[slices.Index(codes, "NamespaceContentRemaining")]; !hasEvidence(rem, "live scan: gadgets.e2e.example.com: 3 objects left") {
 		t.Errorf("live scan evidence: %q", rem.Evidence)
 	}
 	last := fin.Remediation[len(fin.Remediation)-1]
@@ -96,7 +96,7 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 	// The report's removal by hand, pasted as an operator would: the
 	// finalizer goes from all three gadgets, not the first example alone.
 	removal := top.Remediation[len(top.Remediation)-1]
-	if removal.RiskLevel != "high" || !strings.Contains(removal.Action, "from all 3 object(s) in the namespace") {
+	if removal.RiskLevel != "high" || !strings.Contains(removal.Action, "from all 3 objects in the namespace") {
 		t.Fatalf("the last step is not the removal from all three: %+v", removal)
 	}
 	if res := runSuggested(t, removal.Command); res.code != 0 || res.stderr != "" {
@@ -177,8 +177,8 @@ func TestNamespaceWithThousandsOfLeftovers(t *testing.T) {
 		t.Fatalf("exit %d causes %v, want 2 and one FinalizerPending per finalizer first", res.code, codes)
 	}
 	want := map[string]string{
-		archive: fmt.Sprintf("%d object(s) in the namespace are held by finalizer %s", total/10, archive),
-		hold:    fmt.Sprintf("%d object(s) in the namespace are held by finalizer %s", total, hold),
+		archive: fmt.Sprintf("%d objects in the namespace are held by finalizer %s", total/10, archive),
+		hold:    fmt.Sprintf("%d objects in the namespace are held by finalizer %s", total, hold),
 	}
 	for _, c := range it.Causes[:2] {
 		found := false
@@ -193,7 +193,7 @@ func TestNamespaceWithThousandsOfLeftovers(t *testing.T) {
 	expectEvidence(t, fin, fmt.Sprintf("%s in %d resource instances", hold, total), fmt.Sprintf("%s in %d resource instances", archive, total/10))
 	rem := it.Causes[slices.Index(codes, "NamespaceContentRemaining")]
 	for _, k := range kinds {
-		expectEvidence(t, rem, fmt.Sprintf("live scan: %s: %d object(s) left", k.Resource(), perKind))
+		expectEvidence(t, rem, fmt.Sprintf("live scan: %s: %d objects left", k.Resource(), perKind))
 	}
 
 	// Read by a person: the namespace, and its 2,200 leftovers one by one,

@@ -55,8 +55,8 @@ func TestStuckObjects(t *testing.T) {
 		summary, evidence string
 	}{
 		{[]string{"configmap/owner", "-n", ns}, "ForegroundDeletionBlocked", "critical",
-			"1 dependent(s) with blockOwnerDeletion still exist: configmap/dependent is stuck", "dependent configmaps/dependent -n " + ns + ": ownerReference to ConfigMap/owner, blockOwnerDeletion true"},
-		{[]string{"pvc/data", "-n", ns}, "PVCInUse", "warning", "1 pod(s) still use the claim: db-0", "pod " + ns + "/db-0: phase Running on node \"" + liveNode + "\", not being deleted"},
+			"1 dependent with blockOwnerDeletion still exists: configmap/dependent is stuck", "dependent configmap/dependent -n " + ns + ": ownerReference to ConfigMap/owner, blockOwnerDeletion true"},
+		{[]string{"pvc/data", "-n", ns}, "PVCInUse", "warning", "1 pod still uses the claim: db-0", "pod " + ns + "/db-0: phase Running on node \"" + liveNode + "\", not being deleted"},
 		{[]string{"pv/pv-objects-archive"}, "PVBound", "warning", "Bound to claim " + ns + "/archive", "spec.claimRef: " + ns + "/archive"},
 		{[]string{"volumeattachment/csi-objects-detach"}, "VolumeDetachFailed", "critical", "detach failed: csi-objects-detach from node " + liveNode + ": rpc error: disk is busy", "status.detachError at"},
 		{[]string{"service/web", "-n", ns}, "LoadBalancerCleanupPending", "critical", "quota exceeded", "event Warning DeleteLoadBalancerFailed"},

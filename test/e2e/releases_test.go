@@ -113,7 +113,7 @@ func TestNamespaceWithPodsInGraceAcrossReleases(t *testing.T) {
 				}
 			}
 			if tc.minor == "v1.31" && !slices.ContainsFunc(it.Causes, func(c cause) bool {
-				return len(c.BlockedBy) == 1 && codesOf(c.BlockedBy[0])[0] == "PVCInUse" && strings.HasPrefix(c.BlockedBy[0].Causes[0].Summary, "progressing: the 1 pod(s) that use the claim")
+				return len(c.BlockedBy) == 1 && codesOf(c.BlockedBy[0])[0] == "PVCInUse" && strings.HasPrefix(c.BlockedBy[0].Causes[0].Summary, "progressing: the 1 pod that uses the claim is being deleted")
 			}) {
 				t.Errorf("%s: the held claim is not judged by its pod: %+v", ns, it.Causes)
 			}

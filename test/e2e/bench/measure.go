@@ -83,8 +83,8 @@ const (
 	oneLinerName = "kubectl one-liner"
 )
 
-// liveScanRE reads the plugin's live-scan evidence: "live scan: things001.g01.bench.example.com: 250 object(s) left".
-var liveScanRE = regexp.MustCompile(`^live scan: \S+: (\d+) object\(s\) left$`)
+// liveScanRE reads the plugin's live-scan evidence: "live scan: things001.g01.bench.example.com: 250 objects left".
+var liveScanRE = regexp.MustCompile(`^live scan: \S+: (\d+) objects? left$`)
 
 // pluginCount sums the live scan's counts in a `why ns/...` JSON report
 // (each resource once: the same lines may appear under several causes).
