@@ -7,6 +7,7 @@ require (
 	github.com/creack/pty v1.1.18
 	github.com/fatih/color v1.18.0
 	github.com/google/cel-go v0.26.0
+	github.com/muesli/reflow v0.3.0
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9

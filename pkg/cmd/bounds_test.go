@@ -271,7 +271,7 @@ func TestPanicIsAnInternalError(t *testing.T) {
 
 	errOut.Reset()
 	main := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { panic(errors.New("boom\x1b[2J\nerror: forged")) }}
-	main.SetArgs(nil)
+	main.SetArgs([]string{}) // not nil: cobra would read the test binary's own flags
 	code = Execute(context.Background(), main, errOut)
 	if code != ExitError || strings.Count(errOut.String(), "\n") != 1 || !strings.Contains(errOut.String(), `error: internal error: boom\x1b[2J\nerror: forged at `) {
 		t.Errorf("main goroutine: exit %d, stderr %q", code, errOut)

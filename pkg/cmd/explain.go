@@ -48,18 +48,9 @@ func newExplainCommand(o *Options) *cobra.Command {
 				}
 				return fmt.Errorf("unknown cause code %q: %s", args[0], hint)
 			}
-			return report.WriteExplanation(o.Out, e, report.Style{Color: o.colour()}, o.explainWidth())
+			return report.WriteExplanation(o.Out, e, report.Style{Color: o.colour(), Width: min(o.width(), report.ExplainWidth)})
 		},
 	}
 	o.addNoColorFlag(cmd)
 	return cmd
-}
-
-// explainWidth is explain's measure: report.ExplainWidth, or the terminal's
-// width when it is narrower.
-func (o *Options) explainWidth() int {
-	if cols := terminalWidth(o.Out); cols > 0 && o.isTerminal(o.Out) {
-		return min(cols, report.ExplainWidth)
-	}
-	return report.ExplainWidth
 }

@@ -118,7 +118,7 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 		plan := fix.MakePlan(r, fix.Limits{MaxRisk: maxRisk, AllowLiveController: f.allowLiveController})
 		human := format == ""
 		if human {
-			if err := fix.WritePlan(o.Out, plan); err != nil {
+			if err := fix.WritePlan(o.Out, plan, o.width()); err != nil {
 				return err
 			}
 		}
@@ -139,7 +139,7 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 		rec = runner.Run(ctx, plan, confirmed)
 		if human {
 			fmt.Fprintln(o.Out)
-			return fix.WriteRecord(o.Out, rec)
+			return fix.WriteRecord(o.Out, rec, o.width())
 		}
 		return writeRecord(o.Out, rec, format)
 	})

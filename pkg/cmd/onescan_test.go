@@ -128,8 +128,8 @@ func TestOneScanFindsDependents(t *testing.T) {
 		}
 	}
 	got, _ := json.Marshal(deployment)
-	for _, want := range []string{"ForegroundDeletionBlocked", "dependent configmaps/web-config -n shop", "dependent replicasets.apps/web-rs -n shop",
-		"dependent pods/web-rs-a -n shop", "dependent pods/web-rs-b -n shop", "example.com/hold"} {
+	for _, want := range []string{"ForegroundDeletionBlocked", "dependent configmap/web-config -n shop", "dependent replicaset.apps/web-rs -n shop",
+		"dependent pod/web-rs-a -n shop", "dependent pod/web-rs-b -n shop", "example.com/hold"} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("the deployment's diagnosis lacks %q: %s", want, got)
 		}

@@ -345,7 +345,7 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 
 // style is how the human tables look.
 func (o *Options) style() report.Style {
-	return report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, GroupBy: o.GroupBy}
+	return report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, GroupBy: o.GroupBy, Width: o.width()}
 }
 
 // nothingFound is said on stderr when nothing terminating is found, as
@@ -374,6 +374,15 @@ func (o *Options) colour() bool {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// width is the measure a person's output is wrapped to: the terminal's
+// width, or report.DefaultWidth when the output is not a terminal.
+func (o *Options) width() int {
+	if cols := terminalWidth(o.Out); cols > 0 && o.isTerminal(o.Out) {
+		return cols
+	}
+	return report.DefaultWidth
 }
 
 // terminalWidth is the width in columns of the terminal w writes to; 0

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -29,13 +31,34 @@ type terminal struct {
 	done chan struct{}
 }
 
+// wraps says whether a line of a screen is wrapped to the terminal's width:
+// prose is; a command, a link, a word alone on its line and list's tables
+// (as kubectl's, each row on one line: -o wide is for wide terminals) are
+// not.
+func wraps(args []string, line string) bool {
+	return args[0] != "list" && !strings.Contains(line, "$ ") && !strings.Contains(line, "://") && len(strings.Fields(line)) > 1
+}
+
+// words are a screen's words, the tree its wrapping draws on aside.
+func words(screen string) []string {
+	return strings.Fields(strings.Map(func(r rune) rune {
+		if strings.ContainsRune("│├└─", r) {
+			return ' '
+		}
+		return r
+	}, screen))
+}
+
+// terminalCols is the test terminal's width.
+const terminalCols = 120
+
 func openTerminal(t *testing.T) *terminal {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: terminalCols}); err != nil {
 		t.Fatal(err)
 	}
 	term := &terminal{tty: tty, done: make(chan struct{})}
@@ -136,10 +159,19 @@ func TestEveryScreenOnATerminal(t *testing.T) {
 				t.Errorf("no colour on a terminal:\n%s", out)
 			}
 
+			// The same screen as off a terminal, but wrapped to the
+			// terminal's 120 columns rather than 80: the same words, and
+			// no line wider than the terminal but what is never wrapped.
 			clients, customize = sc.clients(t)
 			plain, _, _ := executeWith(t, clients, customize, sc.args...)
-			if got := colourCode.ReplaceAllString(out, ""); got != plain {
+			got := colourCode.ReplaceAllString(out, "")
+			if !slices.Equal(words(got), words(plain)) {
 				t.Errorf("on a terminal, without its colours:\n%s\noff a terminal:\n%s", got, plain)
+			}
+			for line := range strings.Lines(got) {
+				if w := twwidth.Width(strings.TrimSuffix(line, "\n")); w > terminalCols && wraps(sc.args, line) {
+					t.Errorf("a line of %d columns on a terminal of %d: %q", w, terminalCols, line)
+				}
 			}
 		})
 	}

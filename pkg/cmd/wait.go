@@ -146,7 +146,7 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 	retrying, lastCause := retryNotice{out: o.stderr(), until: " until the timeout"}, ""
 	sayCause := func() {
 		if cause := progressLine(diagnose.Diagnose(readPending())); cause != lastCause {
-			fmt.Fprintln(o.stderr(), report.Safe(cause))
+			fmt.Fprintln(o.stderr(), report.Wrap(report.Safe(cause), o.width()))
 			lastCause = cause
 		}
 		showTimes()

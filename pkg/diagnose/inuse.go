@@ -91,11 +91,11 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 		del = ""
 	}
 	c := cause(catalog.ObjectInUse, settling(sev, tm), 0.9, summary, evidence,
-		read(fmt.Sprintf("See the %ss that use it", noun), get),
-		fix(fmt.Sprintf("Delete the %ss that use it, or point them at another %s; %s then removes the finalizer", noun, strings.ToLower(t.Ref.Kind), row.Owner), del, report.RiskHigh,
-			fmt.Sprintf("what those %ss run or provide stops", noun)),
-		never(fmt.Sprintf("Never remove %s while %ss use it", f.name, noun),
-			fmt.Sprintf("the %ss keep naming a deleted %s and their controller can no longer reconcile them", noun, strings.ToLower(t.Ref.Kind))))
+		read(fmt.Sprintf("See the %s that use it", report.Plural(noun)), get),
+		fix(fmt.Sprintf("Delete the %s that use it, or point them at another %s; %s then removes the finalizer", report.Plural(noun), strings.ToLower(t.Ref.Kind), row.Owner), del, report.RiskHigh,
+			fmt.Sprintf("what those %s run or provide stops", report.Plural(noun))),
+		never(fmt.Sprintf("Never remove %s while %s use it", f.name, report.Plural(noun)),
+			fmt.Sprintf("the %s keep naming a deleted %s and their controller can no longer reconcile them", report.Plural(noun), strings.ToLower(t.Ref.Kind))))
 	c.About = report.About{Count: len(users), Object: &first.Ref}
 	c.BlockedBy = items
 	return []report.Cause{c}

@@ -70,7 +70,7 @@ func TestPlan(t *testing.T) {
 				}
 			}
 			var b strings.Builder
-			if err := WritePlan(&b, p); err != nil || !strings.Contains(b.String(), p.Digest) {
+			if err := WritePlan(&b, p, 0); err != nil || !strings.Contains(b.String(), p.Digest) {
 				t.Errorf("plan text %q (%v)", b.String(), err)
 			}
 		})
@@ -267,7 +267,7 @@ func TestRecordShowsWhereItStopped(t *testing.T) {
 	rec := Record{Outcomes: []Outcome{{Object: widget, Result: Changed, Detail: "FinalizerPending: held by example.com/b", Diagnosis: &it}},
 		Sent: []Sent{{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/a", Answer: "applied", OK: true}}}
 	var b strings.Builder
-	if err := WriteRecord(&b, rec); err != nil {
+	if err := WriteRecord(&b, rec, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"sent: remove finalizer example.com/a from widget.example.com/w1 -n shop: applied", "widget.example.com/w1 -n shop: changed", "Where the fix stopped", "FinalizerPending"} {

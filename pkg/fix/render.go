@@ -10,25 +10,28 @@ import (
 
 // WritePlan prints a plan for a person to review: per object, the requests
 // in order with their risk and what each leaves behind, or why nothing is
-// sent. Cluster text is made safe (report.Safe).
-func WritePlan(w io.Writer, p Plan) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Plan %s: %s, up to risk %s\n", p.Digest, report.Count(p.Steps(), "request"), p.MaxRisk)
+// sent. Cluster text is made safe (report.Safe), prose wrapped to width
+// (report.Wrap), commands never.
+func WritePlan(w io.Writer, p Plan, width int) error {
+	var b lines
+	b.prose(width, "Plan %s: %s, up to risk %s", p.Digest, report.Count(p.Steps(), "request"), p.MaxRisk)
 	for _, t := range p.Targets {
-		fmt.Fprintf(&b, "\n%s\n", report.Safe(name(t.Object)))
+		b.WriteString("\n")
+		b.prose(width, "%s", name(t.Object))
 		for i, s := range t.Steps {
-			fmt.Fprintf(&b, "  %d. %s  [%s risk, answers %s]\n", i+1, report.Safe(describe(*s.Step.Apply)), s.Step.RiskLevel, report.Safe(s.Cause))
-			fmt.Fprintf(&b, "     why: %s\n", report.Safe(s.Step.Action))
-			fmt.Fprintf(&b, "     leaves behind: %s\n", report.Safe(s.LeavesBehind))
+			b.prose(0, "  %d. %s", i+1, describe(*s.Step.Apply)) // what is sent, whole as a command
+			b.prose(width, "     risk %s, answers %s", s.Step.RiskLevel, s.Cause)
+			b.prose(width, "     why: %s", s.Step.Action)
+			b.prose(width, "     leaves behind: %s", s.LeavesBehind)
 		}
 		if t.Human != nil {
-			fmt.Fprintf(&b, "  then a person: %s\n", report.Safe(t.Human.Action))
+			b.prose(width, "  then a person: %s", t.Human.Action)
 			if t.Human.Command != "" {
-				fmt.Fprintf(&b, "     $ %s\n", report.Safe(t.Human.Command))
+				b.prose(0, "     $ %s", t.Human.Command)
 			}
 		}
 		if t.Refused != "" {
-			fmt.Fprintf(&b, "  not planned: %s\n", report.Safe(t.Refused))
+			b.prose(width, "  not planned: %s", t.Refused)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -36,21 +39,21 @@ func WritePlan(w io.Writer, p Plan) error {
 }
 
 // WriteRecord prints what was sent and what became of each object.
-func WriteRecord(w io.Writer, r Record) error {
-	var b strings.Builder
+func WriteRecord(w io.Writer, r Record, width int) error {
+	var b lines
 	for _, s := range r.Sent {
 		verb := "sent"
 		if s.DryRun {
 			verb = "sent as a dry run"
 		}
-		fmt.Fprintf(&b, "%s: %s: %s\n", verb, report.Safe(describe(report.Action{Verb: s.Verb, Object: s.Object, Finalizer: s.Finalizer})), report.Safe(s.Answer))
+		b.prose(width, "%s: %s: %s", verb, describe(report.Action{Verb: s.Verb, Object: s.Object, Finalizer: s.Finalizer}), s.Answer)
 	}
 	for _, o := range r.Outcomes {
-		line := fmt.Sprintf("%s: %s", report.Safe(name(o.Object)), o.Result)
 		if o.Detail != "" {
-			line += ": " + report.Safe(o.Detail)
+			b.prose(width, "%s: %s: %s", name(o.Object), o.Result, o.Detail)
+		} else {
+			b.prose(width, "%s: %s", name(o.Object), o.Result)
 		}
-		fmt.Fprintln(&b, line)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
@@ -61,12 +64,26 @@ func WriteRecord(w io.Writer, r Record) error {
 			if _, err := fmt.Fprintf(w, "\nWhere the fix stopped, %s:\n", report.Safe(name(o.Object))); err != nil {
 				return err
 			}
-			if err := report.WriteWhy(w, report.Report{Items: []report.Item{*o.Diagnosis}}, report.Style{}); err != nil {
+			if err := report.WriteWhy(w, report.Report{Items: []report.Item{*o.Diagnosis}}, report.Style{Width: width}); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// lines is a screen of fix's output.
+type lines struct{ strings.Builder }
+
+// prose adds a line, each string argument made safe, wrapped to width (0:
+// whole).
+func (b *lines) prose(width int, format string, args ...any) {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = report.Safe(s)
+		}
+	}
+	b.WriteString(report.Wrap(fmt.Sprintf(format, args...), width) + "\n")
 }
 
 func describe(a report.Action) string {

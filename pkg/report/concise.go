@@ -60,7 +60,7 @@ func heldKey(it Item) string {
 // when there are more, by how many and which.
 func writeGroup(w io.Writer, g []Item, st Style) error {
 	if len(g) > 1 {
-		p := &printer{w: w}
+		p := newPrinter(w, st)
 		p.linef("%s held the same way: %s", Count(len(g), "object"), examples(g, true))
 		if p.err != nil {
 			return p.err
@@ -71,11 +71,11 @@ func writeGroup(w io.Writer, g []Item, st Style) error {
 
 // writeConcise prints one item concisely (see the top of this file).
 func writeConcise(w io.Writer, it Item, st Style) error {
-	p := &printer{w: w}
+	p := newPrinter(w, st)
 	writeHeader(p, it, "", st)
 	writeConciseChecks(p, it, st)
 	for n, c := range it.Causes {
-		writeCauseLine(p, c, n, "", st)
+		writeCauseLine(p, it.Causes, n, "", st)
 		if n > 0 {
 			continue // further causes: one line each
 		}
@@ -98,7 +98,7 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 		shown := groups[:min(len(groups), conciseBlockers)]
 		for k, g := range shown {
 			branch, _ := treeBranch(k, len(shown))
-			p.linef("       %s%s", branch, blockerLine(g, st))
+			p.linef("       %s%s", branch, blockerLine(g, c, st))
 		}
 		if more := groups[len(shown):]; len(more) > 0 {
 			n := 0
@@ -113,8 +113,10 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 	return p.err
 }
 
-// blockerLine is one line for a group of nested objects held the same way.
-func blockerLine(g []Item, st Style) painted {
+// blockerLine is one line for a group of nested objects held the same way,
+// under the cause they block: its code and summary, unless that cause's
+// summary quotes it.
+func blockerLine(g []Item, under Cause, st Style) painted {
 	c := topCause(g[0])
 	who := objectName(g[0].Object)
 	if len(g) > 1 {
@@ -122,6 +124,9 @@ func blockerLine(g []Item, st Style) painted {
 	}
 	if it := g[0]; it.DeletionTimestamp.IsZero() && len(it.Causes) == 0 && len(it.Skipped) == 0 { // a blocker with no deletion of its own
 		return safef("%s  holds it (no deletion of its own to diagnose; see the evidence)", who)
+	}
+	if repeats(under.Summary, c.Summary) {
+		return safef("%s  %s %s", who, st.severity(g[0].Severity, string(g[0].Severity)), c.Code)
 	}
 	return safef("%s  %s %s: %s", who, st.severity(g[0].Severity, string(g[0].Severity)), c.Code, c.Summary)
 }
@@ -165,7 +170,7 @@ func writeConciseChecks(p *printer, it Item, st Style) {
 			open = append(open, c)
 		}
 	}
-	writeChecks(p, Item{Checks: open}, "", st)
+	writeChecks(p, open, it.Causes, "", st)
 	if len(passing) > 0 {
 		p.linef("  pass: %s (-o wide for the details)", strings.Join(passing, ", "))
 	}

@@ -39,11 +39,11 @@ type Part struct {
 // narrower than it wrapping it narrower.
 const ExplainWidth = 80
 
-// WriteExplanation prints an entry for a person, wrapped to width: each
+// WriteExplanation prints an entry for a person, wrapped to st.Width: each
 // label in bold on a terminal, the text under it indented, the steps
 // numbered with their risk in the words `why` prints.
-func WriteExplanation(w io.Writer, e Explanation, st Style, width int) error {
-	p := &printer{w: w}
+func WriteExplanation(w io.Writer, e Explanation, st Style) error {
+	p := newPrinter(w, st)
 	p.linef("%s: %s", st.paint(e.Code, color.Bold), e.Title)
 	for _, part := range e.Parts {
 		indent := "  "
@@ -55,61 +55,29 @@ func WriteExplanation(w io.Writer, e Explanation, st Style, width int) error {
 		for k, s := range part.Steps {
 			number := strconv.Itoa(k+1) + ". "
 			hang := indent + strings.Repeat(" ", len(number))
-			p.wrapped(indent+number, hang, s.Action, width)
-			p.wrapped(hang+"risk: ", hang+"      ", s.Risk, width)
+			p.wrapped(indent+number, hang, s.Action)
+			p.wrapped(hang+"risk: ", hang+"      ", s.Risk)
 		}
 		for _, text := range part.Text {
-			p.wrapped(indent, indent, text, width)
+			p.wrapped(indent, indent, text)
 		}
 	}
 	p.linef("")
 	if e.Detected != "" {
-		p.wrapped("", "", "Detected since "+e.Detected, width)
+		p.wrapped("", "", "Detected since "+e.Detected)
 	}
-	p.linef("More: %s", e.Docs)
+	p.wholef("More: %s", e.Docs)
 	return p.err
 }
 
-// wrapped prints text in lines of at most width columns (a word longer
-// than that alone on its line), the first after first, the others after
-// hang.
-func (p *printer) wrapped(first, hang, text string, width int) {
-	line := first
-	for _, word := range words(text) {
-		switch {
-		case line == first || line == hang:
-			line += word
-		case len([]rune(line))+1+len([]rune(word)) > width:
-			p.linef("%s", line)
-			line = hang + word
-		default:
-			line += " " + word
-		}
+// wrapped prints prose made safe and wrapped to the printer's width (a
+// word longer than that alone on its line), the first line after first,
+// the others after hang; a `code` span, its backticks dropped, is never
+// cut across two lines.
+func (p *printer) wrapped(first, hang, text string) {
+	lines := wrapText(first, hang, glued(string(safef("%s", text))), p.width)
+	for i, l := range lines {
+		lines[i] = unglue.Replace(l)
 	}
-	p.linef("%s", line)
-}
-
-// words splits text at its spaces, a `code` span being one word without
-// its backticks.
-func words(text string) []string {
-	var out []string
-	var word strings.Builder
-	code := false
-	for _, r := range text {
-		switch {
-		case r == '`':
-			code = !code
-		case r == ' ' && !code:
-			if word.Len() > 0 {
-				out = append(out, word.String())
-				word.Reset()
-			}
-		default:
-			word.WriteRune(r)
-		}
-	}
-	if word.Len() > 0 {
-		out = append(out, word.String())
-	}
-	return out
+	p.print(lines)
 }

@@ -17,7 +17,7 @@ func TestWriteExplanation(t *testing.T) {
 				{Action: "force delete", Risk: "low: the node is gone, so nothing of the pod runs any more", RiskLevel: RiskLow}}},
 		}}
 	var b strings.Builder
-	if err := WriteExplanation(&b, e, Style{}, 40); err != nil {
+	if err := WriteExplanation(&b, e, Style{Width: 40}); err != nil {
 		t.Fatal(err)
 	}
 	want := `NodeGone: node is gone
@@ -44,16 +44,16 @@ More: https://example.com/causes.md#nodegone
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 	b.Reset()
-	if err := WriteExplanation(&b, e, Style{Color: true}, 40); err != nil {
+	if err := WriteExplanation(&b, e, Style{Color: true, Width: 40}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "\x1b[1mSignal\x1b[22m") && !strings.Contains(b.String(), "\x1b[1mSignal\x1b[0m") {
 		t.Errorf("no bold label on a terminal: %q", b.String())
 	}
 	b.Reset()
-	p := &printer{w: &b}
-	p.wrapped("  ", "  ", "see `kubectl get node NAME -o wide` now", 30)
-	if b.String() != "  see\n  kubectl get node NAME -o wide\n  now\n" {
+	p := &printer{w: &b, width: 40}
+	p.wrapped("  ", "  ", "to check it, see `kubectl get node NAME -o wide` now")
+	if b.String() != "  to check it, see\n  kubectl get node NAME -o wide now\n" {
 		t.Errorf("a code span cut: %q", b.String())
 	}
 }

@@ -82,16 +82,16 @@ func writeGroups(w io.Writer, r Report, st Style) error {
 		rows = append(rows, cells(g.key, len(g.items), g.stuck, st.severity(g.severity, string(g.severity)), examples(g.items, st.GroupBy != ByNamespace)))
 	}
 	err := writeListTable(w, []string{strings.ToUpper(st.GroupBy), "OBJECTS", "STUCK", "SEVERITY", "EXAMPLES"}, rows, st)
-	return writeSkipped(w, r.Skipped, err)
+	return writeSkipped(w, r.Skipped, st, err)
 }
 
 // writeFooter sums a list up: objects by severity, by top cause and by
 // finalizer, most frequent first (printed under a list of two or more).
-func writeFooter(w io.Writer, items []Item) error {
+func writeFooter(w io.Writer, items []Item, st Style) error {
 	if len(items) < 2 {
 		return nil
 	}
-	p := &printer{w: w}
+	p := newPrinter(w, st)
 	stuck, bySeverity := 0, map[Severity]int{}
 	for _, it := range items {
 		bySeverity[it.Severity]++

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fatih/color"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
 // Style says how to render the human output.
@@ -25,6 +26,9 @@ type Style struct {
 	// Watching: list -w prints its table without the footer, then rows as
 	// objects change (WatchTable).
 	Watching bool
+	// Width is the measure prose is wrapped to (see wrap.go); 0 keeps each
+	// line whole.
+	Width int
 }
 
 // paint is where colour is added, and the only place: to text made safe
@@ -79,7 +83,7 @@ func (s Style) verdict(it Item) painted {
 // "nothing found" on stderr, as kubectl does.
 func WriteList(w io.Writer, r Report, st Style) error {
 	if len(r.Items) == 0 {
-		return writeSkipped(w, r.Skipped, nil)
+		return writeSkipped(w, r.Skipped, st, nil)
 	}
 	if st.GroupBy != "" {
 		return writeGroups(w, r, st)
@@ -87,9 +91,9 @@ func WriteList(w io.Writer, r Report, st Style) error {
 	header, rows := listRows(r.Items, ambiguousKinds(r.Items), st)
 	err := writeListTable(w, header, rows, st)
 	if err == nil && !st.NoHeaders && !st.Watching {
-		err = writeFooter(w, r.Items)
+		err = writeFooter(w, r.Items, st)
 	}
-	return writeSkipped(w, r.Skipped, err)
+	return writeSkipped(w, r.Skipped, st, err)
 }
 
 // listRows is list's table: its header and one row per item. As kubectl
@@ -124,7 +128,7 @@ func listRows(items []Item, ambiguous map[string]bool, st Style) (header []strin
 // with -o wide. JSON and YAML always carry everything.
 func WriteWhy(w io.Writer, r Report, st Style) error {
 	if len(r.Items) == 0 {
-		return writeSkipped(w, r.Skipped, nil)
+		return writeSkipped(w, r.Skipped, st, nil)
 	}
 	write := func(i int, print func() error) error {
 		if i > 0 {
@@ -147,17 +151,17 @@ func WriteWhy(w io.Writer, r Report, st Style) error {
 			}
 		}
 	}
-	return writeSkipped(w, r.Skipped, nil)
+	return writeSkipped(w, r.Skipped, st, nil)
 }
 
 // writeItem prints one item in full: its header after head, every other line
 // after indent (they differ for a nested item, whose header carries the tree branch).
 func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
-	p := &printer{w: w}
+	p := newPrinter(w, st)
 	writeHeader(p, it, head, st)
-	writeChecks(p, it, indent, st)
+	writeChecks(p, it.Checks, it.Causes, indent, st)
 	for n, c := range it.Causes {
-		writeCauseLine(p, c, n, indent, st)
+		writeCauseLine(p, it.Causes, n, indent, st)
 		for _, e := range c.Evidence {
 			p.linef("%s       evidence: %s", indent, e)
 		}
@@ -165,7 +169,7 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 			writeStep(p, k, s, indent)
 		}
 		if c.Docs != "" {
-			p.linef("%s       docs: %s", indent, c.Docs)
+			p.wholef("%s       docs: %s", indent, c.Docs)
 		}
 		if len(c.BlockedBy) > 0 {
 			p.linef("%s       blocked by:", indent)
@@ -192,28 +196,46 @@ func writeHeader(p *printer, it Item, head string, st Style) {
 		durationSeconds(it.TerminatingSeconds), it.GracePeriodSeconds, durationSeconds(it.OverdueSeconds), st.verdict(it))
 }
 
-func writeChecks(p *printer, it Item, indent string, st Style) {
-	if len(it.Checks) == 0 || p.err != nil {
+// writeChecks prints the checklist; a row's detail names the cause that
+// says more (checkDetail).
+func writeChecks(p *printer, checks []Check, causes []Cause, indent string, st Style) {
+	if len(checks) == 0 || p.err != nil {
 		return
 	}
-	rows := make([][]string, 0, len(it.Checks))
-	for _, c := range it.Checks {
-		rows = append(rows, cells(c.Name, st.status(c.Status), c.Detail))
+	header := []string{"CHECK", "STATUS", "DETAIL"}
+	rows := make([][]string, 0, len(checks))
+	for _, c := range checks {
+		rows = append(rows, cells(c.Name, st.status(c.Status), checkDetail(c.Detail, causes)))
 	}
-	p.err = writeTable(p.w, indent+"  ", []string{"CHECK", "STATUS", "DETAIL"}, rows)
+	// DETAIL, the last column, is wrapped to the room the others leave.
+	left := twwidth.Width(indent + "  ")
+	for col := range len(header) - 1 {
+		wid := twwidth.Width(header[col])
+		for _, r := range rows {
+			wid = max(wid, twwidth.Width(r[col]))
+		}
+		left += wid + len(columnGap)
+	}
+	for _, r := range rows {
+		if p.width > 0 {
+			r[2] = strings.Join(wrapText("", "", r[2], max(p.width-left, minMeasure)), "\n")
+		}
+	}
+	p.err = writeTable(p.w, indent+"  ", header, rows)
 }
 
-func writeCauseLine(p *printer, c Cause, n int, indent string, st Style) {
-	p.linef("%s  %d. %s %s (confidence %s): %s", indent, n+1, st.severity(c.Severity, string(c.Severity)), c.Code, confidence(c), c.Summary)
+func writeCauseLine(p *printer, causes []Cause, n int, indent string, st Style) {
+	c := causes[n]
+	p.linef("%s  %d. %s %s (confidence %s): %s", indent, n+1, st.severity(c.Severity, string(c.Severity)), c.Code, confidence(c), causeSummary(causes, n))
 }
 
 func writeStep(p *printer, k int, s Step, indent string) {
 	p.linef("%s       fix %d: %s", indent, k+1, s.Action)
 	switch {
 	case s.Command != "" && s.Node != "":
-		p.linef("%s              on node %s: $ %s", indent, s.Node, s.Command)
+		p.wholef("%s              on node %s: $ %s", indent, s.Node, s.Command)
 	case s.Command != "":
-		p.linef("%s              $ %s", indent, s.Command)
+		p.wholef("%s              $ %s", indent, s.Command)
 	}
 	p.linef("%s              risk: %s", indent, s.Risk)
 }
@@ -256,7 +278,7 @@ func writeTimeline(p *printer, it Item, indent string, limit int, where string) 
 			hidden = 0
 		}
 		shown = true
-		p.linef("%s    %s  %s", indent, m.Time.UTC().Format("2006-01-02T15:04:05Z"), m.Event)
+		p.linef("%s    %s  %s", indent, m.Time.UTC().Format("2006-01-02T15:04:05Z"), momentText(m.Event, p.printed))
 	}
 }
 
@@ -268,11 +290,11 @@ func writeItemSkips(p *printer, it Item, indent string) {
 	}
 }
 
-func writeSkipped(w io.Writer, skipped []Skip, err error) error {
+func writeSkipped(w io.Writer, skipped []Skip, st Style, err error) error {
 	if err != nil || len(skipped) == 0 {
 		return err
 	}
-	p := &printer{w: w}
+	p := newPrinter(w, st)
 	p.linef("\nNot read (the results above are partial):")
 	for _, s := range skipped {
 		p.linef("  %s: %s %s", s.Check, s.Reason, s.Detail)
@@ -280,19 +302,40 @@ func writeSkipped(w io.Writer, skipped []Skip, err error) error {
 	return p.err
 }
 
-// printer keeps the first write error so a run of lines needs one check.
+// printer keeps the first write error so a run of lines needs one check,
+// and wraps its lines to width.
 type printer struct {
-	w   io.Writer
-	err error
+	w     io.Writer
+	width int
+	err   error
+	// printed is every line printed, whole: what the timeline need not
+	// repeat (momentText).
+	printed []string
 }
 
-// linef prints one line, as safef makes it: cluster text reaches most
-// arguments.
+func newPrinter(w io.Writer, st Style) *printer { return &printer{w: w, width: st.Width} }
+
+// linef prints one line, as safef makes it (cluster text reaches most
+// arguments), wrapped to the printer's width.
 func (p *printer) linef(format string, args ...any) {
-	if p.err != nil {
-		return
+	line := string(safef(format, args...))
+	p.printed = append(p.printed, line)
+	p.print(wrapLine(line, p.width))
+}
+
+// wholef prints a line that ends with a command or a link, as safef makes
+// it, never wrapped: either is pasted whole.
+func (p *printer) wholef(format string, args ...any) {
+	p.print([]string{string(safef(format, args...))})
+}
+
+func (p *printer) print(lines []string) {
+	for _, l := range lines {
+		if p.err != nil {
+			return
+		}
+		_, p.err = fmt.Fprintln(p.w, l)
 	}
-	_, p.err = fmt.Fprintln(p.w, safef(format, args...))
 }
 
 func topCause(it Item) Cause {

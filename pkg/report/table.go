@@ -53,7 +53,7 @@ func renderTable(w io.Writer, indent string, header []string, rows [][]string, w
 	t := tablewriter.NewTable(&buf,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbolCustom("kubectl").WithColumn("   "),
+			Symbols: tw.NewSymbolCustom("kubectl").WithColumn(columnGap),
 			Settings: tw.Settings{
 				Separators: tw.Separators{ShowHeader: tw.Off, ShowFooter: tw.Off, BetweenRows: tw.Off, BetweenColumns: tw.On},
 				Lines:      tw.Lines{ShowTop: tw.Off, ShowBottom: tw.Off, ShowHeaderLine: tw.Off, ShowFooterLine: tw.Off},
@@ -93,6 +93,9 @@ func writeTrimmed(w io.Writer, s string) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// columnGap is what separates a table's columns, as in kubectl's tables.
+const columnGap = "   "
 
 func toAny(s []string) []any {
 	out := make([]any, len(s))

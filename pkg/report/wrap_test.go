@@ -1,0 +1,111 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+)
+
+func TestWrapLine(t *testing.T) {
+	long := "  1. critical NodeUnreachable (confidence 0.90): node node-dead stopped reporting (lease last renewed 43s ago)"
+	for _, c := range []struct {
+		name, line string
+		width      int
+		want       []string
+	}{
+		{"no width keeps it whole", long, 0, []string{long}},
+		{"short enough", "  pass: grace period over", 80, []string{"  pass: grace period over"}},
+		{"continued under its indent", long, 60, []string{
+			"  1. critical NodeUnreachable (confidence 0.90): node",
+			"      node-dead stopped reporting (lease last renewed 43s",
+			"      ago)"}},
+		{"a branch continues as its trunk", "       ├── 3 objects (widget.demo.example.com/widget-1, widget.demo.example.com/widget-2)", 60, []string{
+			"       ├── 3 objects (widget.demo.example.com/widget-1,",
+			"       │       widget.demo.example.com/widget-2)"}},
+		{"the last branch leaves no trunk", "       └── pod/web-0 -n shop  critical NodeUnreachable: node node-dead stopped reporting", 60, []string{
+			"       └── pod/web-0 -n shop  critical NodeUnreachable:",
+			"               node node-dead stopped reporting"}},
+		{"a word is never cut", "  evidence: kube-node-lease/a-very-long-name-that-does-not-fit-in-the-measure-at-all ok", 40, []string{
+			"  evidence:",
+			"      kube-node-lease/a-very-long-name-that-does-not-fit-in-the-measure-at-all",
+			"      ok"}},
+		{"colours take no room", "  \x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35), 48, []string{"  \x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35)}},
+		{"a deep tree keeps a readable measure", strings.Repeat("│   ", 10) + "└── a b c d e f g h i j k l m n o p q r s t u v w x y z", 44, []string{
+			strings.Repeat("│   ", 10) + "└── a b c d e f g h i j k l m n o",
+			strings.Repeat("│   ", 10) + "        p q r s t u v w x y z"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := wrapLine(c.line, c.width)
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// Every line of every screen fits the measure, but a command, a link, and
+// a word too long for any line; commands are printed whole.
+func TestEveryLineFitsTheWidth(t *testing.T) {
+	r := sample()
+	long := strings.Repeat("the kubelet cannot finish the pod's shutdown; ", 6)
+	r.Items[1].Causes[0].Summary = long
+	r.Items[1].Causes[0].Evidence = append(r.Items[1].Causes[0].Evidence, long)
+	r.Items[1].Causes[0].Remediation[0].Command = "kubectl get node node-1 -o wide " + strings.Repeat("--show-labels ", 8)
+	r.Items[1].Checks[0].Detail = long
+	for _, width := range []int{80, 120} {
+		for _, wide := range []bool{false, true} {
+			var b bytes.Buffer
+			if err := WriteWhy(&b, r, Style{Wide: wide, Width: width}); err != nil {
+				t.Fatal(err)
+			}
+			commands := 0
+			for line := range strings.Lines(b.String()) {
+				line = strings.TrimSuffix(line, "\n")
+				if strings.Contains(line, "$ ") {
+					commands++
+					if !strings.HasSuffix(line, r.Items[1].Causes[0].Remediation[0].Command) && !strings.HasSuffix(line, "--force") {
+						t.Errorf("width %d: a command cut: %q", width, line)
+					}
+					continue
+				}
+				if twwidth.Width(line) > width {
+					t.Errorf("width %d, wide %v: %d columns: %q", width, wide, twwidth.Width(line), line)
+				}
+			}
+			if commands == 0 {
+				t.Errorf("width %d: no command printed", width)
+			}
+		}
+	}
+}
+
+func TestChecklistDetailWrapsInItsColumn(t *testing.T) {
+	var b bytes.Buffer
+	p := &printer{w: &b, width: 60}
+	writeChecks(p, []Check{{Name: "node alive", Status: Fail, Detail: "lease 43s old (leaseDurationSeconds 20); Ready=Unknown (NodeStatusUnknown); tainted unreachable"}}, nil, "", Style{})
+	want := `  CHECK        STATUS   DETAIL
+  node alive   fail     lease 43s old (leaseDurationSeconds
+                        20); Ready=Unknown
+                        (NodeStatusUnknown); tainted
+                        unreachable
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestPlural(t *testing.T) {
+	for noun, want := range map[string]string{
+		"object": "objects", "more step": "more steps", "ingress": "ingresses", "policy": "policies",
+		"gateway": "gateways", "box": "boxes", "patch": "patches", "NetworkPolicy": "NetworkPolicies", "y": "ys",
+	} {
+		if got := Plural(noun); got != want {
+			t.Errorf("Plural(%q) = %q, want %q", noun, got, want)
+		}
+	}
+	if Count(1, "policy") != "1 policy" || Count(0, "policy") != "0 policies" {
+		t.Error("Count does not use Plural")
+	}
+}
