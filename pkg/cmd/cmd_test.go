@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -671,6 +672,24 @@ func TestFieldSelector(t *testing.T) {
 	} {
 		if _, _, err := execute(t, fakes(t, cluster(), nil), strings.Fields(args)...); ExitCode(err) != ExitError || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+}
+
+// TestMain runs the tests at the default width whatever the shell exports:
+// the goldens are the screens off a terminal, 80 columns.
+func TestMain(m *testing.M) {
+	os.Unsetenv("COLUMNS")
+	os.Exit(m.Run())
+}
+
+// Off a terminal, prose is wrapped to $COLUMNS when it is a width, else 80.
+func TestWidthOffATerminal(t *testing.T) {
+	for columns, want := range map[string]int{"": 80, "100": 100, "wide": 80, "-3": 80, "0": 80} {
+		t.Setenv("COLUMNS", columns)
+		o := &Options{IOStreams: genericiooptions.IOStreams{Out: new(bytes.Buffer)}}
+		if got := o.width(); got != want {
+			t.Errorf("COLUMNS=%q: width %d, want %d", columns, got, want)
 		}
 	}
 }

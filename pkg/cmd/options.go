@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -377,9 +378,13 @@ func isTerminal(w io.Writer) bool {
 }
 
 // width is the measure a person's output is wrapped to: the terminal's
-// width, or report.DefaultWidth when the output is not a terminal.
+// width; off a terminal, $COLUMNS as the shells and coreutils take it (a
+// script that wants long lines sets it), else report.DefaultWidth.
 func (o *Options) width() int {
 	if cols := terminalWidth(o.Out); cols > 0 && o.isTerminal(o.Out) {
+		return cols
+	}
+	if cols, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && cols > 0 {
 		return cols
 	}
 	return report.DefaultWidth

@@ -23,6 +23,10 @@ const (
 	// conciseBlockers is how many lines of blocking objects (each a group
 	// held the same way) a cause shows; the rest are counted.
 	conciseBlockers = 5
+	// conciseLines is how many lines one line of a concise report wraps
+	// to at most: a further cause quoting a controller's long message
+	// stays a few lines, its end in -o wide.
+	conciseLines = 4
 	// examplesShown is how many names a group of objects shows (a block of
 	// objects held the same way, a --group-by row).
 	examplesShown = 3
@@ -72,17 +76,20 @@ func writeGroup(w io.Writer, g []Item, st Style) error {
 // writeConcise prints one item concisely (see the top of this file).
 func writeConcise(w io.Writer, it Item, st Style) error {
 	p := newPrinter(w, st)
+	p.maxLines = conciseLines
 	writeHeader(p, it, "", st)
 	writeConciseChecks(p, it, st)
 	for n, c := range it.Causes {
-		writeCauseLine(p, it.Causes, n, "", st)
 		if n > 0 {
-			continue // further causes: one line each
+			writeCauseLine(p, it.Causes, n, "", st)
+			continue // further causes: a line each, cut to a few
 		}
-		for _, e := range c.Evidence[:min(len(c.Evidence), conciseEvidence)] {
+		p.uncut(func() { writeCauseLine(p, it.Causes, n, "", st) }) // the answer, whole
+		evidence := distinct(c.Evidence)
+		for _, e := range evidence[:min(len(evidence), conciseEvidence)] {
 			p.linef("       evidence: %s", e)
 		}
-		if more := len(c.Evidence) - conciseEvidence; more > 0 {
+		if more := len(evidence) - conciseEvidence; more > 0 {
 			p.linef("       evidence: %s: -o wide", Count(more, "more line"))
 		}
 		if len(c.Remediation) > 0 {

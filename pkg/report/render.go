@@ -162,7 +162,7 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 	writeChecks(p, it.Checks, it.Causes, indent, st)
 	for n, c := range it.Causes {
 		writeCauseLine(p, it.Causes, n, indent, st)
-		for _, e := range c.Evidence {
+		for _, e := range distinct(c.Evidence) {
 			p.linef("%s       evidence: %s", indent, e)
 		}
 		for k, s := range c.Remediation {
@@ -192,8 +192,12 @@ func writeHeader(p *printer, it Item, head string, st Style) {
 		p.linef("%s%s  holds the object above (no deletion of its own to diagnose; see the evidence)", head, objectName(it.Object))
 		return
 	}
-	p.linef("%s%s  %s  Terminating %s  grace %ds  overdue %s  %s", head, objectName(it.Object), st.severity(it.Severity, strings.ToUpper(string(it.Severity))),
-		durationSeconds(it.TerminatingSeconds), it.GracePeriodSeconds, durationSeconds(it.OverdueSeconds), st.verdict(it))
+	grace := "" // objects without a grace period (all but pods, mostly) show none
+	if it.GracePeriodSeconds > 0 {
+		grace = fmt.Sprintf("  grace %ds", it.GracePeriodSeconds)
+	}
+	p.linef("%s%s  %s  Terminating %s%s  overdue %s  %s", head, objectName(it.Object), st.severity(it.Severity, strings.ToUpper(string(it.Severity))),
+		durationSeconds(it.TerminatingSeconds), grace, durationSeconds(it.OverdueSeconds), st.verdict(it))
 }
 
 // writeChecks prints the checklist; a row's detail names the cause that
@@ -311,6 +315,10 @@ type printer struct {
 	// printed is every line printed, whole: what the timeline need not
 	// repeat (momentText).
 	printed []string
+	// maxLines, when set, is how many lines one line may wrap to; the
+	// last says where the rest is (a concise report's line quoting a long
+	// message).
+	maxLines int
 }
 
 func newPrinter(w io.Writer, st Style) *printer { return &printer{w: w, width: st.Width} }
@@ -320,13 +328,25 @@ func newPrinter(w io.Writer, st Style) *printer { return &printer{w: w, width: s
 func (p *printer) linef(format string, args ...any) {
 	line := string(safef(format, args...))
 	p.printed = append(p.printed, line)
-	p.print(wrapLine(line, p.width))
+	lines := wrapLine(line, p.width)
+	if p.maxLines > 0 && len(lines) > p.maxLines {
+		lines = append(lines[:p.maxLines-1], cut(lines[p.maxLines-1], p.width))
+	}
+	p.print(lines)
 }
 
 // wholef prints a line that ends with a command or a link, as safef makes
 // it, never wrapped: either is pasted whole.
 func (p *printer) wholef(format string, args ...any) {
 	p.print([]string{string(safef(format, args...))})
+}
+
+// uncut prints what print prints without cutting its lines.
+func (p *printer) uncut(print func()) {
+	limit := p.maxLines
+	p.maxLines = 0
+	print()
+	p.maxLines = limit
 }
 
 func (p *printer) print(lines []string) {

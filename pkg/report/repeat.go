@@ -55,3 +55,17 @@ func momentText(event string, printed []string) string {
 	}
 	return event
 }
+
+// distinct is texts without the ones printed before (two finalizers of one
+// controller group give the same line of evidence twice).
+func distinct(texts []string) []string {
+	seen := map[string]bool{}
+	out := make([]string, 0, len(texts))
+	for _, t := range texts {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}

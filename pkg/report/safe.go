@@ -85,6 +85,9 @@ func EscapedRune(r rune) bool { return unsafeRune(r) }
 //     nothing, such as the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0,
 //     the combining grapheme joiner U+034F, the variation selectors, Khmer's
 //     inherent vowels U+17B4 and U+17B5;
+//   - private use (Co): runes with no agreed glyph, drawn as nothing, a
+//     box or whatever a font puts there (and the wrapping's own glue,
+//     which no cluster text may hold);
 //   - invisible: glyphs that are blank (U+2800 braille pattern blank, U+1D159
 //     musical null notehead), as the invisible-character lists of editors and
 //     code hosts have them, and the noncharacters (U+FFFE, U+FFFF, U+FDD0...),
@@ -108,7 +111,7 @@ func EscapedRune(r rune) bool { return unsafeRune(r) }
 //     as are all other combining marks: accents (U+0301), Devanagari signs...
 var unsafe = []*unicode.RangeTable{
 	unicode.Cc, unicode.Cf,
-	unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector,
+	unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Co,
 	unicode.Noncharacter_Code_Point, invisible,
 	unicode.White_Space,
 	overlays, unicode.Me,

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/muesli/reflow/wordwrap"
@@ -37,15 +38,39 @@ func Wrap(line string, width int) string { return strings.Join(wrapLine(line, wi
 
 // wrapLine breaks a line that is wider than width at its spaces; each
 // continuation begins with the line's indent, its tree drawn on (a branch
-// continues as its trunk), and hangIndent. A width of 0 keeps it whole.
+// continues as its trunk), and then lines up with the text after the line's
+// label ("1. ", "evidence: ", "fix 2: ", a timeline's time), or is indented
+// hangIndent further when it has none. A width of 0 keeps it whole.
 func wrapLine(line string, width int) []string {
 	if width <= 0 || twwidth.Width(line) <= width {
 		return []string{line}
 	}
 	body := strings.TrimLeft(line, " │├└─")
 	lead := line[:len(line)-len(body)]
-	return wrapText(lead, trunk.Replace(lead)+hangIndent, body, width)
+	first, hang := lead, trunk.Replace(lead)+hangIndent
+	if l := label.FindString(body); l != "" {
+		first, hang, body = lead+l, trunk.Replace(lead)+strings.Repeat(" ", len(l)), body[len(l):]
+	}
+	lines := wrapText(first, hang, gluePrompts(body), width)
+	for i, l := range lines {
+		lines[i] = unglue.Replace(l)
+	}
+	return lines
 }
+
+// gluePrompts glues each "$" to the word before it: a message that holds
+// "  $ curl ... | sh" must not begin a line of its own, where it would read
+// as a suggested command. Safe escapes glue in cluster text (private use),
+// so only the glue put here is ever turned back into spaces.
+func gluePrompts(text string) string {
+	return prompt.ReplaceAllStringFunc(text, func(m string) string { return strings.Repeat(glue, len(m)-1) + "$" })
+}
+
+var prompt = regexp.MustCompile(` +\$`)
+
+// label is what begins a line of a report before its text: a number, a
+// word or two and a colon, a timeline's time.
+var label = regexp.MustCompile(`^(\d+\. |[a-z][a-z0-9 ]{0,15}: |\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  )`)
 
 // trunk draws a tree's branches as the trunk under them.
 var trunk = strings.NewReplacer("├── ", "│   ", "└── ", "    ")
@@ -92,3 +117,19 @@ func glued(text string) string {
 
 // unglue restores the spaces glued glued.
 var unglue = strings.NewReplacer(glue, " ")
+
+// cutMark ends the last line a long line is cut to.
+const cutMark = " ... (-o wide)"
+
+// cut is a wrapped line's last line kept, words dropped from its end until
+// the mark saying where the rest is fits the width.
+func cut(line string, width int) string {
+	for twwidth.Width(line+cutMark) > width {
+		i := strings.LastIndexByte(strings.TrimRight(line, " "), ' ')
+		if i <= len(line)-len(strings.TrimLeft(line, " │")) {
+			break // one word left: keep it, the mark after it
+		}
+		line = line[:i]
+	}
+	return line + cutMark
+}

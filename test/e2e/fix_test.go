@@ -86,7 +86,7 @@ func TestFixClearsAnOrphanedFinalizer(t *testing.T) {
 	res := run(t, append([]string{"fix", "--max-risk", "high"}, orphan...)...)
 	m := regexp.MustCompile(`Plan ([0-9a-f]{16}): 1 request`).FindStringSubmatch(res.stdout)
 	if res.code != 1 || m == nil || !strings.Contains(res.stderr, "nothing applied: without a terminal, fix applies a plan only with --confirm "+m[1]) ||
-		!strings.Contains(res.stdout, "remove finalizer goneoperator.example.com/cleanup") || !strings.Contains(res.stdout, "leaves behind:") {
+		!strings.Contains(res.prose(), "remove finalizer goneoperator.example.com/cleanup") || !strings.Contains(res.prose(), "leaves behind:") {
 		t.Fatalf("review: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
 	digest := m[1]

@@ -51,7 +51,7 @@ func TestHostileNamesAndMessages(t *testing.T) {
 				t.Errorf("a cluster message forged a line of the report: %q", line)
 			}
 		}
-		if !strings.Contains(res.stdout, `quota exceeded\x1b[2J\x1b]0;pwned\x07\nfix 0: restore service`) {
+		if !strings.Contains(res.prose(), `quota exceeded\x1b[2J\x1b]0;pwned\x07\nfix 0: restore service`) {
 			t.Errorf("-o %q: the message is shown escaped, on its line:\n%s", format, res.stdout)
 		}
 	}

@@ -116,6 +116,10 @@ type result struct {
 	code           int
 }
 
+// prose is a screen's words on one line: what a person reads, however the
+// plugin wrapped it (to 80 columns off a terminal).
+func (r result) prose() string { return strings.Join(strings.Fields(r.stdout), " ") }
+
 // run runs the plugin against the lab as its administrator.
 func run(t *testing.T, args ...string) result {
 	t.Helper()
@@ -129,7 +133,7 @@ func runWith(t *testing.T, args ...string) result {
 	cmd := exec.CommandContext(ctx, plugin, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.Env = append(os.Environ(), "NO_COLOR=")
+	cmd.Env = append(os.Environ(), "NO_COLOR=", "COLUMNS=") // the default screens: 80 columns
 	return resultOf(t, cmd.Run(), &out, &errOut, args)
 }
 

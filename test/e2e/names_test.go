@@ -48,7 +48,7 @@ func TestSameKindInTwoGroups(t *testing.T) {
 			t.Errorf("-o wide lacks the header of thing.%s/obj-1:\n%s", g, wide.stdout)
 		}
 	}
-	if !strings.Contains(concise.stdout, "2 objects held the same way: thing."+groups[0]+"/obj-1 -n "+ns+", thing."+groups[1]+"/obj-1 -n "+ns) {
+	if !strings.Contains(concise.prose(), "2 objects held the same way: thing."+groups[0]+"/obj-1 -n "+ns+", thing."+groups[1]+"/obj-1 -n "+ns) {
 		t.Errorf("the two objects held the same way are one block, each named:\n%s", concise.stdout)
 	}
 }

@@ -58,13 +58,13 @@ func TestPodOnDeadNode(t *testing.T) {
 	// first, safe step and how risky the rest get), every step with -o wide.
 	table := run(t, "why", "pod/web-0", "-n", ns)
 	for _, want := range []string{"pod/web-0 -n " + ns, "critical NodeUnreachable", "$ kubectl get node", "3 more steps, up to risk destructive: -o wide"} {
-		if !strings.Contains(table.stdout, want) {
+		if !strings.Contains(table.prose(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.stdout)
 		}
 	}
 	wide := run(t, "why", "pod/web-0", "-n", ns, "-o", "wide")
 	for _, want := range []string{"out-of-service", "--grace-period=0 --force", "risk: destructive: "} {
-		if !strings.Contains(wide.stdout, want) {
+		if !strings.Contains(wide.prose(), want) {
 			t.Errorf("-o wide lacks %q:\n%s", want, wide.stdout)
 		}
 	}
