@@ -75,6 +75,7 @@ type Node struct {
 	veth    string
 	fwd     net.Listener
 	procs   map[string]*exec.Cmd
+	client  *kubernetes.Clientset
 	// recovered: made by Recover from a state file, not by Start.
 	recovered bool
 	stopped   sync.Once
@@ -160,18 +161,33 @@ func Start(ctx context.Context, l *lab.Lab, o Options) (n *Node, err error) {
 			return nil, fmt.Errorf("importing %s: %v: %s", img, err, out)
 		}
 	}
-	if err := n.spawn("kubelet", filepath.Join(o.BinDir, "kubelet"),
-		"--config="+n.path("kubelet.yaml"), "--kubeconfig="+n.path("kubelet.kubeconfig"),
-		"--root-dir="+n.path("kubelet"), "--cert-dir="+n.path("kubelet/pki"),
-		"--hostname-override="+n.Name, "--node-ip="+n.IP, "--v=2"); err != nil {
-		return nil, err
-	}
-	cs, err := Clientset(l)
+	n.client, err = Clientset(l)
 	if err != nil {
 		return nil, err
 	}
+	if err := n.StartKubelet(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// StopKubelet stops the node's kubelet (SIGTERM, as systemd would), leaving
+// containerd and the pods' containers running: a node whose kubelet is
+// down, as after a crash or a bad upgrade.
+func (n *Node) StopKubelet() { n.kill("kubelet", 10*time.Second) }
+
+// StartKubelet starts the node's kubelet and waits until the node is Ready.
+func (n *Node) StartKubelet(ctx context.Context) error {
+	// A restarted kubelet logs after the one before it.
+	_ = os.Rename(n.path("logs/kubelet.log"), n.path(fmt.Sprintf("logs/kubelet.%d.log", time.Now().UnixNano())))
+	if err := n.spawn("kubelet", filepath.Join(n.opts.BinDir, "kubelet"),
+		"--config="+n.path("kubelet.yaml"), "--kubeconfig="+n.path("kubelet.kubeconfig"),
+		"--root-dir="+n.path("kubelet"), "--cert-dir="+n.path("kubelet/pki"),
+		"--hostname-override="+n.Name, "--node-ip="+n.IP, "--v=2"); err != nil {
+		return err
+	}
 	if err := waitFor(ctx, 90*time.Second, func() bool {
-		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		node, err := n.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
@@ -182,9 +198,9 @@ func Start(ctx context.Context, l *lab.Lab, o Options) (n *Node, err error) {
 		}
 		return false
 	}); err != nil {
-		return nil, fmt.Errorf("node %s not Ready: %w (see %s)", n.Name, err, n.path("logs/kubelet.log"))
+		return fmt.Errorf("node %s not Ready: %w (see %s)", n.Name, err, n.path("logs/kubelet.log"))
 	}
-	return n, nil
+	return nil
 }
 
 func (n *Node) path(p string) string { return filepath.Join(n.Dir, p) }

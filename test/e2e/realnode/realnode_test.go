@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
@@ -206,17 +208,54 @@ type report struct {
 			Code    string `json:"code"`
 			Summary string `json:"summary"`
 		} `json:"causes"`
+		Checks []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+			Detail string `json:"detail"`
+		} `json:"checks"`
 	} `json:"items"`
 }
 
-// TestRealNodeNormalDeletion: a pod on the real node, deleted, is reported
-// progressing while the kubelet shuts it down, then gone.
-func TestRealNodeNormalDeletion(t *testing.T) {
-	ctx := context.Background()
-	ns := namespace(t, "realnode-normal")
-	grace, no := int64(30), false
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns},
+// diagnosis runs why on one pod, -o json, and returns its exit code and
+// its one item (failing the test on anything else).
+func diagnosis(t *testing.T, ns, pod string) (int, report) {
+	t.Helper()
+	res := run(t, "why", "pod/"+pod, "-n", ns, "-o", "json")
+	var r report
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil || len(r.Items) != 1 || len(r.Items[0].Causes) == 0 {
+		t.Fatalf("why pod/%s: exit %d, not a report of one diagnosed item (%v)\n%s%s", pod, res.code, err, res.stdout, res.stderr)
+	}
+	top := r.Items[0].Causes[0]
+	t.Logf("why pod/%s: exit %d, %s %s: %s", pod, res.code, r.Items[0].Severity, top.Code, top.Summary)
+	return res.code, r
+}
+
+// checks are a report's checklist rows, name to status.
+func (r report) checks() map[string]string {
+	out := map[string]string{}
+	for _, c := range r.Items[0].Checks {
+		out[c.Name] = c.Status
+	}
+	return out
+}
+
+// expectChecks fails the test unless each named row has its status.
+func expectChecks(t *testing.T, r report, want map[string]string) {
+	t.Helper()
+	got := r.checks()
+	for name, status := range want {
+		if got[name] != status {
+			t.Errorf("check %q is %q, want %q (all: %v)", name, got[name], status, got)
+		}
+	}
+}
+
+// podOn is a pod the real node runs: busybox running script, with grace
+// seconds to stop and finalizers.
+func podOn(ns, name string, grace int64, script string, finalizers ...string) *corev1.Pod {
+	no := false
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Finalizers: finalizers},
 		Spec: corev1.PodSpec{
 			NodeName: node.Name, TerminationGracePeriodSeconds: &grace,
 			// kube-controller-manager publishes no kube-root-ca.crt in the
@@ -224,52 +263,68 @@ func TestRealNodeNormalDeletion(t *testing.T) {
 			AutomountServiceAccountToken: &no, EnableServiceLinks: &no,
 			Containers: []corev1.Container{{
 				Name: "app", Image: realnode.TestImage, ImagePullPolicy: corev1.PullNever,
-				// On SIGTERM it takes a few seconds to exit, well inside its grace period.
-				Command: []string{"/bin/sh", "-c", "trap 'sleep 4; exit 0' TERM; while true; do sleep 1; done"},
+				Command: []string{"/bin/sh", "-c", script},
 			}},
 		},
 	}
-	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+}
+
+// running creates pod and waits until the real node's containerd runs it.
+func running(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	until(t, 90*time.Second, "pod web-0 Running", func() (bool, error) {
-		p, err := client.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
+	until(t, 90*time.Second, "pod "+pod.Name+" Running", func() (bool, error) {
+		p, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		running := p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
 		return running, fmt.Errorf("phase %s, containers %+v", p.Status.Phase, p.Status.ContainerStatuses)
 	})
-	t.Logf("web-0 Running in %s", time.Since(start).Round(100*time.Millisecond))
-	if p, err := client.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{}); err != nil || !strings.HasPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://") {
-		t.Fatalf("web-0 is not run by the real node's containerd: %v", err)
+	t.Logf("%s Running in %s", pod.Name, time.Since(start).Round(100*time.Millisecond))
+	if p, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil || !strings.HasPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://") {
+		t.Fatalf("%s is not run by the real node's containerd: %v", pod.Name, err)
 	}
+}
 
-	start = time.Now()
+// gone waits until the pod is deleted.
+func gone(t *testing.T, ns, name string, timeout time.Duration) {
+	t.Helper()
+	until(t, timeout, "pod "+name+" gone", func() (bool, error) {
+		_, err := client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+// TestRealNodeNormalDeletion: a pod on the real node, deleted, is reported
+// progressing while the kubelet shuts it down, then gone.
+func TestRealNodeNormalDeletion(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "realnode-normal")
+	// On SIGTERM it takes a few seconds to exit, well inside its grace period.
+	running(t, podOn(ns, "web-0", 30, "trap 'sleep 4; exit 0' TERM; while true; do sleep 1; done"))
+
+	start := time.Now()
 	if err := client.CoreV1().Pods(ns).Delete(ctx, "web-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The container takes about 4 s to exit: the pod is terminating, and
 	// progressing, for that long.
-	res := run(t, "why", "pod/web-0", "-n", ns, "-o", "json")
-	var r report
-	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
-		t.Fatalf("why during the deletion (%s after the DELETE): exit %d, not a JSON report: %v\n%s%s", time.Since(start), res.code, err, res.stdout, res.stderr)
-	}
-	if res.code != 0 || len(r.Items) != 1 || r.Items[0].Stuck {
-		t.Errorf("why during the deletion: exit %d, report %+v; want exit 0 and one item, not stuck", res.code, r)
+	code, r := diagnosis(t, ns, "web-0")
+	if code != 0 || r.Items[0].Stuck {
+		t.Errorf("why during the deletion (%s after the DELETE): exit %d, report %+v; want exit 0, not stuck", time.Since(start), code, r)
 	} else {
 		t.Logf("why during the deletion: %s, causes %+v", r.Items[0].Severity, r.Items[0].Causes)
 	}
 
-	until(t, 60*time.Second, "pod web-0 gone", func() (bool, error) {
-		_, err := client.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), err
-	})
+	gone(t, ns, "web-0", 60*time.Second)
 	t.Logf("web-0 gone %s after its DELETE", time.Since(start).Round(100*time.Millisecond))
 
-	res = run(t, "why", "pod/web-0", "-n", ns)
+	res := run(t, "why", "pod/web-0", "-n", ns)
 	if res.code != 1 || !strings.Contains(res.stderr, `pods "web-0" not found`) {
 		t.Errorf("why after the deletion: exit %d, stderr %q; want exit 1, not found", res.code, res.stderr)
 	}
@@ -278,4 +333,196 @@ func TestRealNodeNormalDeletion(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.stdout), &r); res.code != 0 || err != nil || len(r.Items) != 0 {
 		t.Errorf("why --ignore-not-found after the deletion: exit %d, %d items (%v)", res.code, len(r.Items), err)
 	}
+}
+
+// TestRealNodeSIGTERMIgnored: a container that ignores SIGTERM keeps its pod
+// inside its grace period (info, exit 0: nothing is wrong yet, the checklist
+// says the containers are pending) after the kubelet has sent it; the
+// kubelet kills it at the deadline and the pod goes, not before.
+func TestRealNodeSIGTERMIgnored(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "realnode-sigterm")
+	grace := 12 * time.Second
+	running(t, podOn(ns, "stubborn-0", int64(grace/time.Second), "trap '' TERM; while true; do sleep 1; done"))
+	start := time.Now()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "stubborn-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 30*time.Second, "the kubelet's SIGTERM (its Killing event)", func() (bool, error) {
+		events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=stubborn-0,reason=Killing"})
+		return err == nil && len(events.Items) > 0, err
+	})
+	code, r := diagnosis(t, ns, "stubborn-0")
+	if top := r.Items[0].Causes[0]; code != 0 || r.Items[0].Stuck || top.Code != "WithinGracePeriod" || r.Items[0].Severity != "info" {
+		t.Errorf("inside the grace period: exit %d, %+v; want exit 0, WithinGracePeriod (info)", code, r.Items[0])
+	}
+	expectChecks(t, r, map[string]string{"grace period over": "pending", "containers stopped": "pending", "node alive": "pass", "final delete admitted": "pending"})
+	gone(t, ns, "stubborn-0", grace+60*time.Second)
+	if took := time.Since(start); took < grace {
+		t.Errorf("gone %s after its DELETE, before its %s grace period ended: SIGTERM was not ignored", took, grace)
+	} else {
+		t.Logf("stubborn-0 killed at its deadline: gone %s after its DELETE (grace %s)", took.Round(100*time.Millisecond), grace)
+	}
+}
+
+// TestRealNodePodFinalizer: the kubelet does all it does (containers
+// stopped, terminal phase, its final grace-0 DELETE admitted) and the pod
+// stays for a finalizer nobody removes: FinalizerPending, every kubelet row
+// of the checklist passing but the finalizer's; gone once it is removed.
+func TestRealNodePodFinalizer(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "realnode-finalizer")
+	const hold = "e2e.example.com/hold"
+	running(t, podOn(ns, "held-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done", hold))
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "held-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 60*time.Second, "the kubelet's final DELETE of held-0", func() (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, "held-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		final := p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
+		return final && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed), fmt.Errorf("phase %s, deletionGracePeriodSeconds %v", p.Status.Phase, p.DeletionGracePeriodSeconds)
+	})
+	var code int
+	var r report
+	until(t, 30*time.Second, "held-0 judged stuck", func() (bool, error) {
+		code, r = diagnosis(t, ns, "held-0")
+		return code == 2, fmt.Errorf("exit %d, %+v", code, r.Items[0].Causes)
+	})
+	if top := r.Items[0].Causes[0]; top.Code != "FinalizerPending" || !strings.Contains(top.Summary, hold) {
+		t.Errorf("top cause %s: %s; want FinalizerPending naming %s", top.Code, top.Summary, hold)
+	}
+	expectChecks(t, r, map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "pass",
+		"node alive": "pass", "volumes unmounted": "pass", "finalizers cleared": "fail"})
+	patch := []byte(`[{"op":"test","path":"/metadata/finalizers/0","value":"` + hold + `"},{"op":"remove","path":"/metadata/finalizers/0"}]`)
+	if _, err := client.CoreV1().Pods(ns).Patch(ctx, "held-0", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, ns, "held-0", 30*time.Second)
+}
+
+// TestRealNodeWebhookRefusesTheFinalDelete: a validating webhook whose
+// backend has no endpoints, failurePolicy Fail, matching only the DELETE of
+// a pod that has reached a terminal phase (the kubelet's final one, not the
+// user's graceful one): the kubelet stops the containers, writes the
+// terminal phase, and its final DELETE is refused on every sync.
+// AdmissionWebhookDenied names the webhook; once it is deleted, the
+// kubelet's next attempt goes through and the pod is gone.
+func TestRealNodeWebhookRefusesTheFinalDelete(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "realnode-webhook")
+	if _, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard", Namespace: ns},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}, Selector: map[string]string{"app": "nothing-runs-this"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fail, none, path := admissionv1.Fail, admissionv1.SideEffectClassNone, "/validate"
+	webhook := &admissionv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "realnode-guard"},
+		Webhooks: []admissionv1.ValidatingWebhook{{
+			Name:                    "guard.realnode.example.com",
+			ClientConfig:            admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Namespace: ns, Name: "guard", Path: &path}},
+			Rules:                   []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Delete}, Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			MatchConditions:         []admissionv1.MatchCondition{{Name: "terminal-pods-only", Expression: `has(oldObject.status.phase) && oldObject.status.phase in ['Succeeded', 'Failed']`}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, webhook, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	removed := false
+	remove := func() {
+		if !removed {
+			removed = true
+			if err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, webhook.Name, metav1.DeleteOptions{}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer remove()
+
+	running(t, podOn(ns, "pay-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done"))
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "pay-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("the user's graceful DELETE (the webhook must not match it): %v", err)
+	}
+	until(t, 60*time.Second, "pay-0 in a terminal phase", func() (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, "pay-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, fmt.Errorf("phase %s", p.Status.Phase)
+	})
+	var code int
+	var r report
+	until(t, 30*time.Second, "pay-0 judged stuck", func() (bool, error) {
+		code, r = diagnosis(t, ns, "pay-0")
+		return code == 2, fmt.Errorf("exit %d, %+v", code, r.Items[0].Causes)
+	})
+	if top := r.Items[0].Causes[0]; top.Code != "AdmissionWebhookDenied" || !strings.Contains(top.Summary, "guard.realnode.example.com") {
+		t.Errorf("top cause %s: %s; want AdmissionWebhookDenied naming guard.realnode.example.com", top.Code, top.Summary)
+	}
+	expectChecks(t, r, map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "fail", "finalizers cleared": "pass"})
+	if p, err := client.CoreV1().Pods(ns).Get(ctx, "pay-0", metav1.GetOptions{}); err != nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds == 0 {
+		t.Errorf("the kubelet's final DELETE went through despite the webhook: %v", err)
+	}
+	remove()
+	start := time.Now()
+	gone(t, ns, "pay-0", 90*time.Second)
+	t.Logf("pay-0 gone %s after the webhook was removed (the kubelet's next sync)", time.Since(start).Round(100*time.Millisecond))
+}
+
+// TestRealNodeKubeletStopped: the kubelet stops (its containers run on
+// under containerd) and a pod on the node is deleted. Once the node's lease
+// runs out and the node lifecycle controller marks it Unknown, the report
+// says NodeUnreachable (critical, exit 2: nothing on the node will finish
+// the shutdown) with the node's own evidence. The kubelet comes back, runs
+// the shutdown it missed, and the pod is gone.
+func TestRealNodeKubeletStopped(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "realnode-kubelet")
+	running(t, podOn(ns, "orphan-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done"))
+	node.StopKubelet()
+	restarted := false
+	defer func() {
+		if !restarted {
+			if err := node.StartKubelet(ctx); err != nil {
+				t.Errorf("restarting the kubelet: %v", err)
+			}
+		}
+	}()
+	start := time.Now()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "orphan-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 90*time.Second, "node "+node.Name+" Ready=Unknown", func() (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionUnknown, fmt.Errorf("Ready=%s", c.Status)
+			}
+		}
+		return false, fmt.Errorf("no Ready condition")
+	})
+	t.Logf("node %s Unknown %s after the kubelet stopped", node.Name, time.Since(start).Round(100*time.Millisecond))
+	code, r := diagnosis(t, ns, "orphan-0")
+	if top := r.Items[0].Causes[0]; code != 2 || top.Code != "NodeUnreachable" || r.Items[0].Severity != "critical" || !strings.Contains(top.Summary, node.Name) {
+		t.Errorf("with the kubelet stopped: exit %d, %+v; want exit 2, NodeUnreachable (critical) naming %s", code, r.Items[0], node.Name)
+	}
+	expectChecks(t, r, map[string]string{"node alive": "fail", "containers stopped": "fail", "final delete admitted": "pending"})
+	if err := node.StartKubelet(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	start = time.Now()
+	gone(t, ns, "orphan-0", 90*time.Second)
+	t.Logf("orphan-0 gone %s after the kubelet came back", time.Since(start).Round(100*time.Millisecond))
 }
