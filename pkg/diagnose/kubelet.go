@@ -58,15 +58,16 @@ func (v *kubeletView) running() (names []string, known bool) {
 	return names, true
 }
 
-// volumes lists the volumes the kubelet still reports for the pod.
+// volumes lists the volumes the kubelet still reports for the pod; known
+// only while /stats/summary reports the pod at all. It lists a pod, with
+// its volumes, from the pod's cgroup: once the cgroup is gone, a volume the
+// kubelet still fails to unmount is reported nowhere (seen on a real node:
+// a busy emptyDir, the pod absent from /stats/summary, listed by /pods).
 func (v *kubeletView) volumes() (vols []snapshot.KubeletVolume, known bool) {
-	if v == nil || !v.summaryRead {
+	if v == nil || !v.summaryRead || v.pod == nil || (!v.pod.Cgroup && len(v.pod.Volumes) == 0) {
 		return nil, false
 	}
-	if v.pod != nil {
-		vols = v.pod.Volumes
-	}
-	return vols, true
+	return v.pod.Volumes, true
 }
 
 // cgroup says whether the kubelet still reports the pod's cgroup.

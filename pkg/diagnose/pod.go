@@ -245,18 +245,17 @@ func kubeletCleanupPending(pod *corev1.Pod, tm timing, v *kubeletView) report.Ca
 		"no container reports state.running",
 	}
 	cgroup, known := v.cgroup()
-	vols, _ := v.volumes() // known with the cgroup: both come from /stats/summary
 	switch {
 	case known && cgroup:
 		confidence = 0.85
 		summary = fmt.Sprintf("the kubelet on %s still reports the pod's cgroup: it sends its final delete once the cgroup is removed (%s past the deadline)", v.node, report.HumanDuration(tm.overdue))
 		evidence = append(evidence, v.says("/stats/summary", "reports the pod's cgroup (CPU and memory stats)"))
-	case known && len(vols) == 0:
+	case known:
 		confidence = 0.3
-		summary = fmt.Sprintf("the kubelet on %s reports the pod's containers, volumes and cgroup gone but has not sent its final delete (%s past the deadline)", v.node, report.HumanDuration(tm.overdue))
-		evidence = append(evidence, v.says("/stats/summary", "no cgroup stats and no volume for the pod"))
+		summary = fmt.Sprintf("the kubelet on %s reports the pod's cgroup gone but has not sent its final delete (%s past the deadline): a volume it cannot unmount is reported nowhere once the cgroup is gone", v.node, report.HumanDuration(tm.overdue))
+		evidence = append(evidence, v.says("/stats/summary", "no cgroup stats for the pod, and so no volume stats either"))
 	}
-	return cause(catalog.CgroupCleanupPending, report.Warning, confidence, summary, evidence,
+	return cause(catalog.CgroupCleanupPending, settling(report.Warning, tm), confidence, summary, evidence,
 		onTheNode(pod.Spec.NodeName, read("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))))),
 		forceDelete(pod, report.RiskHigh, "unmounts and cgroup cleanup may be left undone on the node"))
 }

@@ -32,7 +32,7 @@ func podChecks(pod *corev1.Pod, tm timing, f podFacts) []report.Check {
 	}
 	volumes, ok := kubeletVolumesCheck(f.kubelet)
 	if !ok {
-		volumes = volumesCheck(pod, f.volumes, f.volumesKnown)
+		volumes = volumesCheck(pod, f.volumes, f.volumesKnown, tm.grace == 0 && isTerminalPhase(pod.Status.Phase))
 	}
 	cgroup, ok := kubeletCgroupCheck(f.kubelet)
 	if !ok {

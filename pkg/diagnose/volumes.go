@@ -30,10 +30,14 @@ const (
 	mountInvisible                   // its unmount cannot be seen through the API
 )
 
-// podVolume is one volume of a pod that the kubelet must unmount from
-// outside the pod (kubelet-local volumes such as emptyDir are left out).
+// podVolume is one volume of a pod that the kubelet must unmount: from
+// outside the node (a network or attached volume), or one it mounts itself
+// on the node (local: a tmpfs for a secret, configMap, projected or
+// downwardAPI volume, or an emptyDir in memory). An emptyDir on disk and a
+// hostPath are plain directories, never mounts: they are left out.
 type podVolume struct {
 	name        string
+	local       bool
 	source      string // what it is, with the server, portal or handle
 	driver      string // CSI driver, when it is one
 	uniqueName  string // the volumesInUse entry, when known
@@ -167,10 +171,14 @@ func csiNotTracked(attachable, known bool) string {
 }
 
 // inlineVolume describes a volume written in the pod spec; false for the
-// kubelet-local kinds (emptyDir, configMap, secret, projected, downwardAPI,
-// hostPath, image), which it tears down itself.
+// kinds that are no mount of their own (an emptyDir on disk, hostPath,
+// image).
 func inlineVolume(vol corev1.Volume) (podVolume, bool) {
 	v := podVolume{name: vol.Name, state: mountInvisible}
+	if kind := localMount(vol.VolumeSource); kind != "" {
+		v.local, v.source = true, kind+", a tmpfs the kubelet mounts on the node"
+		return v, true
+	}
 	if c := vol.CSI; c != nil {
 		v.driver = c.Driver
 		v.source = fmt.Sprintf("inline CSI ephemeral volume (driver %s; inline volumes are never attached, so volumesInUse never lists them)", c.Driver)
@@ -186,6 +194,26 @@ func inlineVolume(vol corev1.Volume) (podVolume, bool) {
 	}
 	v.source, v.uniqueName = fmt.Sprintf("inline %s volume (%s)", n.kind, n.detail), n.id
 	return v, true
+}
+
+// localMount names the kinds of volume the kubelet mounts on the node
+// itself, as a tmpfs ("" for the others): its unmount fails while a
+// process on the node holds a file or its working directory inside
+// ("target is busy", no event; seen on a real node).
+func localMount(src corev1.VolumeSource) string {
+	switch {
+	case src.Secret != nil:
+		return "secret"
+	case src.ConfigMap != nil:
+		return "configMap"
+	case src.Projected != nil:
+		return "projected"
+	case src.DownwardAPI != nil:
+		return "downwardAPI"
+	case src.EmptyDir != nil && src.EmptyDir.Medium != corev1.StorageMediumDefault:
+		return fmt.Sprintf("emptyDir (medium %s)", src.EmptyDir.Medium)
+	}
+	return ""
 }
 
 // network is the part of an in-tree volume source that names its backend.
@@ -344,6 +372,9 @@ func invisibleVolumesCause(pod *corev1.Pod, vols []podVolume, tm timing) report.
 	evidence = append(evidence,
 		fmt.Sprintf("status.phase: %s and metadata.deletionGracePeriodSeconds: %d: the kubelet stopped the containers but has not sent its final DELETE", pod.Status.Phase, tm.grace),
 		"node.status.volumesInUse lists only attachable volumes and unmount failures raise no event: these volumes' unmount is not visible through the API")
+	if !slices.ContainsFunc(vols, func(v podVolume) bool { return !v.local }) {
+		return localVolumesCause(pod, names, evidence, tm)
+	}
 	return cause(catalog.VolumeTeardownPending, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("the kubelet has not finished tearing down the pod, and its unmount of %s cannot be seen through the API: a network volume whose server is unreachable hangs the unmount with no event", strings.Join(names, ", ")),
 		evidence,
@@ -352,8 +383,24 @@ func invisibleVolumesCause(pod *corev1.Pod, vols []podVolume, tm timing) report.
 		forceDelete(pod, report.RiskDestructive, "the mount stays on the node (a hung NFS mount keeps processes in D state); a ReadWriteOnce volume may then be used from two nodes"))
 }
 
+// localVolumesCause: the only volumes left are those the kubelet mounts on
+// the node itself. Their unmount fails while a process on the node holds
+// them, with no event and no trace in the API; the kubelet checks the
+// volumes before the cgroup, so this ranks above CgroupCleanupPending.
+func localVolumesCause(pod *corev1.Pod, names, evidence []string, tm timing) report.Cause {
+	return cause(catalog.VolumeTeardownPending, settling(report.Warning, tm), 0.45,
+		fmt.Sprintf("the kubelet has not finished tearing down the pod, and its unmount of %s cannot be seen through the API: a process on the node with a file open or its working directory inside keeps it busy (\"target is busy\"), with no event", strings.Join(names, ", ")),
+		evidence,
+		mountsOnNode(pod, "Look for the pod's mounts and the kubelet's unmount errors on the node"),
+		onTheNode(pod.Spec.NodeName, read("List the processes that hold the pod's mounts; once their owner stops them (a shell left in the directory, a backup agent), the kubelet's next retry unmounts",
+			pipe(command("findmnt", "-lno", "TARGET"), command("grep", string(pod.UID)), command("xargs", "-r", "-n1", "fuser", "-vm")))),
+		forceDelete(pod, report.RiskHigh, "the tmpfs stays mounted on the node, holding its memory, until the kubelet unmounts it or the node reboots"))
+}
+
 // volumesCheck is the "volumes unmounted" line of the checklist.
-func volumesCheck(pod *corev1.Pod, vols []podVolume, known bool) report.Check {
+// finalSent: the kubelet's final DELETE went through, which it sends only
+// once the volumes are unmounted.
+func volumesCheck(pod *corev1.Pod, vols []podVolume, known, finalSent bool) report.Check {
 	ch := report.Check{Name: "volumes unmounted"}
 	var mounted, invisible []string
 	tracked := 0
@@ -368,6 +415,8 @@ func volumesCheck(pod *corev1.Pod, vols []podVolume, known bool) report.Check {
 		}
 	}
 	switch {
+	case finalSent:
+		ch.Status, ch.Detail = report.Pass, "the kubelet sent its final DELETE (metadata.deletionGracePeriodSeconds: 0), which it sends only once the pod's volumes are unmounted"
 	case !known:
 		ch.Status, ch.Detail = report.Unknown, "checked once the kubelet has stopped the containers"
 	case len(mounted) > 0:
@@ -375,7 +424,7 @@ func volumesCheck(pod *corev1.Pod, vols []podVolume, known bool) report.Check {
 	case len(invisible) > 0:
 		ch.Status, ch.Detail = report.Unknown, "not visible through the API (volumesInUse lists only attachable volumes): "+strings.Join(invisible, "; ")
 	case len(vols) == 0:
-		ch.Status, ch.Detail = report.Pass, "no volume mounted from outside the node (only kubelet-local volumes such as emptyDir, configMap, secret)"
+		ch.Status, ch.Detail = report.Pass, "no volume the kubelet mounts (an emptyDir on disk and a hostPath are directories, not mounts)"
 	default:
 		ch.Status, ch.Detail = report.Pass, fmt.Sprintf("%s in node %s's status.volumesInUse", agree(tracked, "the 1 attachable volume is not", "none of "+report.Count(tracked, "attachable volume")), pod.Spec.NodeName)
 	}

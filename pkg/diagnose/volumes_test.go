@@ -75,7 +75,7 @@ func TestVolumesCheckCountsAttachableVolumes(t *testing.T) {
 		{[]podVolume{{name: "data", state: mountGone}}, "the 1 attachable volume is not in node node-1's status.volumesInUse"},
 		{[]podVolume{{name: "data", state: mountGone}, {name: "logs", state: mountGone}}, "none of 2 attachable volumes in node node-1's status.volumesInUse"},
 	} {
-		if ch := volumesCheck(p, tc.vols, true); ch.Status != report.Pass || ch.Detail != tc.want {
+		if ch := volumesCheck(p, tc.vols, true, false); ch.Status != report.Pass || ch.Detail != tc.want {
 			t.Errorf("%d volumes: %s %q, want pass %q", len(tc.vols), ch.Status, ch.Detail, tc.want)
 		}
 	}
@@ -99,8 +99,12 @@ func TestVolumesInvisibleThroughTheAPI(t *testing.T) {
 	iscsi := corev1.Volume{Name: "lun", VolumeSource: corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: "10.0.0.6:3260", IQN: "iqn.2001-04.com.example:storage.disk1", Lun: 2}}}
 	cephfs := corev1.Volume{Name: "ceph", VolumeSource: corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{Monitors: []string{"10.0.0.7:6789", "10.0.0.8:6789"}, Path: "/vols/a"}}}
 	inlineCSI := corev1.Volume{Name: "secrets-store", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "secrets-store.csi.k8s.io"}}}
+	// Directories, not mounts: nothing to unmount.
 	local := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}
+		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log"}}}}
+	// Mounted by the kubelet on the node: a busy one blocks like a network one.
+	cfg := corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}
+	scratch := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}
 	claimed := func(pvSource corev1.PersistentVolumeSource, drivers map[string]*storagev1.CSIDriver) func(*snapshot.Snapshot, *corev1.Pod) {
 		return func(s *snapshot.Snapshot, p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
@@ -132,7 +136,10 @@ func TestVolumesInvisibleThroughTheAPI(t *testing.T) {
 		{"CSI driver that needs no attach", nil, claimed(corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "nfs.csi.k8s.io", VolumeHandle: "nas#pv9"}},
 			map[string]*storagev1.CSIDriver{"nfs.csi.k8s.io": {Spec: storagev1.CSIDriverSpec{AttachRequired: &no}}}),
 			nil, "VolumeTeardownPending", report.Unknown, []string{"attachRequired is false"}},
-		{"kubelet-local volumes only", local, nil, nil, "CgroupCleanupPending", report.Pass, nil},
+		{"directories only (emptyDir on disk, hostPath)", nil, nil, nil, "CgroupCleanupPending", report.Pass, nil},
+		{"a configMap and an emptyDir in memory, mounted by the kubelet", []corev1.Volume{cfg, scratch}, nil, nil, "VolumeTeardownPending", report.Unknown,
+			[]string{"cfg (configMap, a tmpfs the kubelet mounts on the node)", "scratch (emptyDir (medium Memory), a tmpfs the kubelet mounts on the node)", "target is busy"}},
+		{"a network volume and a configMap", []corev1.Volume{nfs, cfg}, nil, nil, "VolumeTeardownPending", report.Unknown, []string{"server 10.0.0.5", "cfg (configMap"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

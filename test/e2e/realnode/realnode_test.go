@@ -526,3 +526,68 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 	gone(t, ns, "orphan-0", 90*time.Second)
 	t.Logf("orphan-0 gone %s after the kubelet came back", time.Since(start).Round(100*time.Millisecond))
 }
+
+// TestRealNodeBusyEmptyDir: a process on the node keeps a memory-backed
+// emptyDir busy (its working directory inside the tmpfs). The kubelet stops
+// the containers and writes the terminal phase, but its unmount fails
+// ("target is busy") with no event and no trace in the API, and it sends no
+// final DELETE. The report must not claim the volumes are unmounted, and
+// must point at the volume teardown; once the process goes, the kubelet's
+// retry unmounts it and the pod is gone.
+func TestRealNodeBusyEmptyDir(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "realnode-emptydir")
+	pod := podOn(ns, "scratch-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	running(t, pod)
+	p, err := client.CoreV1().Pods(ns).Get(ctx, "scratch-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := exec.Command("sleep", "600")
+	busy.Dir = filepath.Join(node.Dir, "kubelet", "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir", "scratch")
+	if err := busy.Start(); err != nil {
+		t.Fatalf("keeping the emptyDir busy: %v", err)
+	}
+	freed := false
+	free := func() {
+		if !freed {
+			freed = true
+			_ = busy.Process.Kill()
+			_ = busy.Wait()
+		}
+	}
+	defer free()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "scratch-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 60*time.Second, "scratch-0 in a terminal phase", func() (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, "scratch-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, fmt.Errorf("phase %s", p.Status.Phase)
+	})
+	var code int
+	var r report
+	until(t, 60*time.Second, "scratch-0 judged stuck", func() (bool, error) {
+		code, r = diagnosis(t, ns, "scratch-0")
+		return code == 2, fmt.Errorf("exit %d, %+v", code, r.Items[0].Causes)
+	})
+	if p, err := client.CoreV1().Pods(ns).Get(ctx, "scratch-0", metav1.GetOptions{}); err != nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds == 0 {
+		t.Fatalf("the kubelet sent its final DELETE with the emptyDir busy: %v", err)
+	}
+	if top := r.Items[0].Causes[0]; top.Code != "VolumeTeardownPending" || !strings.Contains(top.Summary, "scratch") {
+		t.Errorf("top cause %s: %s; want VolumeTeardownPending naming the emptyDir scratch", top.Code, top.Summary)
+	}
+	expectChecks(t, r, map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "volumes unmounted": "unknown", "final delete admitted": "pending"})
+	// What the report infers is what the kubelet says, in its log only.
+	if log, err := os.ReadFile(filepath.Join(node.Dir, "logs", "kubelet.log")); err != nil || !strings.Contains(string(log), "target is busy") {
+		t.Errorf("the kubelet's log does not say the unmount is busy (%v)", err)
+	}
+	free()
+	start := time.Now()
+	gone(t, ns, "scratch-0", 4*time.Minute) // the kubelet retries the unmount with a backoff of up to ~2 min
+	t.Logf("scratch-0 gone %s after the emptyDir was freed", time.Since(start).Round(100*time.Millisecond))
+}
