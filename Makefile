@@ -34,11 +34,12 @@ lab-bin: ## Build the lab's etcd, kube-apiserver, kube-controller-manager, kubec
 # for each module they download (build.sh logs its own).
 .PHONY: demo
 demo: ## Start the lab, build a gallery of stuck objects and diagnose them
-	@echo "downloading the Go modules of the plugin and of the lab's launcher (quietly; once)..."
+	@echo "downloading the Go modules of the plugin and the lab (quietly; once)..."
 	@go mod download && cd test/e2e && go mod download
-	@$(MAKE) --no-print-directory build
+	@echo "building bin/kubectl-terminating..."
+	@go build -ldflags "$(LDFLAGS)" -o bin/kubectl-terminating ./cmd/kubectl-terminating
 	@LAB_MATRIX= test/e2e/lab/build.sh $(LAB_BIN)
-	hack/demo.sh
+	@hack/demo.sh
 
 .PHONY: fixtures
 fixtures: build lab-bin ## Rewrite pkg/cmd/testdata/snapshots from the lab's gallery (snapshots and live reports)
@@ -46,7 +47,7 @@ fixtures: build lab-bin ## Rewrite pkg/cmd/testdata/snapshots from the lab's gal
 
 .PHONY: lab-down
 lab-down: ## Stop the lab that `make demo` left running
-	cd test/e2e && go run ./cmd/lab down -dir $(LAB_RUN)
+	@cd test/e2e && go run ./cmd/lab down -dir $(LAB_RUN)
 
 .PHONY: test
 test: lint unit fuzz e2e bench-smoke release-check ## Everything: lint, unit and golden tests, fuzzing, e2e on the lab, a tiny bench, release files

@@ -124,8 +124,8 @@ func onNode(node, grepPattern string) string {
 
 // waitCommand waits for the object TYPE/NAME to go, for at most timeout:
 // the plugin's wait prints the diagnosis if it is still there then.
-func waitCommand(namespace, typ, name string, timeout time.Duration) string {
-	return kubectl(namespace, "terminating", "wait", typ+"/"+name, "--timeout", goDuration(timeout))
+func waitCommand(ref report.ObjectRef, timeout time.Duration) string {
+	return kubectl(ref.Namespace, "terminating", "wait", report.Name(ref), "--timeout", goDuration(timeout))
 }
 
 // goDuration is d to the second as --timeout reads it, without trailing

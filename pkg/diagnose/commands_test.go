@@ -169,7 +169,7 @@ func TestWaitCommand(t *testing.T) {
 			t.Errorf("goDuration(%s) = %q, want %q", d, got, want)
 		}
 	}
-	if got := waitCommand("shop", "pods", "web-0", 2*time.Minute); got != "kubectl terminating wait pods/web-0 -n shop --timeout 2m" {
+	if got := waitCommand(report.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "web-0"}, 2*time.Minute); got != "kubectl terminating wait pod/web-0 -n shop --timeout 2m" {
 		t.Errorf("waitCommand = %q", got)
 	}
 }

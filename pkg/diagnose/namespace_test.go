@@ -133,7 +133,7 @@ func TestNamespaceConditionsOfOneTimeAreOneMoment(t *testing.T) {
 		events = append(events, m.Event)
 	}
 	want := []string{
-		"deletion requested (grace period 0s)",
+		"deletion requested",
 		"condition NamespaceDeletionDiscoveryFailure=False (ResourcesDiscovered)",
 		"conditions NamespaceFinalizersRemaining=True (SomeFinalizersRemain), NamespaceContentRemaining=True (SomeResourcesRemain); False: NamespaceDeletionGroupVersionParsingFailure, NamespaceDeletionContentFailure",
 	}

@@ -116,7 +116,7 @@ func (n nodeHealth) evidence() []string {
 	} else if n.lease.Spec.RenewTime != nil {
 		dur := "unset"
 		if n.lease.Spec.LeaseDurationSeconds != nil {
-			dur = fmt.Sprintf("%ds", *n.lease.Spec.LeaseDurationSeconds)
+			dur = fmt.Sprint(*n.lease.Spec.LeaseDurationSeconds)
 		}
 		out = append(out, fmt.Sprintf("lease kube-node-lease/%s: spec.renewTime %s (%s ago, leaseDurationSeconds %s)",
 			n.name, n.lease.Spec.RenewTime.UTC().Format(time.RFC3339), report.HumanDuration(n.leaseAge), dur))
@@ -179,7 +179,7 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 		return []report.Cause{cause(catalog.NodeNotFound, sev, 0.9,
 			fmt.Sprintf("spec.nodeName %s names no Node: no kubelet will finish this pod", n.name),
 			append([]string{fmt.Sprintf("spec.nodeName: %s", n.name)}, n.evidence()...),
-			read("Wait: the pod GC controller force-deletes pods of deleted nodes within about a minute", waitCommand(pod.Namespace, "pods", pod.Name, podGCDelay)),
+			read("Wait: the pod GC controller force-deletes pods of deleted nodes within about a minute", waitCommand(report.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, podGCDelay)),
 			read("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", kubectl(pod.Namespace, "get", "pod", pod.Name, "-o", "jsonpath={.metadata.finalizers}")),
 			forceDelete(pod, report.RiskLow, "the node is gone, so nothing of the pod runs any more; a finalizer still holds the pod if one is set"))}
 	case n.unreachable():

@@ -170,7 +170,7 @@ func forecast(ref report.ObjectRef, found []report.Cause, tm timing) []report.Ca
 			fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace),
 			fmt.Sprintf("deletion requested at %s", tm.requestedAt.UTC().Format(time.RFC3339)),
 		},
-		read("Wait for the grace period to end; if it is still there 30s after, the wait prints why", waitCommand(ref.Namespace, strings.ToLower(ref.Resource), ref.Name, tm.remaining+settleTime)))}
+		read("Wait for the grace period to end; if it is still there 30s after, the wait prints why", waitCommand(ref, tm.remaining+settleTime)))}
 	for _, c := range found {
 		c.Severity = report.Info
 		c.Summary = "once the grace period ends: " + c.Summary

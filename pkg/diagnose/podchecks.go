@@ -104,7 +104,7 @@ func cgroupCheck(tm timing) report.Check {
 	if tm.grace == 0 {
 		return report.Check{Name: "cgroup sandbox removed", Status: report.Pass, Detail: "inferred: the final grace-0 DELETE was sent"}
 	}
-	return report.Check{Name: "cgroup sandbox removed", Status: report.Unknown, Detail: "not visible through the API"}
+	return report.Check{Name: "cgroup sandbox removed", Status: report.Unknown, Detail: report.NotVisible}
 }
 
 // finalDeleteCheck: the kubelet sends its grace-0 DELETE only once the rows

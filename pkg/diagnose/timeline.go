@@ -30,9 +30,11 @@ func (tl timeline) sorted() []report.Moment {
 // timelineOf builds the target's timeline from the fields and events read.
 func timelineOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Moment {
 	var tl timeline
-	tl.add(tm.requestedAt, report.DeletionRequested+" (grace period %ds)", tm.grace)
 	if tm.grace > 0 {
+		tl.add(tm.requestedAt, report.DeletionRequested+" (grace period %ds)", tm.grace)
 		tl.add(tm.deadline, "grace period ends (metadata.deletionTimestamp)")
+	} else {
+		tl.add(tm.requestedAt, report.DeletionRequested) // no grace period: most kinds have none
 	}
 	if p := t.Pod; p != nil {
 		podTimeline(&tl, s, p)

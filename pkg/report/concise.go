@@ -166,14 +166,18 @@ func riskiest(steps []Step) RiskLevel {
 }
 
 // writeConciseChecks prints the checklist rows that do not pass, and names
-// the ones that do on one line: the failing rows are what explain the pod.
+// on one line the ones that do, and on another the ones no API read can
+// decide (the pod's cgroup): the failing rows are what explain the pod.
 func writeConciseChecks(p *printer, it Item, st Style) {
 	var open []Check
-	var passing []string
+	var passing, unseen []string
 	for _, c := range it.Checks {
-		if c.Status == Pass {
+		switch {
+		case c.Status == Pass:
 			passing = append(passing, c.Name)
-		} else {
+		case c.Status == Unknown && c.Detail == NotVisible:
+			unseen = append(unseen, c.Name)
+		default:
 			open = append(open, c)
 		}
 	}
@@ -181,4 +185,11 @@ func writeConciseChecks(p *printer, it Item, st Style) {
 	if len(passing) > 0 {
 		p.linef("  pass: %s (-o wide for the details)", strings.Join(passing, ", "))
 	}
+	if len(unseen) > 0 {
+		p.linef("  unknown: %s (%s; --kubelet asks the node)", strings.Join(unseen, ", "), NotVisible)
+	}
 }
+
+// NotVisible is the detail of a checklist row that nothing the API holds
+// can decide: only the node knows.
+const NotVisible = "not visible through the API"

@@ -69,6 +69,9 @@ func groupItems(items []Item, by string) []*group {
 		if len(out[i].items) != len(out[j].items) {
 			return len(out[i].items) > len(out[j].items)
 		}
+		if wi, wj := out[i].severity.Weight(), out[j].severity.Weight(); wi != wj {
+			return wi > wj // as many, the worse first
+		}
 		return out[i].key < out[j].key
 	})
 	return out
@@ -105,7 +108,7 @@ func writeFooter(w io.Writer, items []Item, st Style) error {
 			severities = append(severities, fmt.Sprintf("%d %s", n, sev))
 		}
 	}
-	p.linef("\n%s, %d stuck: %s", Count(len(items), "object"), stuck, strings.Join(severities, ", "))
+	p.linef("\n%s (%s), %d stuck", Count(len(items), "object"), strings.Join(severities, ", "), stuck)
 	for _, by := range []string{ByCause, ByFinalizer} {
 		var counts []string
 		groups := slices.DeleteFunc(groupItems(items, by), func(g *group) bool { return g.key == "<none>" })

@@ -75,7 +75,9 @@ func (s Style) verdict(it Item) painted {
 	case it.OverdueSeconds > 0:
 		return s.paint("progressing", color.FgYellow)
 	}
-	return s.paint("in grace period", color.FgCyan)
+	// One phrase, never cut by wrapping: glued once made safe (Safe shows
+	// the glue, a private-use rune, escaped).
+	return painted(strings.ReplaceAll(string(s.paint("in grace period", color.FgCyan)), " ", glue))
 }
 
 // WriteList prints one line per object: what `kubectl terminating list`
@@ -192,12 +194,17 @@ func writeHeader(p *printer, it Item, head string, st Style) {
 		p.linef("%s%s  holds the object above (no deletion of its own to diagnose; see the evidence)", head, objectName(it.Object))
 		return
 	}
-	grace := "" // objects without a grace period (all but pods, mostly) show none
+	// A grace period and an overdue time are said only when there is one:
+	// most kinds have no grace period, and an object inside it is not overdue.
+	var timing strings.Builder
 	if it.GracePeriodSeconds > 0 {
-		grace = fmt.Sprintf("  grace %ds", it.GracePeriodSeconds)
+		fmt.Fprintf(&timing, "  grace %ds", it.GracePeriodSeconds)
 	}
-	p.linef("%s%s  %s  Terminating %s%s  overdue %s  %s", head, objectName(it.Object), st.severity(it.Severity, strings.ToUpper(string(it.Severity))),
-		durationSeconds(it.TerminatingSeconds), grace, durationSeconds(it.OverdueSeconds), st.verdict(it))
+	if it.OverdueSeconds > 0 {
+		fmt.Fprintf(&timing, "  overdue %s", durationSeconds(it.OverdueSeconds))
+	}
+	p.linef("%s%s  %s  Terminating %s%s  %s", head, objectName(it.Object), st.severity(it.Severity, strings.ToUpper(string(it.Severity))),
+		durationSeconds(it.TerminatingSeconds), timing.String(), st.verdict(it))
 }
 
 // writeChecks prints the checklist; a row's detail names the cause that

@@ -43,7 +43,7 @@ func Wrap(line string, width int) string { return strings.Join(wrapLine(line, wi
 // hangIndent further when it has none. A width of 0 keeps it whole.
 func wrapLine(line string, width int) []string {
 	if width <= 0 || twwidth.Width(line) <= width {
-		return []string{line}
+		return []string{unglue.Replace(line)}
 	}
 	body := strings.TrimLeft(line, " │├└─")
 	lead := line[:len(line)-len(body)]
@@ -60,13 +60,19 @@ func wrapLine(line string, width int) []string {
 
 // gluePrompts glues each "$" to the word before it: a message that holds
 // "  $ curl ... | sh" must not begin a line of its own, where it would read
-// as a suggested command. Safe escapes glue in cluster text (private use),
-// so only the glue put here is ever turned back into spaces.
+// as a suggested command. It glues the words of a flag hint, "(-o wide for
+// the details)", "(--group-by cause)", too: each is read, and typed, whole.
+// Safe escapes glue in cluster text (private use), so only the glue put
+// here (and in the renderer's own words) is ever turned back into spaces.
 func gluePrompts(text string) string {
-	return prompt.ReplaceAllStringFunc(text, func(m string) string { return strings.Repeat(glue, len(m)-1) + "$" })
+	text = prompt.ReplaceAllStringFunc(text, func(m string) string { return strings.Repeat(glue, len(m)-1) + "$" })
+	return hint.ReplaceAllStringFunc(text, func(m string) string { return strings.ReplaceAll(m, " ", glue) })
 }
 
-var prompt = regexp.MustCompile(` +\$`)
+var (
+	prompt = regexp.MustCompile(` +\$`)
+	hint   = regexp.MustCompile(`\(--?[a-z][^()]{0,40}\)`)
+)
 
 // label is what begins a line of a report before its text: a number, a
 // word or two and a colon, a timeline's time.
@@ -122,12 +128,14 @@ var unglue = strings.NewReplacer(glue, " ")
 const cutMark = " ... (-o wide)"
 
 // cut is a wrapped line's last line kept, words dropped from its end until
-// the mark saying where the rest is fits the width.
+// the mark saying where the rest is fits the width; when even its first
+// word does not leave room for the mark, the mark alone, under it.
 func cut(line string, width int) string {
+	indent := len(line) - len(strings.TrimLeft(line, " │"))
 	for twwidth.Width(line+cutMark) > width {
 		i := strings.LastIndexByte(strings.TrimRight(line, " "), ' ')
-		if i <= len(line)-len(strings.TrimLeft(line, " │")) {
-			break // one word left: keep it, the mark after it
+		if i <= indent {
+			return line[:indent] + strings.TrimPrefix(cutMark, " ")
 		}
 		line = line[:i]
 	}

@@ -174,3 +174,25 @@ func TestDistinctEvidence(t *testing.T) {
 		t.Errorf("the same evidence printed %d times:\n%s", n, b.String())
 	}
 }
+
+// A flag hint and the verdict are read, and typed, whole: never cut.
+func TestHintsAndVerdictStayWhole(t *testing.T) {
+	for width := 30; width <= 90; width++ {
+		got := strings.Join(wrapLine("  pass: grace period over, node alive, volumes unmounted (-o wide for the details)", width), "\n")
+		if !strings.Contains(got, "(-o wide for the details)") {
+			t.Fatalf("width %d: a hint cut:\n%s", width, got)
+		}
+	}
+	var b bytes.Buffer
+	r := sample()
+	r.Items = r.Items[2:3] // inside its grace period
+	for width := 30; width <= 90; width++ {
+		b.Reset()
+		if err := WriteWhy(&b, r, Style{Width: width}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "in grace period") || strings.Contains(b.String(), glue) {
+			t.Fatalf("width %d: the verdict cut, or its glue printed:\n%s", width, b.String())
+		}
+	}
+}

@@ -82,8 +82,9 @@ done
 # took SECONDS: "4m05s".
 took() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
-echo "building ${#builds[@]} lab binaries into $out: about $minutes minutes on two cores the first time," \
-  "seconds after (Go's caches); go's output goes to $log"
+echo "building ${#builds[@]} lab binaries into $out"
+echo "  (up to $minutes minutes on two cores with empty Go caches, seconds with warm ones;"
+echo "  go's output goes to $log)"
 : >"$log"
 total=$SECONDS
 for i in "${!builds[@]}"; do

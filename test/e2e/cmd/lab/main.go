@@ -61,7 +61,7 @@ func up(ctx context.Context, dir, bin string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("lab: control plane up at %s in %s (kubeconfig %s)\n", l.Server, time.Since(start).Round(time.Second), l.Kubeconfig)
+	fmt.Printf("lab: control plane up at %s in %s\nlab: kubeconfig %s\n", l.Server, time.Since(start).Round(time.Second), l.Kubeconfig)
 	return nil
 }
 
