@@ -25,9 +25,10 @@ const (
 	// minMeasure is the narrowest column of text wrapping leaves: a tree
 	// nested deeper than that overflows rather than stacking one word a line.
 	minMeasure = 30
-	// glue stands for a space that must not break a line (inside a `code`
-	// span of explain's prose) while the text is wrapped: a private-use
-	// rune, which no text the plugin prints holds.
+	// glue stands for a space that must not break a line while the text is
+	// wrapped (in a `code` span of explain's prose, a flag hint, the
+	// verdict, before a "$"): a private-use rune, which Safe shows escaped
+	// in any text from the cluster, so only the renderer's glue is unglued.
 	glue = "\ue000"
 )
 
