@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -595,4 +597,71 @@ func TestRealNodeBusyEmptyDir(t *testing.T) {
 	start := time.Now()
 	gone(t, ns, "scratch-0", 4*time.Minute) // the kubelet retries the unmount with a backoff of up to ~2 min
 	t.Logf("scratch-0 gone %s after the emptyDir was freed", time.Since(start).Round(100*time.Millisecond))
+}
+
+// TestRealNodeOutOfService: the kubelet stops with a pod's containers still
+// running, the pod is deleted, the node goes Unknown: the repair the report
+// offers for a node that is down for good is the out-of-service taint.
+// `fix` plans it at --max-risk destructive, applies it by the plan's digest,
+// and the pod GC force-deletes the pod. The kubelet then comes back; the
+// taint is removed and the node is Ready again for the tests after.
+func TestRealNodeOutOfService(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "realnode-outofservice")
+	running(t, podOn(ns, "fenced-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done"))
+	node.StopKubelet()
+	defer func() {
+		if err := node.StartKubelet(ctx); err != nil {
+			t.Errorf("restarting the kubelet: %v", err)
+		}
+		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == corev1.TaintNodeOutOfService })
+		if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("removing the out-of-service taint: %v", err)
+		}
+	}()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "fenced-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 90*time.Second, "node "+node.Name+" Ready=Unknown", func() (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionUnknown, fmt.Errorf("Ready=%s", c.Status)
+			}
+		}
+		return false, fmt.Errorf("no Ready condition")
+	})
+	var code int
+	until(t, 60*time.Second, "fenced-0 judged stuck", func() (bool, error) {
+		code, _ = diagnosis(t, ns, "fenced-0")
+		return code == 2, fmt.Errorf("exit %d", code)
+	})
+
+	args := []string{"fix", "pod/fenced-0", "-n", ns, "--max-risk", "destructive", "--settle", "90s"}
+	review := run(t, args...)
+	m := regexp.MustCompile(`Plan ([0-9a-f]{16}): 1 request`).FindStringSubmatch(review.stdout)
+	if review.code != 1 || m == nil || !strings.Contains(review.stdout, "taint node/"+node.Name+" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute") {
+		t.Fatalf("the plan: exit %d\n%s%s", review.code, review.stdout, review.stderr)
+	}
+	start := time.Now()
+	res := run(t, append(args, "--confirm", m[1], "-o", "json")...)
+	var rec struct {
+		Outcomes []struct {
+			Result string `json:"result"`
+		} `json:"outcomes"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &rec); err != nil || res.code != 0 || len(rec.Outcomes) != 1 || rec.Outcomes[0].Result != "gone" {
+		t.Fatalf("fix --confirm: exit %d (%v), want 0 and the pod gone\n%s%s", res.code, err, res.stdout, res.stderr)
+	}
+	if _, err := client.CoreV1().Pods(ns).Get(ctx, "fenced-0", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("fenced-0 still there after the fix: %v", err)
+	}
+	t.Logf("fenced-0 gone %s after the taint was sent (the pod GC's force delete)", time.Since(start).Round(100*time.Millisecond))
 }
