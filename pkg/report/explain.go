@@ -75,9 +75,5 @@ func WriteExplanation(w io.Writer, e Explanation, st Style) error {
 // the others after hang; a `code` span, its backticks dropped, is never
 // cut across two lines.
 func (p *printer) wrapped(first, hang, text string) {
-	lines := wrapText(first, hang, glued(string(safef("%s", text))), p.width)
-	for i, l := range lines {
-		lines[i] = unglue.Replace(l)
-	}
-	p.print(lines)
+	p.print(wrapText(first, hang, glued(string(safef("%s", text))), p.width))
 }

@@ -52,11 +52,7 @@ func wrapLine(line string, width int) []string {
 	if l := label.FindString(body); l != "" {
 		first, hang, body = lead+l, trunk.Replace(lead)+strings.Repeat(" ", len(l)), body[len(l):]
 	}
-	lines := wrapText(first, hang, gluePrompts(body), width)
-	for i, l := range lines {
-		lines[i] = unglue.Replace(l)
-	}
-	return lines
+	return wrapText(first, hang, gluePrompts(body), width)
 }
 
 // gluePrompts glues each "$" to the word before it: a message that holds
@@ -83,10 +79,10 @@ var label = regexp.MustCompile(`^(\d+\. |[a-z][a-z0-9 ]{0,15}: |\d{4}-\d\d-\d\dT
 var trunk = strings.NewReplacer("├── ", "│   ", "└── ", "    ")
 
 // wrapText is text wrapped to width after first, its continuations after
-// hang (whole with a width of 0).
+// hang (whole with a width of 0), its glued spaces spaces again.
 func wrapText(first, hang, text string, width int) []string {
 	if width <= 0 {
-		return []string{first + text}
+		return []string{unglue.Replace(first + text)}
 	}
 	measure := max(width-max(twwidth.Width(first), twwidth.Width(hang)), minMeasure)
 	w := wordwrap.NewWriter(measure)
@@ -99,7 +95,7 @@ func wrapText(first, hang, text string, width int) []string {
 		if i == 0 {
 			prefix = first
 		}
-		lines[i] = prefix + strings.TrimRight(l, " ")
+		lines[i] = prefix + unglue.Replace(strings.TrimRight(l, " "))
 	}
 	return lines
 }

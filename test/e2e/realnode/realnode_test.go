@@ -298,6 +298,69 @@ func running(t *testing.T, pod *corev1.Pod) {
 	}
 }
 
+// exitsOnTERM is a container that exits as soon as it is told to stop.
+const exitsOnTERM = "trap 'exit 0' TERM; while true; do sleep 1; done"
+
+// terminal waits until the kubelet has written the pod's terminal phase.
+func terminal(t *testing.T, ns, name string) {
+	t.Helper()
+	until(t, 60*time.Second, name+" in a terminal phase", func() (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, fmt.Errorf("phase %s", p.Status.Phase)
+	})
+}
+
+// stuck runs why on the pod until it judges it stuck (exit 2), and returns
+// that report.
+func stuck(t *testing.T, ns, name string, timeout time.Duration) report {
+	t.Helper()
+	var r report
+	until(t, timeout, name+" judged stuck", func() (bool, error) {
+		var code int
+		code, r = diagnosis(t, ns, name)
+		return code == 2, fmt.Errorf("exit %d, %+v", code, r.Items[0].Causes)
+	})
+	return r
+}
+
+// stopKubelet stops the node's kubelet; restart starts it again, once (the
+// test defers it, and may call it before).
+func stopKubelet(t *testing.T) (restart func()) {
+	node.StopKubelet()
+	done := false
+	return func() {
+		if !done {
+			done = true
+			if err := node.StartKubelet(context.Background()); err != nil {
+				t.Errorf("restarting the kubelet: %v", err)
+			}
+		}
+	}
+}
+
+// nodeUnknown waits until the node lifecycle controller marks the node
+// Unknown (its lease ran out), since.
+func nodeUnknown(t *testing.T, since time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	until(t, 90*time.Second, "node "+node.Name+" Ready=Unknown", func() (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionUnknown, fmt.Errorf("Ready=%s", c.Status)
+			}
+		}
+		return false, fmt.Errorf("no Ready condition")
+	})
+	t.Logf("node %s Unknown %s after the kubelet stopped", node.Name, time.Since(since).Round(100*time.Millisecond))
+}
+
 // gone waits until the pod is deleted.
 func gone(t *testing.T, ns, name string, timeout time.Duration) {
 	t.Helper()
@@ -380,7 +443,7 @@ func TestRealNodePodFinalizer(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "realnode-finalizer")
 	const hold = "e2e.example.com/hold"
-	running(t, podOn(ns, "held-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done", hold))
+	running(t, podOn(ns, "held-0", 5, exitsOnTERM, hold))
 	if err := client.CoreV1().Pods(ns).Delete(ctx, "held-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -392,12 +455,7 @@ func TestRealNodePodFinalizer(t *testing.T) {
 		final := p.DeletionGracePeriodSeconds != nil && *p.DeletionGracePeriodSeconds == 0
 		return final && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed), fmt.Errorf("phase %s, deletionGracePeriodSeconds %v", p.Status.Phase, p.DeletionGracePeriodSeconds)
 	})
-	var code int
-	var r report
-	until(t, 30*time.Second, "held-0 judged stuck", func() (bool, error) {
-		code, r = diagnosis(t, ns, "held-0")
-		return code == 2, fmt.Errorf("exit %d, %+v", code, r.Items[0].Causes)
-	})
+	r := stuck(t, ns, "held-0", 30*time.Second)
 	if top := r.Items[0].Causes[0]; top.Code != "FinalizerPending" || !strings.Contains(top.Summary, hold) {
 		t.Errorf("top cause %s: %s; want FinalizerPending naming %s", top.Code, top.Summary, hold)
 	}
@@ -454,23 +512,12 @@ func TestRealNodeWebhookRefusesTheFinalDelete(t *testing.T) {
 	}
 	defer remove()
 
-	running(t, podOn(ns, "pay-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done"))
+	running(t, podOn(ns, "pay-0", 5, exitsOnTERM))
 	if err := client.CoreV1().Pods(ns).Delete(ctx, "pay-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("the user's graceful DELETE (the webhook must not match it): %v", err)
 	}
-	until(t, 60*time.Second, "pay-0 in a terminal phase", func() (bool, error) {
-		p, err := client.CoreV1().Pods(ns).Get(ctx, "pay-0", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, fmt.Errorf("phase %s", p.Status.Phase)
-	})
-	var code int
-	var r report
-	until(t, 30*time.Second, "pay-0 judged stuck", func() (bool, error) {
-		code, r = diagnosis(t, ns, "pay-0")
-		return code == 2, fmt.Errorf("exit %d, %+v", code, r.Items[0].Causes)
-	})
+	terminal(t, ns, "pay-0")
+	r := stuck(t, ns, "pay-0", 30*time.Second)
 	if top := r.Items[0].Causes[0]; top.Code != "AdmissionWebhookDenied" || !strings.Contains(top.Summary, "guard.realnode.example.com") {
 		t.Errorf("top cause %s: %s; want AdmissionWebhookDenied naming guard.realnode.example.com", top.Code, top.Summary)
 	}
@@ -493,42 +540,20 @@ func TestRealNodeWebhookRefusesTheFinalDelete(t *testing.T) {
 func TestRealNodeKubeletStopped(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "realnode-kubelet")
-	running(t, podOn(ns, "orphan-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done"))
-	node.StopKubelet()
-	restarted := false
-	defer func() {
-		if !restarted {
-			if err := node.StartKubelet(ctx); err != nil {
-				t.Errorf("restarting the kubelet: %v", err)
-			}
-		}
-	}()
+	running(t, podOn(ns, "orphan-0", 5, exitsOnTERM))
 	start := time.Now()
+	restart := stopKubelet(t)
+	defer restart()
 	if err := client.CoreV1().Pods(ns).Delete(ctx, "orphan-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	until(t, 90*time.Second, "node "+node.Name+" Ready=Unknown", func() (bool, error) {
-		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionUnknown, fmt.Errorf("Ready=%s", c.Status)
-			}
-		}
-		return false, fmt.Errorf("no Ready condition")
-	})
-	t.Logf("node %s Unknown %s after the kubelet stopped", node.Name, time.Since(start).Round(100*time.Millisecond))
+	nodeUnknown(t, start)
 	code, r := diagnosis(t, ns, "orphan-0")
 	if top := r.Items[0].Causes[0]; code != 2 || top.Code != "NodeUnreachable" || r.Items[0].Severity != "critical" || !strings.Contains(top.Summary, node.Name) {
 		t.Errorf("with the kubelet stopped: exit %d, %+v; want exit 2, NodeUnreachable (critical) naming %s", code, r.Items[0], node.Name)
 	}
 	expectChecks(t, r, map[string]string{"node alive": "fail", "containers stopped": "fail", "final delete admitted": "pending"})
-	if err := node.StartKubelet(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	restart()
 	start = time.Now()
 	gone(t, ns, "orphan-0", 90*time.Second)
 	t.Logf("orphan-0 gone %s after the kubelet came back", time.Since(start).Round(100*time.Millisecond))
@@ -544,7 +569,7 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 func TestRealNodeBusyEmptyDir(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "realnode-emptydir")
-	pod := podOn(ns, "scratch-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done")
+	pod := podOn(ns, "scratch-0", 5, exitsOnTERM)
 	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
 	running(t, pod)
@@ -569,19 +594,8 @@ func TestRealNodeBusyEmptyDir(t *testing.T) {
 	if err := client.CoreV1().Pods(ns).Delete(ctx, "scratch-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	until(t, 60*time.Second, "scratch-0 in a terminal phase", func() (bool, error) {
-		p, err := client.CoreV1().Pods(ns).Get(ctx, "scratch-0", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, fmt.Errorf("phase %s", p.Status.Phase)
-	})
-	var code int
-	var r report
-	until(t, 60*time.Second, "scratch-0 judged stuck", func() (bool, error) {
-		code, r = diagnosis(t, ns, "scratch-0")
-		return code == 2, fmt.Errorf("exit %d, %+v", code, r.Items[0].Causes)
-	})
+	terminal(t, ns, "scratch-0")
+	r := stuck(t, ns, "scratch-0", 60*time.Second)
 	if p, err := client.CoreV1().Pods(ns).Get(ctx, "scratch-0", metav1.GetOptions{}); err != nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds == 0 {
 		t.Fatalf("the kubelet sent its final DELETE with the emptyDir busy: %v", err)
 	}
@@ -608,12 +622,11 @@ func TestRealNodeBusyEmptyDir(t *testing.T) {
 func TestRealNodeOutOfService(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "realnode-outofservice")
-	running(t, podOn(ns, "fenced-0", 5, "trap 'exit 0' TERM; while true; do sleep 1; done"))
-	node.StopKubelet()
+	running(t, podOn(ns, "fenced-0", 5, exitsOnTERM))
+	start := time.Now()
+	restart := stopKubelet(t)
 	defer func() {
-		if err := node.StartKubelet(ctx); err != nil {
-			t.Errorf("restarting the kubelet: %v", err)
-		}
+		restart()
 		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -626,23 +639,8 @@ func TestRealNodeOutOfService(t *testing.T) {
 	if err := client.CoreV1().Pods(ns).Delete(ctx, "fenced-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	until(t, 90*time.Second, "node "+node.Name+" Ready=Unknown", func() (bool, error) {
-		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionUnknown, fmt.Errorf("Ready=%s", c.Status)
-			}
-		}
-		return false, fmt.Errorf("no Ready condition")
-	})
-	var code int
-	until(t, 60*time.Second, "fenced-0 judged stuck", func() (bool, error) {
-		code, _ = diagnosis(t, ns, "fenced-0")
-		return code == 2, fmt.Errorf("exit %d", code)
-	})
+	nodeUnknown(t, start)
+	stuck(t, ns, "fenced-0", 60*time.Second)
 
 	args := []string{"fix", "pod/fenced-0", "-n", ns, "--max-risk", "destructive", "--settle", "90s"}
 	review := run(t, args...)
@@ -650,7 +648,7 @@ func TestRealNodeOutOfService(t *testing.T) {
 	if review.code != 1 || m == nil || !strings.Contains(review.stdout, "taint node/"+node.Name+" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute") {
 		t.Fatalf("the plan: exit %d\n%s%s", review.code, review.stdout, review.stderr)
 	}
-	start := time.Now()
+	start = time.Now()
 	res := run(t, append(args, "--confirm", m[1], "-o", "json")...)
 	var rec struct {
 		Outcomes []struct {
