@@ -134,8 +134,16 @@ func (c *Collector) nodeProxy(ctx context.Context, node, path string, into any) 
 // (it answers 502 or 503 for its own dial) said as such.
 func kubeletSkip(check string, err error) report.Skip {
 	sk := skipOf(check, err)
-	if sk.Reason == report.SkipError && (apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || isBadGateway(err)) {
+	switch {
+	case sk.Reason != report.SkipError:
+	case apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || isBadGateway(err):
 		sk.Reason = snapshot.SkipUnreachable
+	case apierrors.IsBadRequest(err):
+		// The node proxy dials only global unicast addresses ("address not
+		// allowed"): a node whose address is loopback or link-local is
+		// never reached, whatever runs there.
+		sk.Reason = snapshot.SkipUnreachable
+		sk.Detail = "the apiserver's node proxy refuses the node's address (it dials only global unicast addresses, not loopback or link-local): " + sk.Detail
 	}
 	return sk
 }

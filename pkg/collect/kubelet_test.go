@@ -62,6 +62,7 @@ func fakeNodeProxy(t *testing.T) (*kube.Clients, *[]string) {
 	}
 	mux.HandleFunc("/api/v1/nodes/node-2/proxy/", status(http.StatusForbidden, metav1.StatusReasonForbidden, `nodes "node-2" is forbidden: User "viewer" cannot get resource "nodes/proxy"`))
 	mux.HandleFunc("/api/v1/nodes/node-3/proxy/", status(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "error trying to reach service: dial tcp 198.18.0.2:10250: connect: connection refused"))
+	mux.HandleFunc("/api/v1/nodes/node-4/proxy/", status(http.StatusBadRequest, metav1.StatusReasonBadRequest, "address not allowed"))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	typed, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
@@ -78,7 +79,7 @@ func TestReadKubelets(t *testing.T) {
 		return podTarget(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name), DeletionTimestamp: &metav1.Time{}},
 			Spec: corev1.PodSpec{NodeName: node}})
 	}
-	s.Targets = []*snapshot.Target{pod("held", "node-1"), pod("gone", "node-1"), pod("hidden", "node-2"), pod("far", "node-3")}
+	s.Targets = []*snapshot.Target{pod("held", "node-1"), pod("gone", "node-1"), pod("hidden", "node-2"), pod("far", "node-3"), pod("loop", "node-4")}
 	c := &Collector{Clients: clients, Now: time.Now, Kubelet: true}
 	c.readKubelets(context.Background(), s)
 
@@ -93,13 +94,17 @@ func TestReadKubelets(t *testing.T) {
 	if _, ok := s.Kubelets["node-2"]; ok {
 		t.Error("node-2's kubelet refused: no view")
 	}
-	for target, want := range map[int]string{2: "Forbidden", 3: "Unreachable"} {
+	for target, want := range map[int]string{2: "Forbidden", 3: "Unreachable", 4: "Unreachable"} {
 		sk := s.Targets[target].Skipped
 		if len(sk) != 2 || string(sk[0].Reason) != want || !strings.HasPrefix(sk[0].Check, "nodes/node-") {
 			t.Errorf("%s: skipped %+v, want the two reads as %s", s.Targets[target].Ref.Name, sk, want)
 		}
 	}
-	if len(*asked) != 6 {
+	// A node address the proxy will not dial (loopback): said so.
+	if sk := s.Targets[4].Skipped; len(sk) == 0 || !strings.Contains(sk[0].Detail, "refuses the node's address") {
+		t.Errorf("loop: skipped %+v, want the refused address explained", sk)
+	}
+	if len(*asked) != 8 {
 		t.Errorf("one request per endpoint per node, got %v", *asked)
 	}
 

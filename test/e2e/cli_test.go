@@ -55,19 +55,8 @@ func TestObjectNotBeingDeleted(t *testing.T) {
 
 func TestOutputFormats(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	ns := namespace(t, "formats")
-	pod := scenario.PodSpec(ns, "held-0", liveNode)
-	pod.Finalizers = []string{"example.com/hold"}
-	if err := env.RunningPod(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.DeletePod(ctx, ns, "held-0", 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.WaitFinalDelete(ctx, ns, "held-0"); err != nil {
-		t.Fatal(err)
-	}
+	heldByFinalizer(t, ns, "held-0", "example.com/hold")
 
 	y := run(t, "list", "-n", ns, "-o", "yaml")
 	var r report

@@ -139,3 +139,27 @@ func kubeletNode(t *testing.T, name string) *scenario.FakeKubelet {
 	t.Cleanup(k.Close)
 	return k
 }
+
+// A kwok node's address is loopback, which the apiserver's node proxy
+// refuses to dial: --kubelet on a pod there reaches nothing, says which
+// reads it skipped, and changes no verdict.
+func TestKubeletOfAKwokNodeIsNeverDialled(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "kubelet-kwok")
+	heldByFinalizer(t, ns, "held-0", "example.com/hold")
+	want, wantRes := diagnose(t, "why", "pod/held-0", "-n", ns)
+	got, res := diagnose(t, "why", "pod/held-0", "-n", ns, "--kubelet")
+	it := only(t, got)
+	skipped := slices.ContainsFunc(it.Skipped, func(s skip) bool {
+		return s.Check == "nodes/"+liveNode+"/proxy/pods" && s.Reason == "Unreachable" && strings.Contains(s.Detail, "refuses the node's address")
+	})
+	wantCode := wantRes.code
+	if wantCode == 0 {
+		wantCode = 1 // a partial report never exits 0
+	}
+	if !skipped || res.code != wantCode || !slices.Equal(codesOf(it), codesOf(only(t, want))) {
+		t.Errorf("--kubelet on a kwok node: exit %d, skipped %+v, causes %v; want the reads skipped as Unreachable, the refused address explained, exit %d and %v", res.code, it.Skipped, codesOf(it), wantCode, codesOf(only(t, want)))
+	} else {
+		t.Logf("skipped %+v", it.Skipped)
+	}
+}

@@ -260,6 +260,27 @@ func namespace(t *testing.T, name string) string {
 
 // settle waits until an object's deadline is further back than the plugin's
 // settle time (30 s), after which a pending finalizer or a slow kubelet counts as stuck.
+// heldByFinalizer runs a pod on the kwok node, deletes it and waits until
+// the fake kubelet's final grace-0 DELETE is admitted (state D): the pod
+// stays for its finalizer. It returns the deletion's deadline.
+func heldByFinalizer(t *testing.T, ns, name, finalizer string) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	pod := scenario.PodSpec(ns, name, liveNode)
+	pod.Finalizers = []string{finalizer}
+	if err := env.RunningPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DeletePod(ctx, ns, name, 1); err != nil {
+		t.Fatal(err)
+	}
+	deadline, err := env.WaitFinalDelete(ctx, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deadline
+}
+
 func settle(t *testing.T, deadline time.Time) {
 	t.Helper()
 	if d := time.Until(deadline.Add(31 * time.Second)); d > 0 {

@@ -72,22 +72,9 @@ func TestPodOnDeadNode(t *testing.T) {
 
 func TestPodHeldByFinalizerAfterFinalDelete(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	ns := namespace(t, "finalizer")
-	pod := scenario.PodSpec(ns, "cache-0", liveNode)
-	pod.Finalizers = []string{"example.com/drain"}
-	if err := env.RunningPod(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.DeletePod(ctx, ns, "cache-0", 1); err != nil {
-		t.Fatal(err)
-	}
 	// The fake kubelet stops the containers and sends the final grace-0 DELETE (state D).
-	deadline, err := env.WaitFinalDelete(ctx, ns, "cache-0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	settle(t, deadline)
+	settle(t, heldByFinalizer(t, ns, "cache-0", "example.com/drain"))
 
 	r, res := diagnose(t, "why", "pods", "cache-0", "-n", ns)
 	if res.code != 2 {

@@ -72,9 +72,12 @@ type Lab struct {
 	Kubeconfig string
 	Server     string
 	AuditLog   string
-	opts       Options
-	procs      []*exec.Cmd
-	names      []string // of procs, by index
+	// ClientCA is the lab's client CA (see pki.go): the apiserver and a
+	// real kubelet trust the certificates it signs.
+	ClientCA string
+	opts     Options
+	procs    []*exec.Cmd
+	names    []string // of procs, by index
 }
 
 // State is what a detached lab leaves in Dir/lab.json for `lab down`.
@@ -89,7 +92,8 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	l = &Lab{Dir: o.Dir, Kubeconfig: filepath.Join(o.Dir, "kubeconfig"), AuditLog: filepath.Join(o.Dir, "audit.log"), opts: o}
+	l = &Lab{Dir: o.Dir, Kubeconfig: filepath.Join(o.Dir, "kubeconfig"), AuditLog: filepath.Join(o.Dir, "audit.log"),
+		ClientCA: filepath.Join(o.Dir, clientCACert), opts: o}
 	defer func() {
 		if err != nil {
 			l.Stop()
@@ -123,7 +127,10 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 	apiserver := []string{
 		"--etcd-servers=" + etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(ports[2]), "--cert-dir=" + path("certs"),
-		"--token-auth-file=" + path("tokens.csv"), "--authorization-mode=RBAC",
+		"--token-auth-file=" + path("tokens.csv"), "--client-ca-file=" + path(clientCACert),
+		// A real node's kubelet is system:node:NAME, held to its own node
+		// and pods by the Node authorizer and NodeRestriction, as kubeadm's.
+		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + path("sa.key"), "--service-account-signing-key-file=" + path("sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
@@ -131,7 +138,12 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		// Webhooks and aggregated APIs resolve to their Service's endpoints,
 		// never to a ClusterIP: with no endpoints nothing is dialled, and a
 		// local backend is reached on its own address.
-		"--enable-aggregator-routing=true"}
+		"--enable-aggregator-routing=true",
+		// The node proxy authenticates to kubelets with a client certificate,
+		// and dials a node by its InternalIP (kubeadm's order), never by a
+		// hostname the machine would have to resolve.
+		"--kubelet-client-certificate=" + path("kubelet-client.crt"), "--kubelet-client-key=" + path("kubelet-client.key"),
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname"}
 	if !o.Bench {
 		apiserver = append(apiserver, "--audit-policy-file="+path("audit-policy.yaml"), "--audit-log-path="+l.AuditLog)
 	}
@@ -164,7 +176,9 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		"--kubeconfig="+l.Kubeconfig, "--config="+path("kwok.yaml"),
 		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
 		"--node-lease-duration-seconds=20", "--server-address=127.0.0.1:"+strconv.Itoa(ports[4]),
-		"--cidr=10.244.0.0/16", "--node-ip=10.0.0.1"); err != nil {
+		// A kwok node's address is loopback, which the apiserver's node proxy
+		// refuses to dial: --kubelet on a kwok node reaches nothing.
+		"--cidr=10.244.0.0/16", "--node-ip=127.0.0.1"); err != nil {
 		return nil, err
 	}
 	if o.Detach {
@@ -193,6 +207,9 @@ func (l *Lab) writeFiles() error {
 		"audit-policy.yaml": auditPolicyYAML,
 		"kwok.yaml":         stagesYAML,
 		"kubeconfig":        []byte(Kubeconfig(l.Server)),
+	}
+	if err := l.writePKI(); err != nil {
+		return err
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(l.Dir, name), data, 0o600); err != nil {

@@ -12,6 +12,7 @@ package realnode
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,7 +144,7 @@ func Start(ctx context.Context, l *lab.Lab, o Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := n.writeFiles(apiPort); err != nil {
+	if err := n.writeFiles(apiPort, l); err != nil {
 		return nil, err
 	}
 	if err := n.spawn("containerd", "containerd", "--config", n.path("containerd.toml")); err != nil {
@@ -281,7 +282,13 @@ func (n *Node) listenInside(addr string) (net.Listener, error) {
 	return scenario.ListenIn(n.NetNS, addr)
 }
 
-func (n *Node) writeFiles(apiPort int) error {
+func (n *Node) writeFiles(apiPort int, l *lab.Lab) error {
+	// The kubelet is the node's own user, as a kubeadm node's: the Node
+	// authorizer and NodeRestriction hold it to its node and its pods.
+	cert, key, err := l.ClientCert("system:node:"+n.Name, "system:nodes")
+	if err != nil {
+		return err
+	}
 	files := map[string]string{
 		"containerd.toml": fmt.Sprintf(`version = 2
 root = %[1]q
@@ -319,7 +326,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   {"type": "bridge", "bridge": "rn0", "isGateway": true, "ipMasq": false,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "198.19.251.0/24"}]], "dataDir": %q}}]}
 `, n.path("cni/ipam")),
-		"kubelet.kubeconfig": lab.Kubeconfig(fmt.Sprintf("https://127.0.0.1:%d", apiPort)),
+		"kubelet.kubeconfig": fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster: {server: "https://127.0.0.1:%d", insecure-skip-tls-verify: true}
+users:
+- name: %[2]s
+  user: {client-certificate-data: %[3]s, client-key-data: %[4]s}
+contexts:
+- name: node
+  context: {cluster: lab, user: %[2]s}
+current-context: node
+`, apiPort, "system:node:"+n.Name, base64.StdEncoding.EncodeToString(cert), base64.StdEncoding.EncodeToString(key)),
 		"kubelet.yaml": fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://%[1]s
@@ -335,16 +354,20 @@ makeIPTablesUtilChains: false
 podLogsDir: %[3]s
 volumePluginDir: %[4]s
 resolvConf: ""
+# The apiserver's node proxy presents a certificate the lab's CA signed.
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
+  x509: {clientCAFile: %[5]s}
 authorization:
   mode: Webhook
+# A runtime call that hangs (a frozen pod) fails after 15 s, not 2 min.
+runtimeRequestTimeout: 15s
 # The machine's disk may be fuller than the defaults allow: never evict, never collect the images.
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-`, n.path("containerd.sock"), n.IP, n.path("pod-logs"), n.path("volume-plugins")),
+`, n.path("containerd.sock"), n.IP, n.path("pod-logs"), n.path("volume-plugins"), l.ClientCA),
 	}
 	for name, data := range files {
 		p := n.path(name)
@@ -454,6 +477,7 @@ func (n *Node) stop() error {
 	// The kubelet first, so it restarts nothing; then every process of the
 	// pods (their cgroups), the shims of this containerd, containerd.
 	n.kill("kubelet", 10*time.Second)
+	thawAll() // a frozen process takes no signal, not even SIGKILL
 	killAll(podPIDs())
 	killAll(shimPIDs(n.path("containerd.sock")))
 	n.kill("containerd", 10*time.Second)
@@ -663,6 +687,80 @@ func removeCgroups() error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("cgroups left: %s", strings.Join(left, ", "))
+}
+
+// FreezePod freezes the pod's cgroup (the pod-level freezer: freezing a
+// container's own cgroup does not stick, runc thaws it to kill): from then
+// on the runtime can neither stop nor kill its processes. Thaw with ThawPod.
+func FreezePod(uid string) error { return setFrozen(uid, true) }
+
+// ThawPod thaws a pod FreezePod froze.
+func ThawPod(uid string) error { return setFrozen(uid, false) }
+
+// setFrozen freezes or thaws the pod's cgroup, cgroup v1 (freezer.state) or
+// v2 (cgroup.freeze), and waits until the kernel says it is done.
+func setFrozen(uid string, frozen bool) error {
+	dir, err := podCgroup(uid)
+	if err != nil {
+		return err
+	}
+	file, value, doneFile, done := "freezer.state", "THAWED", "freezer.state", "THAWED"
+	if frozen {
+		value, done = "FROZEN", "FROZEN"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.freeze")); err == nil {
+		file, value, doneFile, done = "cgroup.freeze", "0", "cgroup.events", "frozen 0"
+		if frozen {
+			value, done = "1", "frozen 1"
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
+		return fmt.Errorf("writing %s to %s: %w", value, filepath.Join(dir, file), err)
+	}
+	return waitFor(context.Background(), 10*time.Second, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, doneFile))
+		return err == nil && strings.Contains(string(b), done)
+	})
+}
+
+// podCgroup is the pod's cgroup in the freezer hierarchy (v1) or the v2
+// root: kubepods[/<qos>]/pod<uid>, as the kubelet's cgroupfs driver names it.
+func podCgroup(uid string) (string, error) {
+	root := freezerRoot()
+	var found string
+	_ = filepath.WalkDir(filepath.Join(root, "kubepods"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "pod"+uid {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if found == "" {
+		return "", fmt.Errorf("no cgroup for pod %s under %s", uid, filepath.Join(root, "kubepods"))
+	}
+	return found, nil
+}
+
+// freezerRoot is the v1 freezer hierarchy, or the v2 root.
+func freezerRoot() string {
+	if _, err := os.Stat("/sys/fs/cgroup/freezer"); err == nil {
+		return "/sys/fs/cgroup/freezer"
+	}
+	return "/sys/fs/cgroup"
+}
+
+// thawAll thaws every kubepods cgroup, for the teardown.
+func thawAll() {
+	_ = filepath.WalkDir(filepath.Join(freezerRoot(), "kubepods"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			for file, value := range map[string]string{"freezer.state": "THAWED", "cgroup.freeze": "0"} {
+				if _, err := os.Stat(filepath.Join(p, file)); err == nil {
+					_ = os.WriteFile(filepath.Join(p, file), []byte(value), 0o644)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // createdDirs are directories outside the node's own that the kubelet or

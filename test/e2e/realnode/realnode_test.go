@@ -220,21 +220,55 @@ type report struct {
 			Status string `json:"status"`
 			Detail string `json:"detail"`
 		} `json:"checks"`
+		Skipped []struct{ Check, Reason, Detail string } `json:"skipped"`
 	} `json:"items"`
 }
 
 // diagnosis runs why on one pod, -o json, and returns its exit code and
 // its one item (failing the test on anything else).
-func diagnosis(t *testing.T, ns, pod string) (int, report) {
+func diagnosis(t *testing.T, ns, pod string, flags ...string) (int, report) {
 	t.Helper()
-	res := run(t, "why", "pod/"+pod, "-n", ns, "-o", "json")
+	res := run(t, append([]string{"why", "pod/" + pod, "-n", ns, "-o", "json"}, flags...)...)
 	var r report
 	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil || len(r.Items) != 1 || len(r.Items[0].Causes) == 0 {
-		t.Fatalf("why pod/%s: exit %d, not a report of one diagnosed item (%v)\n%s%s", pod, res.code, err, res.stdout, res.stderr)
+		t.Fatalf("why pod/%s %v: exit %d, not a report of one diagnosed item (%v)\n%s%s", pod, flags, res.code, err, res.stdout, res.stderr)
 	}
 	top := r.Items[0].Causes[0]
-	t.Logf("why pod/%s: exit %d, %s %s: %s", pod, res.code, r.Items[0].Severity, top.Code, top.Summary)
+	t.Logf("why pod/%s %v: exit %d, %s %s: %s", pod, flags, res.code, r.Items[0].Severity, top.Code, top.Summary)
 	return res.code, r
+}
+
+// askingTheKubelet runs why on one pod with --kubelet: the real kubelet's
+// /pods and /stats/summary through the apiserver's node proxy. Both must
+// answer (nothing skipped): each row the kubelet decides says so.
+func askingTheKubelet(t *testing.T, ns, pod string) (int, report) {
+	t.Helper()
+	code, r := diagnosis(t, ns, pod, "--kubelet")
+	if len(r.Items[0].Skipped) > 0 {
+		t.Errorf("--kubelet: reads skipped %+v; want the real kubelet's /pods and /stats/summary read", r.Items[0].Skipped)
+	}
+	return code, r
+}
+
+// detail is the detail of a checklist row.
+func (r report) detail(name string) string {
+	for _, c := range r.Items[0].Checks {
+		if c.Name == name {
+			return c.Detail
+		}
+	}
+	return ""
+}
+
+// fromKubelet fails the test unless each named row was decided by the
+// kubelet (its detail quotes it) and says what is wanted.
+func fromKubelet(t *testing.T, r report, want map[string]string) {
+	t.Helper()
+	for name, says := range want {
+		if d := r.detail(name); !strings.Contains(d, "kubelet on "+node.Name) || !strings.Contains(d, says) {
+			t.Errorf("check %q: %q; want the kubelet's word, %q", name, d, says)
+		}
+	}
 }
 
 // checks are a report's checklist rows, name to status.
@@ -376,19 +410,22 @@ func TestRealNodeNormalDeletion(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "realnode-normal")
 	// On SIGTERM it takes a few seconds to exit, well inside its grace period.
-	running(t, podOn(ns, "web-0", 30, "trap 'sleep 4; exit 0' TERM; while true; do sleep 1; done"))
+	running(t, podOn(ns, "web-0", 30, "trap 'sleep 8; exit 0' TERM; while true; do sleep 1; done"))
 
 	start := time.Now()
 	if err := client.CoreV1().Pods(ns).Delete(ctx, "web-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The container takes about 4 s to exit: the pod is terminating, and
-	// progressing, for that long.
+	// The container takes about 8 s to exit: the pod is terminating, and
+	// progressing, for that long, as the API and the kubelet both say.
 	code, r := diagnosis(t, ns, "web-0")
 	if code != 0 || r.Items[0].Stuck {
 		t.Errorf("why during the deletion (%s after the DELETE): exit %d, report %+v; want exit 0, not stuck", time.Since(start), code, r)
 	} else {
 		t.Logf("why during the deletion: %s, causes %+v", r.Items[0].Severity, r.Items[0].Causes)
+	}
+	if code, r = askingTheKubelet(t, ns, "web-0"); code != 0 || r.Items[0].Stuck {
+		t.Errorf("why --kubelet during the deletion (%s after the DELETE): exit %d, report %+v; want exit 0, not stuck", time.Since(start), code, r)
 	}
 
 	gone(t, ns, "web-0", 60*time.Second)
@@ -427,6 +464,12 @@ func TestRealNodeSIGTERMIgnored(t *testing.T) {
 		t.Errorf("inside the grace period: exit %d, %+v; want exit 0, WithinGracePeriod (info)", code, r.Items[0])
 	}
 	expectChecks(t, r, map[string]string{"grace period over": "pending", "containers stopped": "pending", "node alive": "pass", "final delete admitted": "pending"})
+	code, r = askingTheKubelet(t, ns, "stubborn-0")
+	if top := r.Items[0].Causes[0]; code != 0 || top.Code != "WithinGracePeriod" {
+		t.Errorf("--kubelet inside the grace period: exit %d, %+v; want exit 0, WithinGracePeriod", code, r.Items[0])
+	}
+	expectChecks(t, r, map[string]string{"containers stopped": "pending"})
+	fromKubelet(t, r, map[string]string{"containers stopped": "running: app", "cgroup sandbox removed": "reports the pod's cgroup"})
 	gone(t, ns, "stubborn-0", grace+60*time.Second)
 	if took := time.Since(start); took < grace {
 		t.Errorf("gone %s after its DELETE, before its %s grace period ended: SIGTERM was not ignored", took, grace)
@@ -461,6 +504,13 @@ func TestRealNodePodFinalizer(t *testing.T) {
 	}
 	expectChecks(t, r, map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "final delete admitted": "pass",
 		"node alive": "pass", "volumes unmounted": "pass", "finalizers cleared": "fail"})
+	// The kubelet keeps the pod (its /pods lists it), with nothing left of it on the node.
+	code, r := askingTheKubelet(t, ns, "held-0")
+	if top := r.Items[0].Causes[0]; code != 2 || top.Code != "FinalizerPending" {
+		t.Errorf("--kubelet: exit %d, top cause %s; want exit 2, FinalizerPending", code, top.Code)
+	}
+	expectChecks(t, r, map[string]string{"containers stopped": "pass", "cgroup sandbox removed": "pass", "final delete admitted": "pass"})
+	fromKubelet(t, r, map[string]string{"containers stopped": "no container running", "cgroup sandbox removed": "no cgroup stats"})
 	patch := []byte(`[{"op":"test","path":"/metadata/finalizers/0","value":"` + hold + `"},{"op":"remove","path":"/metadata/finalizers/0"}]`)
 	if _, err := client.CoreV1().Pods(ns).Patch(ctx, "held-0", types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -525,10 +575,78 @@ func TestRealNodeWebhookRefusesTheFinalDelete(t *testing.T) {
 	if p, err := client.CoreV1().Pods(ns).Get(ctx, "pay-0", metav1.GetOptions{}); err != nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds == 0 {
 		t.Errorf("the kubelet's final DELETE went through despite the webhook: %v", err)
 	}
+	// The kubelet has done everything but that DELETE, and still retries it.
+	code, r := askingTheKubelet(t, ns, "pay-0")
+	if top := r.Items[0].Causes[0]; code != 2 || top.Code != "AdmissionWebhookDenied" {
+		t.Errorf("--kubelet: exit %d, top cause %s; want exit 2, AdmissionWebhookDenied", code, top.Code)
+	}
+	expectChecks(t, r, map[string]string{"containers stopped": "pass", "cgroup sandbox removed": "pass", "final delete admitted": "fail"})
+	fromKubelet(t, r, map[string]string{"containers stopped": "no container running", "cgroup sandbox removed": "no cgroup stats"})
 	remove()
 	start := time.Now()
 	gone(t, ns, "pay-0", 90*time.Second)
 	t.Logf("pay-0 gone %s after the webhook was removed (the kubelet's next sync)", time.Since(start).Round(100*time.Millisecond))
+}
+
+// TestRealNodeRuntimeCannotKill: the pod's cgroup is frozen (the pod-level
+// freezer), so the runtime can neither stop nor kill its container. The
+// kubelet's StopContainer and StopPodSandbox time out (15 s each here, its
+// runtimeRequestTimeout; 2 min by default) and it reports FailedKillPod
+// naming both: ContainerKillFailed (critical), the container running in
+// the API and in the kubelet's /pods. Thawed, the kubelet's next attempt
+// kills it and the pod is gone.
+func TestRealNodeRuntimeCannotKill(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "realnode-frozen")
+	running(t, podOn(ns, "frozen-0", 2, exitsOnTERM))
+	p, err := client.CoreV1().Pods(ns).Get(ctx, "frozen-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := realnode.FreezePod(string(p.UID)); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			if err := realnode.ThawPod(string(p.UID)); err != nil {
+				t.Errorf("thawing frozen-0: %v", err)
+			}
+		}
+	}
+	defer thaw()
+	start := time.Now()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "frozen-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var message string
+	until(t, 3*time.Minute, "the kubelet's FailedKillPod event", func() (bool, error) {
+		events, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=frozen-0,reason=FailedKillPod"})
+		if err != nil || len(events.Items) == 0 {
+			return false, err
+		}
+		message = events.Items[0].Message
+		return true, nil
+	})
+	t.Logf("FailedKillPod %s after the DELETE: %s", time.Since(start).Round(100*time.Millisecond), message)
+	if !strings.Contains(message, `"KillContainer"`) || !strings.Contains(message, `"KillPodSandbox"`) {
+		t.Errorf("FailedKillPod names %q; want both KillContainer and KillPodSandbox", message)
+	}
+	code, r := diagnosis(t, ns, "frozen-0")
+	if top := r.Items[0].Causes[0]; code != 2 || top.Code != "ContainerKillFailed" || r.Items[0].Severity != "critical" {
+		t.Errorf("the runtime unable to kill: exit %d, %+v; want exit 2, ContainerKillFailed (critical)", code, r.Items[0])
+	}
+	expectChecks(t, r, map[string]string{"grace period over": "pass", "node alive": "pass", "containers stopped": "fail", "final delete admitted": "pending"})
+	code, r = askingTheKubelet(t, ns, "frozen-0")
+	if top := r.Items[0].Causes[0]; code != 2 || top.Code != "ContainerKillFailed" {
+		t.Errorf("--kubelet: exit %d, top cause %s; want exit 2, ContainerKillFailed", code, top.Code)
+	}
+	fromKubelet(t, r, map[string]string{"containers stopped": "running: app", "cgroup sandbox removed": "reports the pod's cgroup"})
+	thaw()
+	start = time.Now()
+	gone(t, ns, "frozen-0", 3*time.Minute)
+	t.Logf("frozen-0 gone %s after it was thawed (the kubelet's next attempt)", time.Since(start).Round(100*time.Millisecond))
 }
 
 // TestRealNodeKubeletStopped: the kubelet stops (its containers run on
@@ -553,6 +671,20 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 		t.Errorf("with the kubelet stopped: exit %d, %+v; want exit 2, NodeUnreachable (critical) naming %s", code, r.Items[0], node.Name)
 	}
 	expectChecks(t, r, map[string]string{"node alive": "fail", "containers stopped": "fail", "final delete admitted": "pending"})
+	// --kubelet: nothing answers on the node; the reads are skipped, said
+	// why, within the per-node timeout, and the verdict is the same.
+	asked := time.Now()
+	code, r = diagnosis(t, ns, "orphan-0", "--kubelet")
+	took := time.Since(asked)
+	skipped := slices.ContainsFunc(r.Items[0].Skipped, func(s struct{ Check, Reason, Detail string }) bool {
+		return strings.HasPrefix(s.Check, "nodes/"+node.Name+"/proxy/") && s.Reason != ""
+	})
+	if top := r.Items[0].Causes[0]; code != 2 || top.Code != "NodeUnreachable" || !skipped || took > 30*time.Second {
+		t.Errorf("--kubelet with the kubelet stopped: exit %d, top %s, skipped %+v, took %s; want exit 2, NodeUnreachable, the kubelet's reads skipped, bounded",
+			code, top.Code, r.Items[0].Skipped, took)
+	} else {
+		t.Logf("--kubelet with the kubelet stopped: %s, skipped %+v", took.Round(100*time.Millisecond), r.Items[0].Skipped)
+	}
 	restart()
 	start = time.Now()
 	gone(t, ns, "orphan-0", 90*time.Second)
@@ -603,6 +735,15 @@ func TestRealNodeBusyEmptyDir(t *testing.T) {
 		t.Errorf("top cause %s: %s; want VolumeTeardownPending naming the emptyDir scratch", top.Code, top.Summary)
 	}
 	expectChecks(t, r, map[string]string{"containers stopped": "pass", "terminal phase reported": "pass", "volumes unmounted": "unknown", "final delete admitted": "pending"})
+	// With --kubelet: /pods lists the pod, /stats/summary no longer does
+	// (it drops a pod's volumes with its cgroup), so the volume stays
+	// unknown: never "unmounted" for a volume the kubelet has not reported.
+	code, r := askingTheKubelet(t, ns, "scratch-0")
+	if top := r.Items[0].Causes[0]; code != 2 || top.Code != "VolumeTeardownPending" || !strings.Contains(top.Summary, "scratch") {
+		t.Errorf("--kubelet: exit %d, top cause %s: %s; want exit 2, VolumeTeardownPending naming scratch", code, top.Code, top.Summary)
+	}
+	expectChecks(t, r, map[string]string{"containers stopped": "pass", "volumes unmounted": "unknown", "cgroup sandbox removed": "pass"})
+	fromKubelet(t, r, map[string]string{"containers stopped": "no container running", "cgroup sandbox removed": "no cgroup stats"})
 	// What the report infers is what the kubelet says, in its log only.
 	if log, err := os.ReadFile(filepath.Join(node.Dir, "logs", "kubelet.log")); err != nil || !strings.Contains(string(log), "target is busy") {
 		t.Errorf("the kubelet's log does not say the unmount is busy (%v)", err)
