@@ -177,6 +177,22 @@ func Start(ctx context.Context, l *lab.Lab, o Options) (n *Node, err error) {
 // down, as after a crash or a bad upgrade.
 func (n *Node) StopKubelet() { n.kill("kubelet", 10*time.Second) }
 
+// FreezeKubelet stops the kubelet's process (SIGSTOP) without ending it:
+// its port still accepts connections that nothing answers, as a kubelet
+// that hangs. ThawKubelet lets it run on (SIGCONT).
+func (n *Node) FreezeKubelet() error { return n.signal("kubelet", syscall.SIGSTOP) }
+
+// ThawKubelet resumes a kubelet FreezeKubelet stopped.
+func (n *Node) ThawKubelet() error { return n.signal("kubelet", syscall.SIGCONT) }
+
+func (n *Node) signal(name string, sig syscall.Signal) error {
+	cmd := n.procs[name]
+	if cmd == nil || cmd.Process == nil {
+		return fmt.Errorf("%s is not running", name)
+	}
+	return cmd.Process.Signal(sig)
+}
+
 // StartKubelet starts the node's kubelet and waits until the node is Ready.
 func (n *Node) StartKubelet(ctx context.Context) error {
 	// A restarted kubelet logs after the one before it.
@@ -547,6 +563,7 @@ func (n *Node) kill(name string, grace time.Duration) {
 		pids = pidsWith(name, n.Dir+"/")
 	}
 	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGCONT) // a frozen kubelet takes its SIGTERM only once resumed
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		deadline := time.Now().Add(grace)
 		for alive(pid) && time.Now().Before(deadline) {
@@ -776,6 +793,10 @@ type HostState struct {
 	NetNS       []string
 	ShimSockets []string
 	Dirs        []string
+	// Firewall is the machine's iptables and ip6tables rules (iptables-save,
+	// counters and comments left out); Links its network interfaces.
+	Firewall []string
+	Links    []string
 }
 
 // Snapshot reads the machine's state a real node may change.
@@ -802,7 +823,48 @@ func Snapshot() HostState {
 			s.Dirs = append(s.Dirs, d)
 		}
 	}
+	s.Firewall = firewallRules()
+	s.Links = links()
 	return s
+}
+
+// counters are iptables-save's packet and byte counts, [packets:bytes].
+var counters = regexp.MustCompile(`\[\d+:\d+\]`)
+
+// firewallRules are the machine's IPv4 and IPv6 tables, chains and rules, as
+// iptables-save prints them, without its comments and counters (which
+// change with traffic, not with what a node leaves).
+func firewallRules() []string {
+	var rules []string
+	for _, save := range []string{"iptables-save", "ip6tables-save"} {
+		if _, err := exec.LookPath(save); err != nil {
+			continue // no iptables: nothing of it to change
+		}
+		out, err := exec.Command(save).Output()
+		if err != nil {
+			rules = append(rules, save+" failed: "+err.Error())
+			continue
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if l = strings.TrimSpace(counters.ReplaceAllString(l, "")); l != "" && !strings.HasPrefix(l, "#") {
+				rules = append(rules, save+": "+l)
+			}
+		}
+	}
+	return rules
+}
+
+// links are the names of the machine's network interfaces.
+func links() []string {
+	out, _ := exec.Command("ip", "-o", "link", "show").Output()
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // Equal says whether two snapshots agree.
@@ -833,6 +895,8 @@ func (s HostState) Diff(o HostState) string {
 	list("netns", s.NetNS, o.NetNS)
 	list("shim socket", s.ShimSockets, o.ShimSockets)
 	list("directory", s.Dirs, o.Dirs)
+	list("firewall rule", s.Firewall, o.Firewall)
+	list("network interface", s.Links, o.Links)
 	return strings.Join(d, "; ")
 }
 

@@ -377,22 +377,25 @@ func stopKubelet(t *testing.T) (restart func()) {
 
 // nodeUnknown waits until the node lifecycle controller marks the node
 // Unknown (its lease ran out), since.
-func nodeUnknown(t *testing.T, since time.Time) {
+func nodeUnknown(t *testing.T, since time.Time) { nodeReadyBecomes(t, corev1.ConditionUnknown, since) }
+
+// nodeReadyBecomes waits until the node's Ready condition has status, since.
+func nodeReadyBecomes(t *testing.T, status corev1.ConditionStatus, since time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	until(t, 90*time.Second, "node "+node.Name+" Ready=Unknown", func() (bool, error) {
+	until(t, 90*time.Second, "node "+node.Name+" Ready="+string(status), func() (bool, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionUnknown, fmt.Errorf("Ready=%s", c.Status)
+				return c.Status == status, fmt.Errorf("Ready=%s", c.Status)
 			}
 		}
 		return false, fmt.Errorf("no Ready condition")
 	})
-	t.Logf("node %s Unknown %s after the kubelet stopped", node.Name, time.Since(since).Round(100*time.Millisecond))
+	t.Logf("node %s Ready=%s, %s after the kubelet stopped or came back", node.Name, status, time.Since(since).Round(100*time.Millisecond))
 }
 
 // gone waits until the pod is deleted.
@@ -689,6 +692,54 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 	start = time.Now()
 	gone(t, ns, "orphan-0", 90*time.Second)
 	t.Logf("orphan-0 gone %s after the kubelet came back", time.Since(start).Round(100*time.Millisecond))
+}
+
+// TestRealNodeKubeletHangs: the kubelet's process is stopped (SIGSTOP): its
+// port accepts connections nobody answers, so the apiserver's node proxy
+// waits with no timeout of its own. The verdict is the same as for a
+// kubelet that is gone (NodeUnreachable once the node is Unknown), and
+// --kubelet costs the per-node timeout, its reads skipped as Timeout.
+// Resumed, the kubelet runs the shutdown it missed.
+func TestRealNodeKubeletHangs(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "realnode-hung")
+	running(t, podOn(ns, "stalled-0", 5, exitsOnTERM))
+	start := time.Now()
+	if err := node.FreezeKubelet(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := node.ThawKubelet(); err != nil {
+				t.Errorf("resuming the kubelet: %v", err)
+				return
+			}
+			nodeReadyBecomes(t, corev1.ConditionTrue, time.Now()) // for the tests after
+		}
+	}
+	defer resume()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "stalled-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodeUnknown(t, start)
+	asked := time.Now()
+	code, r := diagnosis(t, ns, "stalled-0", "--kubelet")
+	took := time.Since(asked)
+	timedOut := slices.ContainsFunc(r.Items[0].Skipped, func(s struct{ Check, Reason, Detail string }) bool {
+		return s.Check == "nodes/"+node.Name+"/proxy/pods" && s.Reason == "Timeout"
+	})
+	if top := r.Items[0].Causes[0]; code != 2 || top.Code != "NodeUnreachable" || !timedOut || took > 30*time.Second {
+		t.Errorf("--kubelet with the kubelet hung: exit %d, top %s, skipped %+v, took %s; want exit 2, NodeUnreachable, the reads skipped as Timeout within the per-node timeout",
+			code, top.Code, r.Items[0].Skipped, took)
+	} else {
+		t.Logf("--kubelet with the kubelet hung: %s, skipped %+v", took.Round(100*time.Millisecond), r.Items[0].Skipped)
+	}
+	resume()
+	start = time.Now()
+	gone(t, ns, "stalled-0", 90*time.Second)
+	t.Logf("stalled-0 gone %s after the kubelet was resumed", time.Since(start).Round(100*time.Millisecond))
 }
 
 // TestRealNodeBusyEmptyDir: a process on the node keeps a memory-backed
