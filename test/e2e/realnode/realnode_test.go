@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/realnode"
@@ -819,12 +820,17 @@ func TestRealNodeOutOfService(t *testing.T) {
 	restart := stopKubelet(t)
 	defer func() {
 		restart()
-		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == corev1.TaintNodeOutOfService })
-		if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		// The kubelet and the node lifecycle controller write the node too:
+		// read it again on a conflict.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == corev1.TaintNodeOutOfService })
+			_, err = client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
 			t.Errorf("removing the out-of-service taint: %v", err)
 		}
 	}()
