@@ -24,8 +24,13 @@ const (
 	ExitStuck = 2 // at least one stuck object reported
 )
 
-// ExitCodeError carries an exit code other than 1 out of a command.
-type ExitCodeError struct{ Code int }
+// ExitCodeError carries an exit code other than 1 out of a command, and a
+// line for stderr that qualifies the verdict (Warning: a partial report
+// that still found something stuck).
+type ExitCodeError struct {
+	Code    int
+	Warning string
+}
 
 func (e *ExitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
@@ -34,16 +39,20 @@ func (e *ExitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.
 type PartialError struct{ Missing []report.Skip }
 
 func (e *PartialError) Error() string {
+	return "nothing stuck was found, but " + partial(e.Missing) + " (--allow-partial accepts a partial report)"
+}
+
+// partial says which reads a partial report lacks, the first three by name.
+func partial(missing []report.Skip) string {
 	var parts []string
-	for i, m := range e.Missing {
+	for i, m := range missing {
 		if i == 3 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(e.Missing)-i))
+			parts = append(parts, fmt.Sprintf("and %d more", len(missing)-i))
 			break
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", m.Check, m.Reason))
 	}
-	return fmt.Sprintf("nothing stuck was found, but the report is partial: could not read %s; the report lists them under skipped (--allow-partial accepts a partial report)",
-		report.Safe(strings.Join(parts, ", ")))
+	return fmt.Sprintf("the report is partial: could not read %s; the report lists them under skipped", report.Safe(strings.Join(parts, ", ")))
 }
 
 // ExitCode maps a command's error to the process exit code.

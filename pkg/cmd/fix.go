@@ -50,8 +50,17 @@ behind.
 On a terminal the plan is shown and applied after a y/N prompt. Without one,
 nothing is applied unless --confirm repeats the digest printed with the plan:
 a runbook applies exactly the plan a person reviewed, and a cluster that
-changed since refuses it. Exit 0: every object gone; 2: some still held;
-1: an error, a refused request, or a plan not confirmed.`,
+changed since refuses it. After y, the objects are planned again: a plan
+that changed while the prompt waited is shown and asked again.
+
+Every step is sent only if a fresh diagnosis, just before it, still plans
+it within the same limits, for the same object (uid) at the version it was
+decided on (resourceVersion): a node revived or recreated, a controller
+come back, a webhook configuration recreated or changed stops the fix.
+
+Exit 0: every object gone, or no longer stuck and finishing by itself;
+2: some still held; 1: an error, a refused or failed request, a plan not
+confirmed, or a partial diagnosis that cannot say nothing is stuck.`,
 		Example: `  # Review the plan for an object whose operator was uninstalled (nothing is applied)
   kubectl terminating fix widgets.example.com/w1 -n shop --max-risk high < /dev/null
 
@@ -109,20 +118,27 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 	defer cancel()
 	bound := "--timeout " + o.Timeout.String()
 
+	limits := fix.Limits{MaxRisk: maxRisk, AllowLiveController: f.allowLiveController}
+	human := format == ""
 	var rec fix.Record
+	var diagnosis report.Report
 	err = o.settle(sig, ctx, bound, 0, func() error {
-		r, err := o.Diagnose(ctx)
+		// plan diagnoses the objects again and plans within the limits.
+		plan := func() (fix.Plan, error) {
+			var err error
+			diagnosis, err = o.Diagnose(ctx)
+			return fix.MakePlan(diagnosis, limits), err
+		}
+		p, err := plan()
 		if err != nil {
 			return err
 		}
-		plan := fix.MakePlan(r, fix.Limits{MaxRisk: maxRisk, AllowLiveController: f.allowLiveController})
-		human := format == ""
 		if human {
-			if err := fix.WritePlan(o.Out, plan, o.width()); err != nil {
+			if err := fix.WritePlan(o.Out, p, o.width()); err != nil {
 				return err
 			}
 		}
-		confirmed, err := o.confirmFix(plan, f)
+		confirmed, p, err := o.confirmFix(p, f, plan, human)
 		if err != nil {
 			return err
 		}
@@ -133,10 +149,11 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 		o.IgnoreNotFound = true // an object the fix deleted is gone, not an error
 		runner := fix.Runner{
 			Sender:   fix.Sender{Dynamic: clients.Dynamic, DryRun: f.dryRun == "server", Now: o.now},
+			Limits:   limits,
 			Diagnose: o.Diagnose,
 			Settle:   f.settle, Poll: time.Second,
 		}
-		rec = runner.Run(ctx, plan, confirmed)
+		rec = runner.Run(ctx, p, confirmed)
 		if human {
 			fmt.Fprintln(o.Out)
 			return fix.WriteRecord(o.Out, rec, o.width())
@@ -146,33 +163,56 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 	if err != nil {
 		return err
 	}
-	return fixExit(rec)
+	return fixExit(rec, diagnosis.Incomplete())
 }
 
-// confirmFix returns how the plan was confirmed: on a terminal by a y/N
-// answer, else by --confirm naming its digest; "" with a plan that sends
-// nothing. A plan not confirmed is an error: nothing is sent.
-func (o *Options) confirmFix(p fix.Plan, f *fixOptions) (string, error) {
+// confirmFix returns how the plan was confirmed, and the plan confirmed: on
+// a terminal by a y/N answer, after which the objects are planned again
+// (replan) and a plan that changed while the prompt waited is shown and
+// asked again; else by --confirm naming its digest; "" with a plan that
+// sends nothing. A plan not confirmed is an error: nothing is sent.
+func (o *Options) confirmFix(p fix.Plan, f *fixOptions, replan func() (fix.Plan, error), human bool) (string, fix.Plan, error) {
 	switch {
-	case p.Steps() == 0:
-		return "", nil
 	case f.confirm != "" && f.confirm != p.Digest:
-		return "", fmt.Errorf("nothing applied: the plan's digest is %s, not %s: the cluster changed since the plan was reviewed; review the new plan", p.Digest, report.Safe(f.confirm))
+		return "", p, fmt.Errorf("nothing applied: the plan's digest is %s, not %s: the cluster changed since the plan was reviewed; review the new plan", p.Digest, report.Safe(f.confirm))
+	case p.Steps() == 0:
+		return "", p, nil
 	case f.confirm != "":
-		return "digest", nil
+		return "digest", p, nil
 	case f.dryRun == "server":
-		return "dry run", nil
+		return "dry run", p, nil
 	}
 	in, ok := o.In.(*os.File)
 	if !ok || !term.IsTerminal(int(in.Fd())) || !o.isTerminal(o.ErrOut) {
-		return "", fmt.Errorf("nothing applied: without a terminal, fix applies a plan only with --confirm %s (its digest, printed above)", p.Digest)
+		return "", p, fmt.Errorf("nothing applied: without a terminal, fix applies a plan only with --confirm %s (its digest, printed above)", p.Digest)
 	}
-	fmt.Fprintf(o.ErrOut, "Apply plan %s (%s)? [y/N] ", p.Digest, report.Count(p.Steps(), "request"))
-	answer, _ := bufio.NewReader(io.LimitReader(in, 64)).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-		return "", fmt.Errorf("nothing applied: the plan was not confirmed")
+	answers := bufio.NewReaderSize(in, 64) // an answer is a short line: a longer one is no
+	for {
+		fmt.Fprintf(o.ErrOut, "Apply plan %s (%s)? [y/N] ", p.Digest, report.Count(p.Steps(), "request"))
+		answer, _ := answers.ReadSlice('\n')
+		if a := strings.ToLower(strings.TrimSpace(string(answer))); a != "y" && a != "yes" {
+			return "", p, fmt.Errorf("nothing applied: the plan was not confirmed")
+		}
+		fresh, err := replan()
+		if err != nil {
+			return "", p, err
+		}
+		if fresh.Digest == p.Digest {
+			return "terminal", p, nil
+		}
+		fmt.Fprintf(o.ErrOut, "The cluster changed while the plan waited for an answer: plan %s is now plan %s.\n", p.Digest, fresh.Digest)
+		out := o.Out
+		if !human {
+			out = o.ErrOut
+		}
+		if err := fix.WritePlan(out, fresh, o.width()); err != nil {
+			return "", p, err
+		}
+		if fresh.Steps() == 0 {
+			return "", fresh, nil
+		}
+		p = fresh
 	}
-	return "terminal", nil
 }
 
 func writeRecord(w io.Writer, rec fix.Record, format string) error {
@@ -187,21 +227,32 @@ func writeRecord(w io.Writer, rec fix.Record, format string) error {
 	return err
 }
 
-// fixExit: 0 when every object is gone or finishing by itself, 1 when a
-// request failed, 2 when some are still held.
-func fixExit(rec fix.Record) error {
-	held := false
+// fixExit: 1 when a request failed or a step was refused; 2 when some
+// object is still held; 0 when every object is gone, or no longer stuck
+// and finishing by itself, as why's 0, which a partial diagnosis cannot
+// say (1, as why).
+func fixExit(rec fix.Record, missing []report.Skip) error {
+	held, progressing := false, false
 	for _, out := range rec.Outcomes {
 		switch out.Result {
-		case fix.Failed:
+		case fix.Failed, fix.Refused:
 			return &ExitCodeError{Code: ExitError}
-		case fix.Gone, fix.Progressing:
+		case fix.Gone:
+		case fix.Progressing:
+			progressing = true
 		default:
 			held = true
 		}
 	}
-	if held {
-		return &ExitCodeError{Code: ExitStuck}
+	switch {
+	case held:
+		stuck := &ExitCodeError{Code: ExitStuck}
+		if len(missing) > 0 {
+			stuck.Warning = partial(missing)
+		}
+		return stuck
+	case progressing && len(missing) > 0:
+		return &PartialError{Missing: missing}
 	}
 	return nil
 }

@@ -408,12 +408,17 @@ func terminalWidth(w io.Writer) int {
 // report that could not read everything it needed fails, because "nothing
 // stuck" would be a verdict on reads that were not made.
 func exitFor(r report.Report, allowPartial bool) error {
+	missing := r.Incomplete()
 	for _, it := range r.Items {
 		if it.Stuck {
-			return &ExitCodeError{Code: ExitStuck}
+			stuck := &ExitCodeError{Code: ExitStuck}
+			if len(missing) > 0 {
+				stuck.Warning = partial(missing)
+			}
+			return stuck
 		}
 	}
-	if missing := r.Incomplete(); len(missing) > 0 && !allowPartial {
+	if len(missing) > 0 && !allowPartial {
 		return &PartialError{Missing: missing}
 	}
 	return nil

@@ -45,6 +45,9 @@ func Execute(ctx context.Context, root *cobra.Command, errOut io.Writer) (code i
 // finish prints the error of a run that failed (exit 1) and returns its exit code.
 func finish(errOut io.Writer, err error) int {
 	code := ExitCode(err)
+	if ec := (*ExitCodeError)(nil); errors.As(err, &ec) && ec.Warning != "" {
+		fmt.Fprintln(errOut, "warning: "+ec.Warning)
+	}
 	if code == ExitError {
 		var internal *InternalError
 		if errors.As(err, &internal) && klog.V(1).Enabled() {

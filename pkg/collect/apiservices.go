@@ -50,7 +50,8 @@ func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
 
 func apiServiceOf(u *unstructured.Unstructured) snapshot.APIService {
 	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
-	a := snapshot.APIService{Name: u.GetName(), Group: str("spec", "group"), Version: str("spec", "version")}
+	a := snapshot.APIService{Name: u.GetName(), Group: str("spec", "group"), Version: str("spec", "version"),
+		UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}
 	if ns, name := str("spec", "service", "namespace"), str("spec", "service", "name"); name != "" {
 		a.Service = ns + "/" + name
 	}

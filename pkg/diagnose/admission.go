@@ -44,14 +44,17 @@ func lazy(build func() *celeval.Request) func() *celeval.Request {
 // hook is a validating or mutating webhook, normalised.
 type hook struct {
 	kind, config, name string
-	index              int // in the configuration's webhooks list, for a JSON patch
-	rules              []admissionregistrationv1.RuleWithOperations
-	namespaceSelector  *metav1.LabelSelector
-	objectSelector     *metav1.LabelSelector
-	failurePolicy      admissionregistrationv1.FailurePolicyType
-	service            *admissionregistrationv1.ServiceReference
-	url                string
-	matchConditions    []admissionregistrationv1.MatchCondition
+	// configUID and configVersion identify the configuration as read: fix
+	// deletes that one or none.
+	configUID, configVersion string
+	index                    int // in the configuration's webhooks list, for a JSON patch
+	rules                    []admissionregistrationv1.RuleWithOperations
+	namespaceSelector        *metav1.LabelSelector
+	objectSelector           *metav1.LabelSelector
+	failurePolicy            admissionregistrationv1.FailurePolicyType
+	service                  *admissionregistrationv1.ServiceReference
+	url                      string
+	matchConditions          []admissionregistrationv1.MatchCondition
 	// reinvoked: a mutating webhook with reinvocationPolicy IfNeeded, called
 	// again when a later webhook changed the object.
 	reinvoked bool
@@ -61,15 +64,21 @@ func hooksOf(a snapshot.Admission) []hook {
 	var out []hook
 	for _, c := range a.Validating {
 		for i, w := range c.Webhooks {
-			out = append(out, hook{"validatingwebhookconfiguration", c.Name, w.Name, i, w.Rules, w.NamespaceSelector, w.ObjectSelector,
-				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), w.MatchConditions, false})
+			out = append(out, hook{kind: "validatingwebhookconfiguration", config: c.Name, name: w.Name,
+				configUID: string(c.UID), configVersion: c.ResourceVersion, index: i,
+				rules: w.Rules, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
+				failurePolicy: failurePolicy(w.FailurePolicy), service: w.ClientConfig.Service, url: deref(w.ClientConfig.URL),
+				matchConditions: w.MatchConditions})
 		}
 	}
 	for _, c := range a.Mutating {
 		for i, w := range c.Webhooks {
-			out = append(out, hook{"mutatingwebhookconfiguration", c.Name, w.Name, i, w.Rules, w.NamespaceSelector, w.ObjectSelector,
-				failurePolicy(w.FailurePolicy), w.ClientConfig.Service, deref(w.ClientConfig.URL), w.MatchConditions,
-				w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy})
+			out = append(out, hook{kind: "mutatingwebhookconfiguration", config: c.Name, name: w.Name,
+				configUID: string(c.UID), configVersion: c.ResourceVersion, index: i,
+				rules: w.Rules, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
+				failurePolicy: failurePolicy(w.FailurePolicy), service: w.ClientConfig.Service, url: deref(w.ClientConfig.URL),
+				matchConditions: w.MatchConditions,
+				reinvoked:       w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy})
 		}
 	}
 	return out
@@ -78,7 +87,7 @@ func hooksOf(a snapshot.Admission) []hook {
 // about names the webhook and its configuration.
 func (h hook) about() report.About {
 	kind := map[string]string{"validatingwebhookconfiguration": "ValidatingWebhookConfiguration", "mutatingwebhookconfiguration": "MutatingWebhookConfiguration"}[h.kind]
-	return report.About{Webhook: h.name, Object: &report.ObjectRef{APIVersion: "admissionregistration.k8s.io/v1", Kind: kind, Resource: h.kind + "s", Name: h.config}}
+	return report.About{Webhook: h.name, Object: &report.ObjectRef{APIVersion: "admissionregistration.k8s.io/v1", Kind: kind, Resource: h.kind + "s", Name: h.config, UID: h.configUID}}
 }
 
 // failurePolicy defaults to Fail, as admissionregistration/v1 does.
@@ -237,7 +246,7 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 			"removes that admission control for the whole cluster"),
 	}
 	if down { // orphaned: fix may delete it
-		f.steps[3].Apply = &report.Action{Verb: report.ActionDelete, Object: *h.about().Object}
+		f.steps[3].Apply = &report.Action{Verb: report.ActionDelete, Object: *h.about().Object, ResourceVersion: h.configVersion}
 	}
 	return f, true
 }

@@ -53,10 +53,10 @@ func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
 		repair("Restore the backend (its Deployment and Service); discovery recovers and the namespace controller finishes", ""),
 		fix("If the add-on was uninstalled, delete its leftover APIService", kubectl("", "delete", "apiservice", a.Name), report.RiskHigh,
 			"the API disappears for the whole cluster; clients and controllers that use it fail"))
-	c.About.Object = &report.ObjectRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Resource: "apiservices.apiregistration.k8s.io", Name: a.Name}
+	c.About.Object = &report.ObjectRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Resource: "apiservices.apiregistration.k8s.io", Name: a.Name, UID: a.UID}
 	c.About.Reason = a.Reason
 	if backendGone(a) { // orphaned: fix may delete it
-		c.Remediation[len(c.Remediation)-1].Apply = &report.Action{Verb: report.ActionDelete, Object: *c.About.Object}
+		c.Remediation[len(c.Remediation)-1].Apply = &report.Action{Verb: report.ActionDelete, Object: *c.About.Object, ResourceVersion: a.ResourceVersion}
 	}
 	return c
 }

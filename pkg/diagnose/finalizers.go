@@ -80,7 +80,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		if f.spec {
 			steps = append(steps, fix(action, removeCommand(t, f), report.RiskHigh, skipsCleanup))
 		} else {
-			steps = append(steps, removeFinalizer(action, t.Ref, t.Object.GetFinalizers(), f.name, report.RiskHigh, skipsCleanup))
+			steps = append(steps, removeFinalizer(action, t, f.name, report.RiskHigh, skipsCleanup))
 		}
 	}
 	c := cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)
@@ -148,10 +148,11 @@ func removeCommand(t *snapshot.Target, f heldBy) string {
 }
 
 // removeFinalizer is the step that removes one finalizer from
-// metadata.finalizers: the command for a person, the action for fix.
-func removeFinalizer(action string, ref report.ObjectRef, finalizers []string, f string, level report.RiskLevel, risk string) report.Step {
-	s := fix(action, removeFinalizerCommand(ref, finalizers, f), level, risk)
-	s.Apply = &report.Action{Verb: report.ActionRemoveFinalizer, Object: ref, Finalizer: f}
+// metadata.finalizers: the command for a person, the action for fix, for
+// the version of the object the diagnosis read.
+func removeFinalizer(action string, t *snapshot.Target, f string, level report.RiskLevel, risk string) report.Step {
+	s := fix(action, removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f), level, risk)
+	s.Apply = &report.Action{Verb: report.ActionRemoveFinalizer, Object: t.Ref, Finalizer: f, ResourceVersion: t.Object.GetResourceVersion()}
 	return s
 }
 

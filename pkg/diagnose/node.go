@@ -185,7 +185,7 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 	case n.unreachable():
 		return []report.Cause{cause(catalog.NodeUnreachable, report.Critical, 0.9,
 			fmt.Sprintf("node %s stopped reporting%s: no kubelet is running the pod's shutdown", n.name, n.since()),
-			n.evidence(), deadNodeSteps(pod, n.name)...)}
+			n.evidence(), deadNodeSteps(pod, n)...)}
 	case n.notReady():
 		return []report.Cause{cause(catalog.NodeNotReady, report.Critical, 0.7,
 			fmt.Sprintf("node %s is NotReady (%s) while its kubelet still reports: the kubelet cannot finish the pod", n.name, n.ready.Reason),
@@ -206,11 +206,16 @@ func (n nodeHealth) since() string {
 
 // deadNodeSteps is the safe-to-risky path out of a dead node: check, fence,
 // out-of-service taint, and only then force delete.
-func deadNodeSteps(pod *corev1.Pod, node string) []report.Step {
+// The taint is planned for the Node the diagnosis read (its uid and
+// resourceVersion): fix never taints a node recreated under its name.
+func deadNodeSteps(pod *corev1.Pod, n nodeHealth) []report.Step {
+	node := n.name
 	taint := fix("Otherwise make sure the node is powered off or fenced, then mark it out of service: pods and volumes are released (non-graceful node shutdown)",
 		kubectl("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"), report.RiskDestructive,
 		"if the node is in fact still running, its workloads run twice and force-detached volumes may be corrupted")
-	taint.Apply = &report.Action{Verb: report.ActionTaintOutOfService, Object: report.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: node}}
+	taint.Apply = &report.Action{Verb: report.ActionTaintOutOfService,
+		Object:          report.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: node, UID: string(n.node.UID)},
+		ResourceVersion: n.node.ResourceVersion}
 	return []report.Step{
 		read("Check whether the node is down or only cut off from the control plane", kubectl("", "get", "node", node, "-o", "wide")),
 		repair("If the node can be brought back, restore its kubelet or network: the pod then finishes deleting normally", ""),

@@ -71,7 +71,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 			read("Diagnose the dependents (nested below, the worst first) and resolve their own blockers; the garbage collector then finishes",
 				kubectl(items[0].Object.Namespace, "terminating", "why", report.Name(items[0].Object), "-o", "wide")),
 			removeFinalizer("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
-				t.Ref, t.Object.GetFinalizers(), "foregroundDeletion", report.RiskLow,
+				t, "foregroundDeletion", report.RiskLow,
 				"the owner disappears while its dependents are still being deleted"),
 		},
 		BlockedBy: items}}
@@ -118,7 +118,7 @@ func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 		append([]string{"finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner",
 			fmt.Sprintf("live scan: %s still %s %s/%s in ownerReferences", report.Count(len(names), "dependent"), agree(len(names), "names", "name"), t.Ref.Kind, t.Ref.Name)}, unavailableAPIs(s)...),
 		read("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False"),
-		removeFinalizer("Only if the garbage collector cannot recover: remove the orphan finalizer", t.Ref, t.Object.GetFinalizers(), "orphan", report.RiskHigh,
+		removeFinalizer("Only if the garbage collector cannot recover: remove the orphan finalizer", t, "orphan", report.RiskHigh,
 			"the dependents keep an ownerReference to a deleted owner and may be garbage-collected later instead of orphaned"))}
 }
 
@@ -209,7 +209,7 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, f.name, owner, "backend volume", evidence,
 		read("Read the volume's events and the provisioner's logs", kubectl("", "describe", "pv", pv.Name)),
 		repair("Fix what blocks the provisioner (its controller not running, credentials, the backend volume still attached or in use) or delete the volume in the storage backend", ""),
-		removeFinalizer("Only once the backend volume is deleted, or to keep it on purpose: remove the finalizer", t.Ref, t.Object.GetFinalizers(), f.name, report.RiskHigh,
+		removeFinalizer("Only once the backend volume is deleted, or to keep it on purpose: remove the finalizer", t, f.name, report.RiskHigh,
 			"a backend volume still there is orphaned: it keeps its data and its cost, and nothing in the cluster points at it any more"))
 }
 
@@ -257,7 +257,7 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 	}
 	va := t.Attachments[0]
 	check := read("Read the attachment and the attacher's logs", kubectl("", "get", "volumeattachment", va.Name, "-o", "yaml"))
-	force := removeFinalizer("Only once the disk is detached at the backend: remove the finalizer", t.Ref, t.Object.GetFinalizers(), f.name, report.RiskDestructive,
+	force := removeFinalizer("Only once the disk is detached at the backend: remove the finalizer", t, f.name, report.RiskDestructive,
 		"if the disk is still attached, a new attachment elsewhere fails, or two nodes write to it (corruption)")
 	if len(failed) > 0 {
 		return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Critical, tm), 0.9,
@@ -286,7 +286,7 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, f.name, "cloud-controller-manager", "cloud load balancer", evidence,
 		read("Read the service's events and the cloud-controller-manager's logs", kubectl(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
 		repair("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", ""),
-		removeFinalizer("Only once the load balancer is gone from the cloud: remove the finalizer", t.Ref, t.Object.GetFinalizers(), f.name, report.RiskHigh,
+		removeFinalizer("Only once the load balancer is gone from the cloud: remove the finalizer", t, f.name, report.RiskHigh,
 			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"))
 }
 

@@ -28,7 +28,7 @@ func held(controller string, finalizers ...string) report.Item {
 			Remediation: []report.Step{
 				{Action: "Find the controller and bring it back", RiskLevel: report.RiskLow},
 				{Action: "Only if that controller is gone for good: remove " + f, Command: "kubectl patch ...", RiskLevel: report.RiskHigh, Risk: "high: skips the cleanup",
-					Apply: &report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: f}},
+					Apply: &report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: f, ResourceVersion: "41"}},
 			}})
 	}
 	return it
@@ -142,9 +142,9 @@ func TestSendRemovesOneFinalizerOnAFreshRead(t *testing.T) {
 			return false, nil, nil
 		})
 		s := Sender{Dynamic: dyn, DryRun: dryRun, Now: time.Now}
-		sent := s.Send(context.Background(), report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/cleanup"})
+		sent, refused := s.Send(context.Background(), report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/cleanup", ResourceVersion: "41"})
 		var ops []map[string]string
-		if err := json.Unmarshal(patch, &ops); err != nil || !sent.OK {
+		if err := json.Unmarshal(patch, &ops); err != nil || !sent.OK || refused != "" {
 			t.Fatalf("dry run %v: %+v, patch %s", dryRun, sent, patch)
 		}
 		want := []string{"test /metadata/uid uid-w1", "test /metadata/resourceVersion 41", "test /metadata/finalizers/1 example.com/cleanup", "remove /metadata/finalizers/1 "}
@@ -160,13 +160,23 @@ func TestSendRemovesOneFinalizerOnAFreshRead(t *testing.T) {
 	// Gone already, or the finalizer already removed: nothing sent, no failure.
 	dyn := fakeWidgets(widgetObject("example.com/a"))
 	s := Sender{Dynamic: dyn, Now: time.Now}
-	if sent := s.Send(context.Background(), report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/cleanup"}); !sent.OK || !strings.Contains(sent.Answer, "already done") {
+	if sent, refused := s.Send(context.Background(), report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/cleanup", ResourceVersion: "41"}); !sent.OK || refused != "" || !strings.Contains(sent.Answer, "already done") {
 		t.Errorf("%+v", sent)
 	}
+	// Not the object or the version planned, or no identity at all: nothing sent.
 	other := widget
 	other.UID = "uid-old"
-	if sent := s.Send(context.Background(), report.Action{Verb: report.ActionRemoveFinalizer, Object: other, Finalizer: "example.com/a"}); sent.OK || !strings.Contains(sent.Answer, "another one now") {
-		t.Errorf("a recreated object is not the planned one: %+v", sent)
+	for _, tc := range []struct {
+		action report.Action
+		want   string
+	}{
+		{report.Action{Verb: report.ActionRemoveFinalizer, Object: other, Finalizer: "example.com/a", ResourceVersion: "41"}, "is another object now"},
+		{report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/a", ResourceVersion: "40"}, "changed since the step was decided (resourceVersion 41, decided on 40)"},
+		{report.Action{Verb: report.ActionRemoveFinalizer, Object: widget, Finalizer: "example.com/a"}, "does not name the object's uid and resourceVersion"},
+	} {
+		if sent, refused := s.Send(context.Background(), tc.action); sent.OK || !strings.Contains(refused, tc.want) {
+			t.Errorf("%+v: %+v, refused %q", tc.action, sent, refused)
+		}
 	}
 }
 
@@ -184,13 +194,14 @@ func TestRunJudgesEachStepByANewDiagnosis(t *testing.T) {
 		result string
 		sent   int
 	}{
-		{"both removed, then gone", []report.Report{{Items: []report.Item{afterA}}, {}}, Gone, 2},
-		{"a cause the plan did not foresee", []report.Report{{Items: []report.Item{unforeseen}}}, Changed, 1},
+		{"both removed, then gone", []report.Report{{Items: []report.Item{two}}, {Items: []report.Item{afterA}}, {}}, Gone, 2},
+		{"a cause the plan did not foresee", []report.Report{{Items: []report.Item{two}}, {Items: []report.Item{unforeseen}}}, Changed, 1},
+		{"gone before the first step", []report.Report{{}}, Gone, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := fakeWidgets(widgetObject("example.com/a", "example.com/b"))
 			calls := 0
-			r := Runner{Sender: Sender{Dynamic: dyn, Now: time.Now}, Poll: time.Millisecond,
+			r := Runner{Sender: Sender{Dynamic: dyn, Now: time.Now}, Poll: time.Millisecond, Limits: Limits{MaxRisk: report.RiskHigh},
 				Diagnose: func(context.Context) (report.Report, error) {
 					calls++
 					return tc.after[min(calls, len(tc.after))-1], nil
@@ -244,8 +255,8 @@ func TestSendTaintsANodeOutOfService(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := Sender{Dynamic: dyn, Now: time.Now}
-	ref := report.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: "node-dead"}
-	sent := s.Send(context.Background(), report.Action{Verb: report.ActionTaintOutOfService, Object: ref})
+	ref := report.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: "node-dead", UID: "uid-node"}
+	sent, _ := s.Send(context.Background(), report.Action{Verb: report.ActionTaintOutOfService, Object: ref, ResourceVersion: "7"})
 	if !sent.OK || !strings.Contains(sent.Request, `"path":"/metadata/resourceVersion","value":"7"`) {
 		t.Fatalf("%+v", sent)
 	}
@@ -254,7 +265,7 @@ func TestSendTaintsANodeOutOfService(t *testing.T) {
 	if len(taints) != 2 || taints[1].(map[string]any)["key"] != outOfService || taints[1].(map[string]any)["effect"] != "NoExecute" {
 		t.Errorf("taints %v", taints)
 	}
-	if again := s.Send(context.Background(), report.Action{Verb: report.ActionTaintOutOfService, Object: ref}); !again.OK || !strings.Contains(again.Answer, "already done") {
+	if again, _ := s.Send(context.Background(), report.Action{Verb: report.ActionTaintOutOfService, Object: ref, ResourceVersion: "7"}); !again.OK || !strings.Contains(again.Answer, "already done") {
 		t.Errorf("twice: %+v", again)
 	}
 }

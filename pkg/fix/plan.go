@@ -25,9 +25,11 @@ type Limits struct {
 	AllowLiveController bool
 }
 
-// Plan is what fix would send, and its digest: the hash of the objects'
-// UIDs and resourceVersions and of the steps, which a runbook repeats
-// (--confirm) to apply exactly the plan a person reviewed.
+// Plan is what fix would send, and its digest: the hash of the targets'
+// UIDs and resourceVersions and of the steps, each with the uid and
+// resourceVersion of the object it writes (a node, a webhook configuration,
+// an APIService, a blocker), which a runbook repeats (--confirm) to apply
+// exactly the plan a person reviewed.
 type Plan struct {
 	Digest  string           `json:"digest"`
 	MaxRisk report.RiskLevel `json:"maxRisk"`
@@ -204,7 +206,7 @@ func leavesBehind(s report.Step, c report.Cause) string {
 
 // digest hashes what the plan is for and what it sends.
 func digest(p Plan) string {
-	type sent struct{ Verb, UID, Resource, Namespace, Name, Finalizer string }
+	type sent struct{ Verb, UID, ResourceVersion, Resource, Namespace, Name, Finalizer string }
 	type target struct {
 		UID, ResourceVersion string
 		Steps                []sent
@@ -214,7 +216,7 @@ func digest(p Plan) string {
 		d := target{UID: t.Object.UID, ResourceVersion: t.ResourceVersion}
 		for _, s := range t.Steps {
 			a := s.Step.Apply
-			d.Steps = append(d.Steps, sent{a.Verb, a.Object.UID, a.Object.Resource, a.Object.Namespace, a.Object.Name, a.Finalizer})
+			d.Steps = append(d.Steps, sent{a.Verb, a.Object.UID, a.ResourceVersion, a.Object.Resource, a.Object.Namespace, a.Object.Name, a.Finalizer})
 		}
 		in = append(in, d)
 	}

@@ -21,6 +21,7 @@ func WritePlan(w io.Writer, p Plan, width int) error {
 		for i, s := range t.Steps {
 			b.prose(0, "  %d. %s", i+1, describe(*s.Step.Apply)) // what is sent, whole as a command
 			b.prose(width, "     risk %s, answers %s", s.Step.RiskLevel, s.Cause)
+			b.prose(width, "     on: uid %s, resourceVersion %s", s.Step.Apply.Object.UID, s.Step.Apply.ResourceVersion)
 			b.prose(width, "     why: %s", s.Step.Action)
 			b.prose(width, "     leaves behind: %s", s.LeavesBehind)
 		}

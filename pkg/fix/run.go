@@ -2,6 +2,8 @@ package fix
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -34,7 +36,8 @@ const (
 	StillStuck  = "still stuck"  // every planned step sent, still held
 	Changed     = "changed"      // held by a cause the plan did not foresee: stopped
 	NotApplied  = "not applied"  // nothing planned (refused, a person's step) or not confirmed
-	Failed      = "failed"       // a request was refused or could not be made
+	Failed      = "failed"       // a request was refused by the server or could not be made
+	Refused     = "refused"      // a step no longer justified on a fresh read: not sent
 	DryRunOnly  = "dry run only" // every request accepted as a dry run
 )
 
@@ -50,6 +53,9 @@ type Outcome struct {
 // Runner carries a confirmed plan out.
 type Runner struct {
 	Sender Sender
+	// Limits are the plan's: each step is justified again with them, on a
+	// fresh diagnosis, just before it is sent.
+	Limits Limits
 	// Diagnose reads the cluster again and diagnoses the same objects.
 	Diagnose func(context.Context) (report.Report, error)
 	// Settle is how long a step is given to take effect (a webhook deleted
@@ -58,19 +64,21 @@ type Runner struct {
 	Settle, Poll time.Duration
 }
 
-// Run sends the plan's steps object by object, each on a fresh read;
-// after each, the object is diagnosed again: gone ends its plan with
-// success, a new top cause the plan did not foresee stops it, and no step
-// is sent on a stale read.
+// Run sends the plan's steps object by object. Before each, the object is
+// diagnosed again and the step must still be what the rules plan for it,
+// within the same limits, for the same object at the same version (see
+// justify); after each, the object is diagnosed again: gone ends its plan
+// with success, a new top cause the plan did not foresee stops it.
 func (r Runner) Run(ctx context.Context, p Plan, confirmed string) Record {
 	rec := Record{APIVersion: RecordAPIVersion, Kind: RecordKind, Plan: p, Confirmed: confirmed, Sent: []Sent{}, Outcomes: []Outcome{}}
+	written := map[string]string{} // uid -> the resourceVersion our own write left
 	for _, t := range p.Targets {
-		rec.Outcomes = append(rec.Outcomes, r.runTarget(ctx, t, confirmed, &rec))
+		rec.Outcomes = append(rec.Outcomes, r.runTarget(ctx, t, confirmed, &rec, written))
 	}
 	return rec
 }
 
-func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *Record) Outcome {
+func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *Record, written map[string]string) Outcome {
 	out := Outcome{Object: t.Object}
 	switch {
 	case !t.Stuck:
@@ -86,12 +94,32 @@ func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *
 		out.Result, out.Detail = NotApplied, "the plan was not confirmed"
 		return out
 	}
+	it, gone, err := r.current(ctx, t.Object)
 	for i, step := range t.Steps {
-		sent := r.Sender.Send(ctx, *step.Step.Apply)
+		switch {
+		case err != nil:
+			out.Result, out.Detail = Failed, "diagnosis before the request: "+err.Error()
+			return out
+		case gone:
+			out.Result = Gone
+			return out
+		}
+		action, refused := r.justify(step, it, written)
+		var sent Sent
+		if refused == "" {
+			sent, refused = r.Sender.Send(ctx, action)
+		}
+		if refused != "" {
+			out.Result, out.Detail = Refused, refused
+			return out
+		}
 		rec.Sent = append(rec.Sent, sent)
 		if !sent.OK {
 			out.Result, out.Detail = Failed, sent.Answer
 			return out
+		}
+		if sent.after != "" {
+			written[action.Object.UID] = sent.after
 		}
 		if r.Sender.DryRun {
 			continue // nothing changed: the next step is judged on the same read
@@ -101,7 +129,7 @@ func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *
 		if next < len(t.Steps) {
 			expected = t.Steps[next].Cause
 		}
-		it, gone, err := r.settle(ctx, t.Object, expected)
+		it, gone, err = r.settle(ctx, t.Object, expected)
 		switch {
 		case err != nil:
 			out.Result, out.Detail = Failed, "diagnosis after the request: "+err.Error()
@@ -125,6 +153,57 @@ func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *
 	}
 	out.Result = DryRunOnly
 	return out
+}
+
+// current diagnoses the object once more.
+func (r Runner) current(ctx context.Context, obj report.ObjectRef) (report.Item, bool, error) {
+	rep, err := r.Diagnose(ctx)
+	if err != nil {
+		return report.Item{}, false, err
+	}
+	it, found := itemOf(rep, obj)
+	return it, !found, nil
+}
+
+// justify checks a planned step against the object's fresh diagnosis: the
+// rules must still plan the same request (verb, object uid, finalizer)
+// within the plan's limits, on the object at the version the plan was made
+// on, or, where this run wrote it, at the version its own write left. It
+// returns the action to send, with that version, or why it is not sent.
+// The identity comes from the plan, never from the fresh read alone: a
+// node revived, a controller come back, a configuration recreated or
+// changed each make the step unjustified.
+func (r Runner) justify(step Step, it report.Item, written map[string]string) (report.Action, string) {
+	planned := *step.Step.Apply
+	if planned.Object.UID == "" {
+		return planned, "not sent: the plan does not name the object's uid"
+	}
+	if !it.Stuck {
+		return planned, "not sent: a fresh diagnosis finds the object no longer stuck: " + topSummary(it)
+	}
+	fresh := planItem(it, r.Limits)
+	i := slices.IndexFunc(fresh.Steps, func(s Step) bool { return sameRequest(*s.Step.Apply, planned) })
+	if i < 0 {
+		why := fresh.Refused
+		if why == "" {
+			why = topSummary(it)
+		}
+		return planned, "not sent: a fresh diagnosis no longer plans it: " + why
+	}
+	want := planned.ResourceVersion
+	if after, ok := written[planned.Object.UID]; ok {
+		want = after
+	}
+	if got := fresh.Steps[i].Step.Apply.ResourceVersion; got != want {
+		return planned, fmt.Sprintf("not sent: %s changed since the step was decided (resourceVersion %s, decided on %s): plan again", name(planned.Object), got, want)
+	}
+	planned.ResourceVersion = want
+	return planned, ""
+}
+
+// sameRequest: the two actions send the same request to the same object.
+func sameRequest(a, b report.Action) bool {
+	return a.Verb == b.Verb && a.Finalizer == b.Finalizer && a.Object == b.Object
 }
 
 // settle re-diagnoses the object until it is gone, no longer stuck, held

@@ -232,6 +232,10 @@ type Action struct {
 	Object ObjectRef `json:"object"`
 	// Finalizer is the one entry of metadata.finalizers a removal takes out.
 	Finalizer string `json:"finalizer,omitempty"`
+	// ResourceVersion is the object's metadata.resourceVersion the decision
+	// was made on (since v0.5): with Object.UID, the identity fix checks on
+	// its fresh read before it sends anything.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // The verbs of an Action.

@@ -228,6 +228,9 @@ type CRD struct {
 // what explains a discovery failure.
 type APIService struct {
 	Name, Group, Version string
+	// UID and ResourceVersion identify the APIService as read: fix deletes
+	// that one or none.
+	UID, ResourceVersion string
 	// Service is "namespace/name"; empty for a group served by the apiserver itself.
 	Service string
 	// Available is the status of the Available condition, with its reason and message.
