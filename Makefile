@@ -59,9 +59,11 @@ unit: host-tools ## Unit, golden-output and command tests (no cluster)
 # Inputs that gain coverage are kept unminimized: minimizing a snapshot-sized
 # input takes longer than the whole bound.
 FUZZTIME ?= 30s
+MODEL_RUNS ?= 20000
 .PHONY: fuzz
-fuzz: ## Fuzz a stranger's snapshot through load, diagnosis and every output format, for FUZZTIME
+fuzz: ## Fuzz a stranger's snapshot through load, diagnosis and every output format, for FUZZTIME; the write path's model over MODEL_RUNS interleavings of a new seed
 	go test -run='^$$' -fuzz='^FuzzReplay$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=1x ./pkg/cmd/
+	go test -count=1 -run='^TestWritePathModel$$' ./pkg/fix/ -model-runs=$(MODEL_RUNS) -model-seed=$$(date +%s)
 
 .PHONY: host-tools
 host-tools: ## jq, which the suggested commands use and the tests run for real (apt, once)
