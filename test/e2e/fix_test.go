@@ -1,14 +1,20 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -158,18 +164,14 @@ func fixByDigest(t *testing.T, args ...string) (fixRecord, result) {
 // (until it returns).
 func fixByDigestWhile(t *testing.T, meanwhile func(context.Context), args ...string) (fixRecord, result) {
 	t.Helper()
-	review := run(t, append([]string{"fix"}, args...)...)
-	m := regexp.MustCompile(`Plan ([0-9a-f]{16}): [1-9]`).FindStringSubmatch(review.stdout)
-	if review.code != 1 || m == nil {
-		t.Fatalf("review of %v: exit %d\n%s\n%s", args, review.code, review.stdout, review.stderr)
-	}
+	digest := reviewFix(t, args...)
 	if meanwhile != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); meanwhile(ctx) }()
 		defer func() { cancel(); <-done }()
 	}
-	rec, res := fixJSON(t, append(args, "--confirm", m[1])...)
+	rec, res := fixJSON(t, append(args, "--confirm", digest)...)
 	var want []string
 	for _, s := range rec.Sent {
 		want = append(want, auditedRequest(s.Verb, s.Object))
@@ -185,6 +187,19 @@ func fixByDigestWhile(t *testing.T, meanwhile func(context.Context), args ...str
 	}
 	expectFixWrites(want...)
 	return rec, res
+}
+
+// reviewFix reviews a plan as a runbook does (no terminal: the plan and its
+// digest, nothing applied) and returns the digest of a plan that sends
+// something.
+func reviewFix(t *testing.T, args ...string) string {
+	t.Helper()
+	review := run(t, append([]string{"fix"}, args...)...)
+	m := regexp.MustCompile(`Plan ([0-9a-f]{16}): [1-9]`).FindStringSubmatch(review.stdout)
+	if review.code != 1 || m == nil {
+		t.Fatalf("review of %v: exit %d\n%s\n%s", args, review.code, review.stdout, review.stderr)
+	}
+	return m[1]
 }
 
 // blockersSettled waits until the named objects, deleted by a controller
@@ -339,4 +354,201 @@ func TestFixClearsEachFixableClass(t *testing.T) {
 			t.Errorf("sent %+v", rec.Sent)
 		}
 	})
+}
+
+// Issue 35: fix writes only to the object a person reviewed, in the state
+// that justified it. Each case changes the cluster after the review, as a
+// hostile tester did, then applies by the reviewed digest (or answers y
+// at the prompt): nothing is written, and the audit log holds no write of
+// fix's to the object.
+func TestFixWritesOnlyWhatWasReviewed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	refused := func(t *testing.T, digest string, args ...string) {
+		t.Helper()
+		res := run(t, append(append([]string{"fix"}, args...), "--confirm", digest)...)
+		if res.code != 1 || !strings.Contains(res.stderr, "nothing applied: the plan's digest is ") || strings.Contains(res.stderr, "is "+digest+",") {
+			t.Errorf("--confirm %s after the change: exit %d\n%s\n%s", digest, res.code, res.stdout, res.stderr)
+		}
+	}
+	noFixWrite := func(t *testing.T, path string) {
+		t.Helper()
+		got, err := auditedWrites(theLab.AuditLog, " fix")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range got {
+			if strings.Contains(w, path) {
+				t.Errorf("fix wrote %s", w)
+			}
+		}
+	}
+	t.Run("a node deleted and recreated under its name", func(t *testing.T) {
+		t.Parallel()
+		ns, node := namespace(t, "fix-renode"), "fix-renode-1"
+		podOnDeadNode(t, ns, "web-0", node)
+		if err := env.DeletePod(ctx, ns, "web-0", 1); err != nil {
+			t.Fatal(err)
+		}
+		pastDeadline(t, ns, "web-0")
+		args := []string{"pod/web-0", "-n", ns, "--max-risk", "destructive"}
+		digest := reviewFix(t, args...)
+		nodes := env.Client.CoreV1().Nodes()
+		old, err := nodes.Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nodes.Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		fresh := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node, Labels: old.Labels}}
+		if _, err := nodes.Create(ctx, fresh, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = nodes.Delete(ctx, node, metav1.DeleteOptions{})
+			_ = env.Client.CoreV1().Pods(ns).Delete(ctx, "web-0", deleteOpts(new(int64)))
+		})
+		refused(t, digest, args...)
+		n, err := nodes.Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == "node.kubernetes.io/out-of-service" {
+				t.Errorf("the recreated node was tainted: %v", n.Spec.Taints)
+			}
+		}
+		noFixWrite(t, "/api/v1/nodes/"+node+"?")
+	})
+	t.Run("a webhook configuration changed, then recreated", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, "fix-rehook")
+		guardedPodInStateC(t, ns, "api-0", env.DownWebhook)
+		args := []string{"pod/api-0", "-n", ns, "--max-risk", "high"}
+		digest := reviewFix(t, args...)
+		hooks := env.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		t.Cleanup(func() {
+			_ = hooks.Delete(ctx, ns, metav1.DeleteOptions{})
+			_ = env.Client.CoreV1().Pods(ns).Delete(ctx, "api-0", deleteOpts(new(int64)))
+		})
+		// A webhook added to the configuration after the review.
+		hook, err := hooks.Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra := hook.Webhooks[0].DeepCopy()
+		extra.Name = "extra." + extra.Name
+		hook.Webhooks = append(hook.Webhooks, *extra)
+		if hook, err = hooks.Update(ctx, hook, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, digest, args...)
+		// Then deleted and recreated under its name.
+		if err := hooks.Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		hook.ObjectMeta = metav1.ObjectMeta{Name: ns}
+		if _, err := hooks.Create(ctx, hook, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, digest, args...)
+		if got, err := hooks.Get(ctx, ns, metav1.GetOptions{}); err != nil || len(got.Webhooks) != 2 {
+			t.Errorf("the configuration nobody reviewed: %v, %v", got, err)
+		}
+		noFixWrite(t, "/validatingwebhookconfigurations/"+ns+"?")
+	})
+	t.Run("a controller that comes back while the prompt waits", func(t *testing.T) {
+		t.Parallel()
+		const group = "fixprompt.e2e.example.com"
+		if err := env.CRD(ctx, group, "Thing", "things"); err != nil {
+			t.Fatal(err)
+		}
+		ns := namespace(t, "fix-prompt")
+		things := env.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "things"}).Namespace(ns)
+		if err := env.CustomResource(ctx, group, "Thing", "things", ns, "t0", "lateop.example.com/cleanup"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { release(things, "t0") })
+		deleted := time.Now()
+		if err := things.Delete(ctx, "t0", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, deleted)
+		screen, answer, done := onTerminal(t, "fix", "things."+group+"/t0", "-n", ns, "--max-risk", "high")
+		if err := scenario.Until(ctx, time.Minute, "the prompt", func(context.Context) (bool, error) {
+			return strings.Contains(screen(), "[y/N]"), nil
+		}); err != nil {
+			t.Fatalf("%v:\n%s", err, screen())
+		}
+		// lateop, a ready Deployment, while the person reads the plan.
+		if err := env.Controller(ctx, ns, "lateop", liveNode); err != nil {
+			t.Fatal(err)
+		}
+		answer("y\n")
+		code := done()
+		text := strings.Join(strings.Fields(screen()), " ")
+		if code != 2 || !strings.Contains(text, "The cluster changed while the plan waited for an answer") || !strings.Contains(text, "looks alive") {
+			t.Errorf("exit %d:\n%s", code, screen())
+		}
+		if u, err := things.Get(ctx, "t0", metav1.GetOptions{}); err != nil || len(u.GetFinalizers()) != 1 {
+			t.Errorf("the finalizer of a live controller was removed: %v %v", u, err)
+		}
+		noFixWrite(t, "/namespaces/"+ns+"/things/t0?")
+	})
+}
+
+// onTerminal runs the plugin against the lab on a pseudo-terminal: what it
+// has printed so far, a way to type an answer, and its exit code once it
+// ends (within two minutes).
+func onTerminal(t *testing.T, args ...string) (screen func() string, answer func(string), done func() int) {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cmd := exec.CommandContext(ctx, plugin, append([]string{"--kubeconfig", theLab.Kubeconfig}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	var mu sync.Mutex
+	var out bytes.Buffer
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptmx.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	screen = func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
+	answer = func(s string) {
+		if _, err := ptmx.Write([]byte(s)); err != nil {
+			t.Error(err)
+		}
+	}
+	done = func() int {
+		defer cancel()
+		err := cmd.Wait()
+		ptmx.Close()
+		<-copied
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatalf("running %v: %v", args, err)
+		}
+		return 0
+	}
+	return screen, answer, done
 }
