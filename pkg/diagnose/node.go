@@ -97,6 +97,23 @@ func (n nodeHealth) notReady() bool {
 	return n.node != nil && !n.unreachable() && n.ready != nil && n.ready.Status == corev1.ConditionFalse
 }
 
+// statusReportGrace is how old the Ready condition's heartbeat may be
+// while a kubelet still runs: it rewrites an unchanged status every
+// nodeStatusReportFrequency (5m by default), and the node lifecycle
+// controller waits its node-monitor-grace-period (40s) on top.
+const statusReportGrace = 5*time.Minute + 40*time.Second
+
+// heard is true when the API shows a kubelet reporting recently: its Lease
+// renewed within its duration, or, with no Lease, a Ready condition whose
+// heartbeat is recent. A Node with neither (no Lease, a Ready condition
+// written once and never renewed, or none) says nothing either way.
+func (n nodeHealth) heard() bool {
+	if n.lease != nil && n.lease.Spec.RenewTime != nil {
+		return !n.leaseStale()
+	}
+	return n.ready != nil && !n.ready.LastHeartbeatTime.IsZero() && n.now.Sub(n.ready.LastHeartbeatTime.Time) <= statusReportGrace
+}
+
 // alive is true when a kubelet is known to be running and reporting.
 func (n nodeHealth) alive() bool {
 	return n.node != nil && !n.unreachable() && !n.notReady()
@@ -155,7 +172,14 @@ func (n nodeHealth) summary() string {
 		}
 		parts = append(parts, fmt.Sprintf("lease %s old (leaseDurationSeconds %s)", report.HumanDuration(n.leaseAge), d))
 	}
-	if n.ready != nil {
+	switch {
+	case n.ready == nil:
+		parts = append(parts, "no Ready condition")
+	case n.lease == nil && n.ready.LastHeartbeatTime.IsZero():
+		parts = append(parts, fmt.Sprintf("Ready=%s (%s), no heartbeat", n.ready.Status, n.ready.Reason))
+	case n.lease == nil:
+		parts = append(parts, fmt.Sprintf("Ready=%s (%s), heartbeat %s ago", n.ready.Status, n.ready.Reason, report.HumanDuration(nonNegative(n.now.Sub(n.ready.LastHeartbeatTime.Time)))))
+	default:
 		parts = append(parts, fmt.Sprintf("Ready=%s (%s)", n.ready.Status, n.ready.Reason))
 	}
 	for _, key := range []string{taintUnreachable, taintNotReady, taintOutOfService} {

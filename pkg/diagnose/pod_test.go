@@ -228,3 +228,36 @@ func TestSidecarsAreNamed(t *testing.T) {
 		t.Errorf("evidence: %q", it.Causes[0].Evidence)
 	}
 }
+
+// Issue 35: "node alive" passes only on evidence that a kubelet reports: a
+// Lease renewed within its duration, or, without a Lease, a recent Ready
+// heartbeat. A Node with neither says nothing either way: unknown.
+func TestNodeAliveNeedsAReportingKubelet(t *testing.T) {
+	heartbeat := func(age time.Duration) *corev1.Node {
+		n := node("node-1", corev1.ConditionTrue)
+		n.Status.Conditions[0].LastHeartbeatTime = *ago(age)
+		return n
+	}
+	noStatus := node("node-1", corev1.ConditionTrue)
+	noStatus.Status.Conditions = nil
+	for _, tc := range []struct {
+		name   string
+		objs   []runtime.Object
+		status report.CheckStatus
+		detail string
+	}{
+		{"a renewed lease", []runtime.Object{node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second)}, report.Pass, "lease 5s old"},
+		{"no lease, a recent heartbeat", []runtime.Object{heartbeat(time.Minute)}, report.Pass, "heartbeat 60s ago"},
+		{"no lease, Ready written once and never renewed", []runtime.Object{heartbeat(3 * time.Hour)}, report.Unknown, "heartbeat 3h ago: neither a renewed Lease nor a recent Ready heartbeat"},
+		{"no lease, no heartbeat", []runtime.Object{node("node-1", corev1.ConditionTrue)}, report.Unknown, "no heartbeat"},
+		{"no lease, no Ready condition", []runtime.Object{noStatus}, report.Unknown, "no lease; no Ready condition"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := Diagnose(snap(append(tc.objs, terminatingPod(10*time.Second, 30))...)).Items[0]
+			i := slices.IndexFunc(it.Checks, func(c report.Check) bool { return c.Name == "node alive" })
+			if i < 0 || it.Checks[i].Status != tc.status || !strings.Contains(it.Checks[i].Detail, tc.detail) {
+				t.Errorf("%+v", it.Checks)
+			}
+		})
+	}
+}

@@ -74,6 +74,8 @@ func nodeCheck(n nodeHealth) report.Check {
 		c.Status, c.Detail = report.Fail, fmt.Sprintf("node %s not found", n.name)
 	case n.node == nil:
 		c.Status, c.Detail = report.Unknown, fmt.Sprintf("node %s not read", n.name)
+	case n.alive() && !n.heard():
+		c.Status, c.Detail = report.Unknown, n.summary()+": neither a renewed Lease nor a recent Ready heartbeat shows a kubelet reporting"
 	case n.alive():
 		c.Status, c.Detail = report.Pass, n.summary()
 	default:
