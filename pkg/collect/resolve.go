@@ -9,9 +9,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 )
 
 // Request is one resource type the user named, with the names asked for
@@ -139,11 +142,7 @@ func (c *Collector) Resolve(ctx context.Context, reqs []Request, scope Scope, ig
 			return nil, fmt.Errorf("a resource cannot be retrieved by name across all namespaces")
 		}
 		for _, name := range r.Names {
-			var ri dynamic.ResourceInterface = c.Clients.Dynamic.Resource(m.Resource)
-			if namespaced {
-				ri = c.Clients.Dynamic.Resource(m.Resource).Namespace(scope.Namespace)
-			}
-			obj, getErr := ri.Get(ctx, name, metav1.GetOptions{})
+			obj, getErr := c.get(ctx, m, namespaced, scope.Namespace, name)
 			switch {
 			case apierrors.IsNotFound(getErr):
 				if ignoreNotFound {
@@ -162,6 +161,42 @@ func (c *Collector) Resolve(ctx context.Context, reqs []Request, scope Scope, ig
 		}
 	}
 	return out, nil
+}
+
+// metadataOnly are the types whose rules read nothing but metadata, and
+// whose content must not be read at all: a Secret's data would otherwise
+// be in the plugin's memory and, at -v 8, in its log.
+var metadataOnly = map[schema.GroupResource]bool{{Resource: "secrets"}: true, {Resource: "configmaps"}: true}
+
+// get reads one named object: through the metadata client for the types
+// in metadataOnly, else whole.
+func (c *Collector) get(ctx context.Context, m *meta.RESTMapping, namespaced bool, ns, name string) (*unstructured.Unstructured, error) {
+	if !namespaced {
+		ns = ""
+	}
+	if !metadataOnly[m.Resource.GroupResource()] {
+		var ri dynamic.ResourceInterface = c.Clients.Dynamic.Resource(m.Resource)
+		if namespaced {
+			ri = c.Clients.Dynamic.Resource(m.Resource).Namespace(ns)
+		}
+		return ri.Get(ctx, name, metav1.GetOptions{})
+	}
+	var mi metadata.ResourceInterface = c.Clients.Metadata.Resource(m.Resource)
+	if namespaced {
+		mi = c.Clients.Metadata.Resource(m.Resource).Namespace(ns)
+	}
+	pom, err := mi.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(m.GroupVersionKind)
+	objectMeta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&pom.ObjectMeta)
+	if err != nil {
+		return nil, err
+	}
+	u.Object["metadata"] = objectMeta
+	return u, nil
 }
 
 // maxElsewhere bounds the list terminatingIn makes: a hint needs a few.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Hostile data as any user who can create a Role or write an event can
@@ -85,5 +88,40 @@ func TestHostileNamesAndMessages(t *testing.T) {
 	args, _ := os.ReadFile(filepath.Join(dir, "args"))
 	if !strings.Contains("\n"+string(args), "\n"+role+"\n") {
 		t.Errorf("kubectl did not get the name as one argument: %q", args)
+	}
+}
+
+// Issue 35: a Secret is read through the metadata client only: its data is
+// never in the plugin's memory, nor, at -v 8 (client-go logs response
+// bodies), in its log.
+func TestSecretDataIsNeverRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "secret-meta")
+	const value = "hunter2-do-not-log"
+	secrets := env.Client.CoreV1().Secrets(ns)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Finalizers: []string{"vaultsync.example.com/revoke"}},
+		StringData: map[string]string{"password": value}}
+	if _, err := secrets.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = secrets.Patch(ctx, "creds", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	if err := secrets.Delete(ctx, "creds", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, "why", "secret/creds", "-n", ns, "-v", "8", "-o", "json")
+	encoded := base64.StdEncoding.EncodeToString([]byte(value))
+	if res.code != 0 && res.code != 2 || !strings.Contains(res.stdout, "vaultsync.example.com/revoke") {
+		t.Fatalf("exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+	if !strings.Contains(res.stderr, `verb="GET"`) {
+		t.Fatalf("-v 8 logged no request: the check below would prove nothing:\n%s", res.stderr)
+	}
+	for _, leaked := range []string{value, encoded} {
+		if strings.Contains(res.stdout+res.stderr, leaked) {
+			t.Errorf("the Secret's data was read: %q in the output", leaked)
+		}
 	}
 }
