@@ -114,8 +114,7 @@ func TestFixPromptPlansAgain(t *testing.T) {
 			}
 			err = executeOn(t, genericiooptions.IOStreams{In: tty, Out: tty, ErrOut: tty}, fakes(t, cluster(), recreated), func(*Options) {},
 				"fix", "pod/web-0", "-n", "shop", "--max-risk", "destructive", "--settle", "0s")
-			tty.Close()
-			ptmx.Close()
+			tty.Close() // the reader drains what is left, then ends
 			<-copied
 			if got := ExitCode(err); got != tc.exit {
 				t.Errorf("exit %d (%v), want %d", got, err, tc.exit)
