@@ -3,6 +3,7 @@ package collect
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -311,7 +312,12 @@ func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, ch
 			pods = append(pods, d)
 		}
 		uid := d.Object.GetUID()
-		if visited[uid] || depth+1 >= snapshot.MaxDepth || !diagnose.Needs(d).Has(diagnose.DependentEvidence) {
+		if visited[uid] || !diagnose.Needs(d).Has(diagnose.DependentEvidence) {
+			continue
+		}
+		if depth+1 >= snapshot.MaxDepth {
+			c.skipTarget(d, report.Skip{Check: "dependents of " + QualifiedResource(o.mapping.Resource) + "/" + d.Ref.Name, Reason: snapshot.SkipDepth,
+				Detail: fmt.Sprintf("the chain of owners waiting on their dependents is deeper than %d levels: not followed from here", snapshot.MaxDepth)})
 			continue
 		}
 		visited[uid] = true

@@ -20,6 +20,9 @@ import (
 // foregroundCause: the garbage collector deletes the dependents that block
 // their owner's deletion first, and removes foregroundDeletion once they are gone.
 func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+	if i := slices.IndexFunc(t.Skipped, func(sk report.Skip) bool { return sk.Reason == snapshot.SkipDepth }); i >= 0 {
+		return []report.Cause{chainCut(t, t.Skipped[i], tm)}
+	}
 	if t.Dependents == nil {
 		return nil
 	}
@@ -70,11 +73,27 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		Remediation: []report.Step{
 			read("Diagnose the dependents (nested below, the worst first) and resolve their own blockers; the garbage collector then finishes",
 				kubectl(items[0].Object.Namespace, "terminating", "why", report.Name(items[0].Object), "-o", "wide")),
-			removeFinalizer("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
-				t, "foregroundDeletion", report.RiskLow,
-				"the owner disappears while its dependents are still being deleted"),
+			dropForeground(t),
 		},
 		BlockedBy: items}}
+}
+
+// chainCut: the collector stopped following a chain of owners in
+// foreground deletion at this object; what holds the chain lies deeper, and
+// a diagnosis from here reads on.
+func chainCut(t *snapshot.Target, sk report.Skip, tm timing) report.Cause {
+	here := kubectl(t.Ref.Namespace, "terminating", "why", report.Name(t.Ref), "-o", "wide")
+	return cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
+		fmt.Sprintf("waits on its dependents, which were not read: %s; what holds the chain is deeper, and a diagnosis from this object reads on", sk.Detail),
+		[]string{fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(t.Object.GetFinalizers(), ", ")), fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason)},
+		read("Diagnose the chain from this object, the deepest the walk reached", here),
+		dropForeground(t))
+}
+
+// dropForeground lets an owner go without waiting for its dependents.
+func dropForeground(t *snapshot.Target) report.Step {
+	return removeFinalizer("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
+		t, "foregroundDeletion", report.RiskLow, "the owner disappears while its dependents are still being deleted")
 }
 
 // collectorBlocked says what may hold the garbage collector back: an

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -334,5 +335,20 @@ func TestNestedTooDeepNamesTheObject(t *testing.T) {
 	if len(it.Causes) != 0 || len(it.Skipped) != 1 || it.Skipped[0].Check != "diagnosis of configmap/deep" ||
 		it.Skipped[0].Detail != fmt.Sprintf("nested deeper than %d levels", snapshot.MaxDepth) {
 		t.Errorf("%+v", it)
+	}
+}
+
+// Issue 35: where the collector stopped following a chain of owners (the
+// depth bound), the object reached says the chain goes on, and its first
+// step diagnoses from there.
+func TestForegroundChainCutSaysSo(t *testing.T) {
+	owner := heldObject("ConfigMap", "configmaps", "link-8", 10*time.Minute, "foregroundDeletion")
+	s := snapOf(owner)
+	owner.Skipped = []report.Skip{{Check: "dependents of configmaps/link-8", Reason: snapshot.SkipDepth, Detail: "the chain of owners waiting on their dependents is deeper than 8 levels: not followed from here"}}
+	it := Diagnose(s).Items[0]
+	top := it.Causes[0]
+	if top.Code != "ForegroundDeletionBlocked" || !strings.Contains(top.Summary, "deeper than 8 levels") ||
+		!strings.Contains(top.Remediation[0].Command, "terminating why") || !slices.Contains(top.Evidence, "not read: dependents of configmaps/link-8 (DepthLimit)") {
+		t.Errorf("%+v", top)
 	}
 }

@@ -24,6 +24,8 @@ const (
 	// SkipUnreachable: the apiserver could not reach the node's kubelet to
 	// proxy the read (--kubelet).
 	SkipUnreachable SkipReason = "Unreachable"
+	// SkipDepth: not followed, the chain of targets is deeper than MaxDepth.
+	SkipDepth SkipReason = "DepthLimit"
 )
 
 // Skip records a read that was not made; the report carries on without it.

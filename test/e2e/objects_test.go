@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
@@ -98,5 +100,36 @@ func TestStuckObjects(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("list -A missed %v", want)
+	}
+}
+
+// Issue 35: a chain of owners in foreground deletion deeper than the walk
+// goes (50 levels, the last held by a finalizer) is cut honestly: the
+// report names the deepest object it reached, says the chain goes on, is
+// partial (stderr says so), and a diagnosis from that object reads on.
+func TestDeepForegroundChainSaysWhereItWasCut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "deep-chain")
+	if err := env.ForegroundChain(ctx, ns, "link", 50, "keep.tidy.io/flush"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.Client.CoreV1().ConfigMaps(ns).Patch(ctx, "link-49", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	settle(t, time.Now())
+	r, res := diagnose(t, "why", "configmap/link-0", "-n", ns)
+	it := only(t, r)
+	top := it.Causes[0]
+	cut := regexp.MustCompile(`configmap/link-1 waits on configmap/link-2 -> .* -> configmap/(link-\d+); `).FindStringSubmatch(top.Summary)
+	if res.code != 2 || top.Code != "ForegroundDeletionBlocked" || cut == nil || !strings.Contains(top.Summary, "deeper than 8 levels: not followed from here") ||
+		r.Complete == nil || *r.Complete || !strings.Contains(res.stderr, "warning: the report is partial: could not read dependents of configmaps/"+cut[1]+" (DepthLimit)") {
+		t.Fatalf("exit %d, top %s %q, complete %v\n%s", res.code, top.Code, top.Summary, r.Complete, res.stderr)
+	}
+	// From the deepest object reached, the walk reads on.
+	r, _ = diagnose(t, "why", "configmap/"+cut[1], "-n", ns)
+	next := regexp.MustCompile(`configmap/(link-\d+); `).FindAllStringSubmatch(only(t, r).Causes[0].Summary, -1)
+	if len(next) == 0 || next[len(next)-1][1] == cut[1] {
+		t.Errorf("from %s: %q", cut[1], only(t, r).Causes[0].Summary)
 	}
 }

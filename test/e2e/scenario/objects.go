@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,37 @@ func (e *Env) ForegroundOwner(ctx context.Context, ns, owner, dependent, finaliz
 	}
 	return Until(ctx, time.Minute, "the garbage collector to delete "+dependent, func(ctx context.Context) (bool, error) {
 		got, err := cms.Get(ctx, dependent, metav1.GetOptions{})
+		return err == nil && got.DeletionTimestamp != nil, nil
+	})
+}
+
+// ForegroundChain creates ConfigMaps name-0 ... name-(n-1), each the
+// dependent of the one before with blockOwnerDeletion, the last held by
+// finalizer; deletes name-0 in foreground and waits until the garbage
+// collector has carried the deletion down to the last.
+func (e *Env) ForegroundChain(ctx context.Context, ns, name string, n int, finalizer string) error {
+	cms := e.Client.CoreV1().ConfigMaps(ns)
+	yes := true
+	var owner *corev1.ConfigMap
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i)}}
+		if owner != nil {
+			cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, BlockOwnerDeletion: &yes}}
+		}
+		if i == n-1 {
+			cm.Finalizers = []string{finalizer}
+		}
+		var err error
+		if owner, err = cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	fg := metav1.DeletePropagationForeground
+	if err := cms.Delete(ctx, name+"-0", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+		return err
+	}
+	return Until(ctx, 2*time.Minute, "the garbage collector to delete "+owner.Name, func(ctx context.Context) (bool, error) {
+		got, err := cms.Get(ctx, owner.Name, metav1.GetOptions{})
 		return err == nil && got.DeletionTimestamp != nil, nil
 	})
 }
