@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -137,6 +138,17 @@ func selectorMatches(sel *metav1.LabelSelector, set map[string]string, applies b
 	}
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	return err != nil || s.Matches(labels.Set(set))
+}
+
+// namespaceLabels are a namespace's labels for a namespaceSelector: nil
+// when the namespace was not read (a selector cannot be judged), else its
+// labels, none included (a snapshot keeps only the keys selectors use, and
+// drops the field when none is left: the namespace still has no other).
+func namespaceLabels(ns *corev1.Namespace) map[string]string {
+	if ns == nil {
+		return nil
+	}
+	return known(ns.Labels)
 }
 
 // known turns an object's absent labels into an empty set: unlike a

@@ -193,4 +193,9 @@ func TestNamespaceSelector(t *testing.T) {
 	if r.nsLabels = nil; !h.matches(r) {
 		t.Error("an unread namespace must count as a possible match")
 	}
+	// A namespace read without labels (a snapshot drops the keys no selector
+	// uses, and the field with them) is known to have none: no match.
+	if r.nsLabels = namespaceLabels(&corev1.Namespace{}); h.matches(r) {
+		t.Error("a namespace read with no labels counts as unread")
+	}
 }

@@ -142,7 +142,7 @@ func leftoverTypesMatching(t *snapshot.Target, h hook) []string {
 	var out []string
 	for gr, gvr := range c.Resources {
 		r := request{operation: admissionregistrationv1.Delete, group: gvr.Group, version: gvr.Version, resource: gvr.Resource,
-			namespaced: true, nsLabels: t.Namespace.Labels}
+			namespaced: true, nsLabels: namespaceLabels(t.Namespace)}
 		if c.Counts[gr] > 0 && h.matches(r) {
 			out = append(out, gr.String())
 		}

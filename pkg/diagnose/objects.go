@@ -322,10 +322,7 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 	group, version := splitAPIVersion(t.Ref.APIVersion)
 	resource, _, _ := strings.Cut(t.Ref.Resource, ".")
 	ns := s.Namespaces[t.Ref.Namespace]
-	var nsLabels map[string]string
-	if ns != nil {
-		nsLabels = ns.Labels
-	}
+	nsLabels := namespaceLabels(ns)
 	// Sent by the finalizer's controller, as the catalogue's writer when it
 	// names one (else matchConditions on the sender stay unknown). The
 	// object loses its first finalizer.

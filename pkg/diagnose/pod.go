@@ -146,10 +146,7 @@ func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []ref
 		return nil
 	}
 	ns := s.Namespaces[pod.Namespace]
-	var nsLabels map[string]string
-	if ns != nil {
-		nsLabels = ns.Labels
-	}
+	nsLabels := namespaceLabels(ns)
 	// The kubelet sends it as its node; admission passes the pod as oldObject.
 	sent := lazy(func() *celeval.Request {
 		return &celeval.Request{Operation: string(admissionregistrationv1.Delete), Version: "v1", Resource: "pods", Kind: "Pod",

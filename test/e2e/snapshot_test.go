@@ -13,7 +13,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
 
 // A run saved with --save-snapshot and replayed with --snapshot where no
@@ -38,6 +42,19 @@ func TestSnapshotReplaysWithoutTheCluster(t *testing.T) {
 	if err := env.DeleteCRD(ctx, crd, "InstanceDeletionInProgress"); err != nil {
 		t.Fatal(err)
 	}
+	// A webhook on the gizmos' finalizer removal, scoped by a
+	// namespaceSelector that matches no namespace here: live, the namespace's
+	// labels rule it out; a replay must too, though the snapshot keeps only
+	// the label keys selectors use (issue 35: it reported
+	// AdmissionWebhookDenied where the live run did not).
+	elsewhere := "snap-elsewhere-" + ns
+	if err := env.DownWebhookFor(ctx, elsewhere, scenario.Intercept{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Group: group, Resource: "gizmos", NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": elsewhere}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), elsewhere, metav1.DeleteOptions{})
+	})
 	pastDeadline(t, ns, "web-0")
 
 	// The replay's kubeconfig names a server that counts who dials it.
