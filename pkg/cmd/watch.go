@@ -24,8 +24,9 @@ const settle = time.Second
 const finalRead = 10 * time.Second
 
 // watchList is list -w: the table, then a row each time a listed object's
-// diagnosis changes (severity, top cause, stuck) and one when it goes, as
-// kubectl get -w. It follows the objects listed at the start through
+// diagnosis changes (severity, top cause, stuck), whether an object changed
+// or time alone changed it (its deadline, its settle time passing), and one
+// when it goes, as kubectl get -w. It follows the objects listed at the start through
 // watches (collect.Follow) and ends when all of them are gone (exit 0); at
 // --timeout it ends with the exit code of what is left.
 func (o *Options) watchList(ctx context.Context, st report.Style) error {
@@ -66,8 +67,33 @@ func (o *Options) watchList(ctx context.Context, st report.Style) error {
 		}
 	}()
 	retrying := retryNotice{out: o.ErrOut}
+	// Time alone changes verdicts (an object past its deadline and its
+	// settle time becomes stuck): the next such time wakes the loop.
+	var due <-chan time.Time
+	var dueTimer clock.Timer
+	rearm := func() {
+		if dueTimer != nil {
+			dueTimer.Stop()
+		}
+		due, dueTimer = nil, nil
+		if next := nextVerdictTime(shown, o.now()); !next.IsZero() {
+			dueTimer = o.clock.NewTimer(next.Sub(o.now()) + time.Second)
+			due = dueTimer.C()
+		}
+	}
+	defer func() {
+		if dueTimer != nil {
+			dueTimer.Stop()
+		}
+	}()
+	rearm()
 	for len(shown) > 0 {
 		select {
+		case <-due:
+			if err := o.printChanged(ctx, c, latest, shown, table); err != nil {
+				return err
+			}
+			rearm()
 		case ch := <-changes:
 			uid := string(ch.Found.Object.GetUID())
 			switch {
@@ -82,6 +108,7 @@ func (o *Options) watchList(ctx context.Context, st report.Style) error {
 					return err
 				}
 				delete(shown, uid)
+				rearm()
 			case ch.Found.Object.GetResourceVersion() == latest[uid].Object.GetResourceVersion():
 				retrying.recovered() // a relist: nothing new
 			default:
@@ -99,6 +126,7 @@ func (o *Options) watchList(ctx context.Context, st report.Style) error {
 				return err
 			}
 			clear(changed)
+			rearm()
 		case <-ctx.Done():
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return ctx.Err()
@@ -135,6 +163,18 @@ func (o *Options) printChanged(ctx context.Context, c *collect.Collector, change
 		}
 	}
 	return table.Changed(rows)
+}
+
+// nextVerdictTime is the soonest time a shown row's verdict may change with
+// time alone; zero when none will.
+func nextVerdictTime(shown map[string]report.Item, now time.Time) time.Time {
+	var next time.Time
+	for _, it := range shown {
+		if at := diagnose.NextVerdictTime(it, now); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next
 }
 
 // verdict is what a row of list -w says beyond the time that passes.

@@ -114,3 +114,38 @@ func TestListWatchRefusesWhatItCannotPrint(t *testing.T) {
 		}
 	}
 }
+
+// Issue 35: list -w prints a change that time alone makes, no object
+// changing: batch-0, inside its grace period at the start (not stuck), is
+// stuck once its deadline and the settle time have passed; the row comes at
+// that time, without an event.
+func TestListWatchPrintsTimeDrivenChanges(t *testing.T) {
+	fc := clocktesting.NewFakeClock(now)
+	watchers := make(chan *watch.FakeWatcher, 1)
+	clients := fakes(t, cluster(), watchedBy(watchers))
+	go func() {
+		w := <-watchers
+		// Past the deadline (20 s) and the settle time (30 s), the clock
+		// stepped whenever the plugin waits on it; then the next time armed,
+		// the row printed. Bounded: a plugin that never waits on time fails.
+		bound := time.Now().Add(10 * time.Second)
+		for (fc.Now().Before(now.Add(52*time.Second)) || !fc.HasWaiters()) && time.Now().Before(bound) {
+			if fc.HasWaiters() && fc.Now().Before(now.Add(52*time.Second)) {
+				fc.Step(time.Second)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		c, _ := clients()
+		batch, _ := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("shop").Get(context.Background(), "batch-0", metav1.GetOptions{})
+		w.Delete(batch)
+	}()
+	out, _, err := executeWith(t, clients, fakeClock(fc), "list", "pod/batch-0", "-n", "shop", "-w")
+	if err != nil {
+		t.Fatalf("exit %d (%v)", ExitCode(err), err)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) < 4 || !strings.HasPrefix(lines[1], "pod/batch-0") || !strings.Contains(lines[1], "WithinGracePeriod") ||
+		strings.Contains(lines[len(lines)-2], "WithinGracePeriod") || !strings.HasSuffix(lines[len(lines)-1], "deleted") {
+		t.Errorf("want the row in grace, a row once time made it stuck, then deleted:\n%s", out)
+	}
+}

@@ -230,6 +230,22 @@ func settling(sev report.Severity, tm timing) report.Severity {
 // up normally (controllers and the kubelet act within seconds).
 const settleTime = 30 * time.Second
 
+// NextVerdictTime is when the verdict of a diagnosed object may next change
+// with time alone, no object changing: its deletion deadline, the settle
+// time past it, the pod GC's delay past it (the rules' thresholds measured
+// from the deadline). Zero when all of them have passed.
+func NextVerdictTime(it report.Item, now time.Time) time.Time {
+	if it.DeletionTimestamp.IsZero() {
+		return time.Time{}
+	}
+	for _, past := range []time.Duration{0, settleTime, podGCDelay} {
+		if at := it.DeletionTimestamp.Add(past); at.After(now) {
+			return at
+		}
+	}
+	return time.Time{}
+}
+
 // causeLess orders two causes: more severe first, then closer to the root
 // (the catalogue's depth), then more confident.
 func causeLess(a, b report.Cause) bool {
