@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
 )
 
 // FuzzReplay replays whatever a stranger's snapshot file may hold through
@@ -24,6 +26,14 @@ func FuzzReplay(f *testing.F) {
 		}
 		f.Add(gunzipped(data))
 	}
+	// Size amplification (issue 35): a string just over the limit, and one
+	// just under it quoted by the rules (a condition's message).
+	over := hostileTarget("ConfigMap", "over", nil)
+	over["object"].(map[string]any)["metadata"].(map[string]any)["annotations"] = map[string]any{"a": strings.Repeat("x", snapfile.MaxString+1)}
+	under := hostileTarget("ConfigMap", "under", nil)
+	under["object"].(map[string]any)["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "False", "message": strings.Repeat("m ", snapfile.MaxString/2-64)}}}
+	f.Add(snapshotDoc([]map[string]any{over}, []int{0}))
+	f.Add(snapshotDoc([]map[string]any{under, under, under}, []int{0, 1, 2}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file := filepath.Join(t.TempDir(), "snapshot.json")
 		if err := os.WriteFile(file, data, 0o600); err != nil {

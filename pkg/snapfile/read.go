@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -19,8 +21,12 @@ import (
 // anything walks it. Every refusal is an error naming what is wrong.
 
 // DefaultMaxBytes is the default of Limits.MaxBytes: a saved run of a few
-// thousand stuck objects takes a few MiB.
-const DefaultMaxBytes = 64 << 20
+// thousand stuck objects takes a few MiB (the lab's whole gallery, -A, 62
+// KB). It bounds what a replay may take: text becomes report lines several
+// times over (measured: -o json allocates about 19 bytes per byte of
+// condition messages), so 12 MiB of the worst text replays under 300 MiB
+// (TestLargestAcceptedSnapshotReplaysBounded).
+const DefaultMaxBytes = 12 << 20
 
 // bytesPerObject is how many bytes of the limit each JSON object of the file
 // may use at least: an object of a few bytes can become a Go value of more
@@ -163,8 +169,8 @@ func DecodeLimited(r io.Reader, limits Limits) (Saved, error) {
 	if err != nil {
 		return Saved{}, fmt.Errorf("the snapshot %w", err)
 	}
-	if n, max := countObjects(data, limits.maxObjects()), limits.maxObjects(); n > max {
-		return Saved{}, fmt.Errorf("a snapshot of more than %d JSON objects, this plugin's limit for its size (--snapshot-max-size raises it)", max)
+	if err := measure(data, limits); err != nil {
+		return Saved{}, err
 	}
 	s, err := decode(data)
 	if err != nil {
@@ -176,29 +182,76 @@ func DecodeLimited(r io.Reader, limits Limits) (Saved, error) {
 	return s, nil
 }
 
-// countObjects counts the JSON objects in data, stopping past max. It only
-// tells strings apart from the rest: json.Unmarshal judges the syntax.
-func countObjects(data []byte, max int) int {
-	n := 0
-	inString, escaped := false, false
-	for _, b := range data {
+// MaxString is the longest string a snapshot may hold: the longest text the
+// API keeps in what the rules read is a condition's message (32 KiB), and
+// JSON may escape some of its bytes.
+const MaxString = 40 << 10
+
+// measure refuses, before anything is decoded, a file whose JSON would
+// take far more memory than its size says: more JSON objects than the
+// limit allows (an empty object becomes a Go value of a kilobyte), a
+// string longer than MaxString (rendering copies each string a few times),
+// or a list of more elements than the limit allows objects. It only tells
+// strings apart from the rest: json.Unmarshal judges the syntax.
+func measure(data []byte, limits Limits) error {
+	maxObjects := limits.maxObjects()
+	objects := 0
+	var lists []int // the open lists' element counts; -1 for an open object
+	inString, escaped, start := false, false, 0
+	for i, b := range data {
 		switch {
 		case inString && escaped:
 			escaped = false
 		case inString && b == '\\':
 			escaped = true
+		case inString && b == '"':
+			inString = false
+			if i-start > MaxString {
+				return longString(i-start, start)
+			}
+		case inString:
 		case b == '"':
-			inString = !inString
-		case !inString && b == '{':
-			if n++; n > max {
-				return n
+			inString, start = true, i+1
+		case b == '{':
+			if objects++; objects > maxObjects {
+				return fmt.Errorf("a snapshot of more than %d JSON objects, this plugin's limit for its size (--snapshot-max-size raises it)", maxObjects)
+			}
+			lists = append(lists, -1)
+		case b == '[':
+			lists = append(lists, 0)
+		case (b == '}' || b == ']') && len(lists) > 0:
+			lists = lists[:len(lists)-1]
+		case b == ',' && len(lists) > 0 && lists[len(lists)-1] >= 0:
+			if lists[len(lists)-1]++; lists[len(lists)-1] >= maxObjects {
+				return fmt.Errorf("a snapshot with a list of more than %d elements, this plugin's limit for its size (--snapshot-max-size raises it)", maxObjects)
 			}
 		}
 	}
-	return n
+	if inString && len(data)-start > MaxString {
+		return longString(len(data)-start, start)
+	}
+	return nil
 }
 
-// check refuses a snapshot its rules could not walk: targets with no object,
+func longString(n, at int) error {
+	return fmt.Errorf("a snapshot with a string of %d bytes (at byte %d), more than this plugin's limit of %d", n, at, MaxString)
+}
+
+// badFinalizer names a finalizer the API would never have kept (each is a
+// qualified name, at most 316 bytes: validation.IsQualifiedName, as the
+// apiserver checks it), which no live run can have saved; every rule quotes
+// finalizers, so one of megabytes would be copied into every sentence.
+func badFinalizer(finalizers []string) string {
+	for _, f := range finalizers {
+		if len(validation.IsQualifiedName(f)) > 0 {
+			return fmt.Sprintf("a finalizer that is not a qualified name (%d bytes, %q...)", len(f), f[:min(len(f), 40)])
+		}
+	}
+	return ""
+}
+
+// check refuses a snapshot its rules could not walk: targets with no object
+// or with a finalizer no apiserver would keep,
 // typed forms the rules rely on that are missing, and target graphs that
 // loop, nest too deep or unfold into too many objects.
 func check(s *snapshot.Snapshot, limits Limits) error {
@@ -207,6 +260,8 @@ func check(s *snapshot.Snapshot, limits Limits) error {
 		name := fmt.Sprintf("target %d (%s/%s)", i, t.Ref.Resource, t.Ref.Name)
 		if t.Object == nil {
 			errs = append(errs, name+" has no object")
+		} else if bad := badFinalizer(t.Object.GetFinalizers()); bad != "" {
+			errs = append(errs, name+" has "+bad)
 		}
 		for _, p := range t.ClaimUsers {
 			if p.Pod == nil {
