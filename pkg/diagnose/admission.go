@@ -247,14 +247,14 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 	if conditions.result == celeval.Unknown {
 		f.confidence /= 2
 	}
-	patch := kubectl("", "patch", h.kind, h.config, "--type=json", "-p",
+	patch := kubectlOn("", "patch", h.kind, h.config, "--type=json", "-p",
 		jsonText([]map[string]any{{"op": "replace", "path": fmt.Sprintf("/webhooks/%d/failurePolicy", h.index), "value": "Ignore"}}))
 	f.steps = []report.Step{
 		read("Check the webhook's backend", serviceCheckCommand(h)),
 		repair("Restore the webhook's backend (its Deployment, its Service's selector); the refused request is retried and goes through", ""),
 		fix("Or narrow the webhook (rules, objectSelector) so it no longer intercepts this request, or set its failurePolicy to Ignore while the backend is down", patch, report.RiskHigh,
 			"the webhook's checks are skipped for every matching request while it is Ignore"),
-		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectl("", "delete", h.kind, h.config), report.RiskHigh,
+		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectlOn("", "delete", h.kind, h.config), report.RiskHigh,
 			"removes that admission control for the whole cluster"),
 	}
 	if down { // orphaned: fix may delete it
@@ -265,7 +265,7 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 
 func serviceCheckCommand(h hook) string {
 	if h.service == nil {
-		return kubectl("", "get", h.kind, h.config, "-o", "yaml")
+		return kubectlOn("", "get", h.kind, h.config, "-o", "yaml")
 	}
 	return endpointsCommand(h.service.Namespace, h.service.Name)
 }
@@ -332,8 +332,8 @@ func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admiss
 	f := refusal{code: catalog.AdmissionPolicyDenied, evidence: evidence,
 		about: report.About{Object: &report.ObjectRef{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy", Resource: "validatingadmissionpolicies", Name: p.Name}},
 		steps: []report.Step{
-			read("Read the policy's expressions and the binding's parameters", kubectl("", "get", "validatingadmissionpolicy", p.Name, "-o", "yaml")),
-			fix("Fix the expression or narrow the binding so the request is allowed", kubectl("", "edit", "validatingadmissionpolicybinding", b.Name), report.RiskHigh,
+			read("Read the policy's expressions and the binding's parameters", kubectlOn("", "get", "validatingadmissionpolicy", p.Name, "-o", "yaml")),
+			fix("Fix the expression or narrow the binding so the request is allowed", kubectlOn("", "edit", "validatingadmissionpolicybinding", b.Name), report.RiskHigh,
 				"the policy stops guarding what the change excludes"),
 		}}
 	switch {

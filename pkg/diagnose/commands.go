@@ -112,6 +112,17 @@ func kubectl(ns string, args ...string) string {
 	return command("kubectl", args...)
 }
 
+// kubectlOn is kubectl VERB RESOURCE NAME FLAGS... on one named object. A
+// name that begins with "-" (a Role's, say: some kinds take any path
+// segment) would read as a flag: it then comes last, after "--", so that
+// kubectl takes it as the name it is.
+func kubectlOn(ns, verb, resource, name string, flags ...string) string {
+	if strings.HasPrefix(name, "-") {
+		return kubectl(ns, append(append([]string{verb, resource}, flags...), "--", name)...)
+	}
+	return kubectl(ns, append([]string{verb, resource, name}, flags...)...)
+}
+
 // endpointsCommand lists a service's EndpointSlices.
 func endpointsCommand(ns, service string) string {
 	return kubectl(ns, "get", "endpointslices", "-l", "kubernetes.io/service-name="+service)
@@ -144,13 +155,13 @@ func goDuration(d time.Duration) string {
 // finalizeNamespace rewrites a namespace's spec.finalizers with a jq program
 // and writes them through its finalize subresource (the only way to change them).
 func finalizeNamespace(name, jqProgram string) string {
-	return pipe(kubectl("", "get", "namespace", name, "-o", "json"), command("jq", jqProgram),
+	return pipe(kubectlOn("", "get", "namespace", name, "-o", "json"), command("jq", jqProgram),
 		kubectl("", "replace", "--raw", "/api/v1/namespaces/"+name+"/finalize", "-f", "-"))
 }
 
 // forceDeleteCommand removes a pod from the API without waiting for its kubelet.
 func forceDeleteCommand(pod *corev1.Pod) string {
-	return kubectl(pod.Namespace, "delete", "pod", pod.Name, "--grace-period=0", "--force")
+	return kubectlOn(pod.Namespace, "delete", "pod", pod.Name, "--grace-period=0", "--force")
 }
 
 // mountsOnNode looks, on the pod's node, for its mounts and its kubelet's unmount errors.

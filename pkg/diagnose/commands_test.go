@@ -173,3 +173,28 @@ func TestWaitCommand(t *testing.T) {
 		t.Errorf("waitCommand = %q", got)
 	}
 }
+
+// Issue 35: a name that begins with "-" (kinds such as Role take any path
+// segment) is never read by kubectl as a flag: in every suggested command it
+// comes after "--", or inside TYPE/NAME.
+func TestNamesThatLookLikeFlags(t *testing.T) {
+	role := heldObject("Role", "roles.rbac.authorization.k8s.io", "-rf", 10*time.Minute, "example.com/cleanup")
+	it := Diagnose(snapOf(role)).Items[0]
+	seen := 0
+	for _, c := range it.Causes {
+		for _, s := range c.Remediation {
+			for _, field := range strings.Fields(s.Command) {
+				if strings.Trim(field, `'"`) != "-rf" {
+					continue
+				}
+				seen++
+				if !strings.Contains(s.Command, " -- -rf") && !strings.Contains(s.Command, " -- '-rf'") {
+					t.Errorf("%s: -rf is not after --: %s", c.Code, s.Command)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatalf("no command names the role: %+v", it.Causes)
+	}
+}

@@ -166,7 +166,7 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 	name := strings.ToLower(f.kind) + "s." + f.group // a guess, replaced by the CRD's name once read
 	evidence := []string{fmt.Sprintf("conversion webhook for %s/%s, Kind=%s failed: %s", f.group, f.version, f.kind, f.err)}
 	why := f.err
-	check := read("Read the CRD's conversion settings", kubectl("", "get", "crd", name, "-o", "jsonpath={.spec.conversion}"))
+	check := read("Read the CRD's conversion settings", kubectlOn("", "get", "crd", name, "-o", "jsonpath={.spec.conversion}"))
 	if crd != nil {
 		name = crd.Name
 		evidence = append(evidence, fmt.Sprintf("customresourcedefinition %s: spec.conversion.strategy %s, storage version %s, served %v, status.storedVersions %v",
@@ -192,9 +192,9 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 		check,
 		repair("Restore the conversion webhook's backend (the add-on's Deployment and Service); lists and deletes then go through", ""),
 		fix("If the add-on is uninstalled for good and every object is stored in one version: stop converting",
-			kubectl("", "patch", "crd", name, "--type=merge", "-p", `{"spec":{"conversion":{"strategy":"None"}}}`), report.RiskHigh,
+			kubectlOn("", "patch", "crd", name, "--type=merge", "-p", `{"spec":{"conversion":{"strategy":"None"}}}`), report.RiskHigh,
 			"objects stored in another version are then served unconverted, with the wrong schema, to every client"),
-		fix("Last resort: delete the CRD of the uninstalled add-on", kubectl("", "delete", "crd", name), report.RiskDestructive,
+		fix("Last resort: delete the CRD of the uninstalled add-on", kubectlOn("", "delete", "crd", name), report.RiskDestructive,
 			"deletes every object of that kind in every namespace, with its data"))
 	c.About.Object = &report.ObjectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Resource: "customresourcedefinitions", Name: name}
 	return c

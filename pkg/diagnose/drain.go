@@ -115,18 +115,18 @@ func drainSteps(t *snapshot.Target, f heldBy, blocked []evictionBlocker) []repor
 	if i := slices.IndexFunc(blocked, func(b evictionBlocker) bool { return b.pdb != nil }); i >= 0 {
 		pdb := blocked[i].pdb
 		steps = append(steps,
-			read("See the disruption budget that refuses the eviction", kubectl(pdb.Namespace, "get", "poddisruptionbudget", pdb.Name, "-o", "wide")),
+			read("See the disruption budget that refuses the eviction", kubectlOn(pdb.Namespace, "get", "poddisruptionbudget", pdb.Name, "-o", "wide")),
 			repair("Let the budget allow a disruption: bring the workload's other replicas to Ready, or scale it up; the drain then evicts the pod", ""))
 	}
 	for _, b := range blocked {
 		if b.annotation != "" {
 			steps = append(steps, fix(fmt.Sprintf("Let pod %s/%s be disrupted: remove its %s annotation", b.pod.Namespace, b.pod.Name, b.annotation),
-				kubectl(b.pod.Namespace, "annotate", "pod", b.pod.Name, b.annotation+"-"), report.RiskHigh,
+				kubectlOn(b.pod.Namespace, "annotate", "pod", b.pod.Name, b.annotation+"-"), report.RiskHigh,
 				"the pod is evicted now, whatever its owner's reason to stay"))
 		}
 	}
 	steps = append(steps, fix(fmt.Sprintf("Or delete pod %s/%s yourself", first.pod.Namespace, first.pod.Name),
-		kubectl(first.pod.Namespace, "delete", "pod", first.pod.Name), report.RiskHigh,
+		kubectlOn(first.pod.Namespace, "delete", "pod", first.pod.Name), report.RiskHigh,
 		"bypasses the disruption budget: the workload runs a replica short until it is rescheduled"))
 	return append(steps, never(fmt.Sprintf("Never remove %s to skip the drain", f.name),
 		"the controller skips its cleanup: the node's instance may keep running and its pods lose their node without an eviction"))

@@ -54,7 +54,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		quoted = top.reason
 		summary = fmt.Sprintf("the controller that removes %s cannot finish the deletion: it reports %s: %s", strings.Join(names, ", "), top.reason, top.message)
 		steps = []report.Step{
-			read("Read what the controller reports about the object", kubectl(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
+			read("Read what the controller reports about the object", kubectlOn(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
 			repair(fmt.Sprintf("Fix what the controller reports (%s); it then finishes its cleanup and removes the finalizer itself", top.reason), ""),
 		}
 		return report.Critical, confidence
@@ -113,7 +113,7 @@ func findOwners(t *snapshot.Target, finalizers []string) report.Step {
 	}
 	if len(words) == 0 {
 		return read("Read the object: its finalizers, and the status its controllers write",
-			kubectl(t.Ref.Namespace, "get", strings.ToLower(t.Ref.Resource), t.Ref.Name, "-o", "yaml"))
+			kubectlOn(t.Ref.Namespace, "get", strings.ToLower(t.Ref.Resource), t.Ref.Name, "-o", "yaml"))
 	}
 	slices.Sort(words)
 	grep := []string{"-Fi"}
@@ -161,6 +161,6 @@ func removeFinalizer(action string, t *snapshot.Target, f string, level report.R
 // the wrong entry.
 func removeFinalizerCommand(ref report.ObjectRef, finalizers []string, f string) string {
 	path := fmt.Sprintf("/metadata/finalizers/%d", slices.Index(finalizers, f))
-	return kubectl(ref.Namespace, "patch", strings.ToLower(ref.Resource), ref.Name, "--type=json", "-p",
+	return kubectlOn(ref.Namespace, "patch", strings.ToLower(ref.Resource), ref.Name, "--type=json", "-p",
 		jsonText([]map[string]string{{"op": "test", "path": path, "value": f}, {"op": "remove", "path": path}}))
 }

@@ -42,7 +42,7 @@ var namespaceConditions = []struct {
 		"the namespace controller failed to delete some content",
 		func(ns string) []report.Step {
 			return []report.Step{read("Read the errors in the message: webhooks refusing deletes, conversion webhooks, objects that do not go away",
-				kubectl("", "get", "namespace", ns, "-o", `jsonpath={.status.conditions[?(@.type=="NamespaceDeletionContentFailure")].message}`))}
+				kubectlOn("", "get", "namespace", ns, "-o", `jsonpath={.status.conditions[?(@.type=="NamespaceDeletionContentFailure")].message}`))}
 		}},
 	{corev1.NamespaceFinalizersRemaining, catalog.NamespaceFinalizersRemaining, report.Warning,
 		"objects left in the namespace wait for their finalizers",

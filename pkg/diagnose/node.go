@@ -204,7 +204,7 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 			fmt.Sprintf("spec.nodeName %s names no Node: no kubelet will finish this pod", n.name),
 			append([]string{fmt.Sprintf("spec.nodeName: %s", n.name)}, n.evidence()...),
 			read("Wait: the pod GC controller force-deletes pods of deleted nodes within about a minute", waitCommand(report.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, podGCDelay)),
-			read("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", kubectl(pod.Namespace, "get", "pod", pod.Name, "-o", "jsonpath={.metadata.finalizers}")),
+			read("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", kubectlOn(pod.Namespace, "get", "pod", pod.Name, "-o", "jsonpath={.metadata.finalizers}")),
 			forceDelete(pod, report.RiskLow, "the node is gone, so nothing of the pod runs any more; a finalizer still holds the pod if one is set"))}
 	case n.unreachable():
 		return []report.Cause{cause(catalog.NodeUnreachable, report.Critical, 0.9,
@@ -235,13 +235,13 @@ func (n nodeHealth) since() string {
 func deadNodeSteps(pod *corev1.Pod, n nodeHealth) []report.Step {
 	node := n.name
 	taint := fix("Otherwise make sure the node is powered off or fenced, then mark it out of service: pods and volumes are released (non-graceful node shutdown)",
-		kubectl("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"), report.RiskDestructive,
+		kubectlOn("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"), report.RiskDestructive,
 		"if the node is in fact still running, its workloads run twice and force-detached volumes may be corrupted")
 	taint.Apply = &report.Action{Verb: report.ActionTaintOutOfService,
 		Object:          report.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: node, UID: string(n.node.UID)},
 		ResourceVersion: n.node.ResourceVersion}
 	return []report.Step{
-		read("Check whether the node is down or only cut off from the control plane", kubectl("", "get", "node", node, "-o", "wide")),
+		read("Check whether the node is down or only cut off from the control plane", kubectlOn("", "get", "node", node, "-o", "wide")),
 		repair("If the node can be brought back, restore its kubelet or network: the pod then finishes deleting normally", ""),
 		taint,
 		forceDelete(pod, report.RiskDestructive, "without fencing, a StatefulSet or ReadWriteOnce replacement can run beside the old pod (split brain, data corruption)"),

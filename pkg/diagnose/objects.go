@@ -193,11 +193,11 @@ func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 	}
 	evidence := []string{fmt.Sprintf("status.phase: %s", pv.Status.Phase), fmt.Sprintf("spec.persistentVolumeReclaimPolicy: %s", pv.Spec.PersistentVolumeReclaimPolicy)}
 	claim := "an unknown claim"
-	step1 := read("Find the claim bound to the volume", kubectl("", "get", "pv", pv.Name, "-o", "jsonpath={.spec.claimRef}"))
+	step1 := read("Find the claim bound to the volume", kubectlOn("", "get", "pv", pv.Name, "-o", "jsonpath={.spec.claimRef}"))
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		claim = fmt.Sprintf("claim %s/%s", ref.Namespace, ref.Name)
 		evidence = append(evidence, fmt.Sprintf("spec.claimRef: %s/%s (uid %s)", ref.Namespace, ref.Name, ref.UID))
-		step1 = fix("Delete the claim first (and the pods using it); the volume is released, then deleted", kubectl(ref.Namespace, "delete", "pvc", ref.Name), report.RiskDestructive,
+		step1 = fix("Delete the claim first (and the pods using it); the volume is released, then deleted", kubectlOn(ref.Namespace, "delete", "pvc", ref.Name), report.RiskDestructive,
 			"with reclaimPolicy Delete, the volume's data is deleted with it")
 	}
 	c := cause(catalog.PVBound, settling(report.Warning, tm), 0.9,
@@ -226,7 +226,7 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		owner += " of driver " + csi.Driver
 	}
 	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, f.name, owner, "backend volume", evidence,
-		read("Read the volume's events and the provisioner's logs", kubectl("", "describe", "pv", pv.Name)),
+		read("Read the volume's events and the provisioner's logs", kubectlOn("", "describe", "pv", pv.Name)),
 		repair("Fix what blocks the provisioner (its controller not running, credentials, the backend volume still attached or in use) or delete the volume in the storage backend", ""),
 		removeFinalizer("Only once the backend volume is deleted, or to keep it on purpose: remove the finalizer", t, f.name, report.RiskHigh,
 			"a backend volume still there is orphaned: it keeps its data and its cost, and nothing in the cluster points at it any more"))
@@ -275,7 +275,7 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 		evidence = append(evidence, line)
 	}
 	va := t.Attachments[0]
-	check := read("Read the attachment and the attacher's logs", kubectl("", "get", "volumeattachment", va.Name, "-o", "yaml"))
+	check := read("Read the attachment and the attacher's logs", kubectlOn("", "get", "volumeattachment", va.Name, "-o", "yaml"))
 	force := removeFinalizer("Only once the disk is detached at the backend: remove the finalizer", t, f.name, report.RiskDestructive,
 		"if the disk is still attached, a new attachment elsewhere fails, or two nodes write to it (corruption)")
 	if len(failed) > 0 {
@@ -303,7 +303,7 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		evidence = append(evidence, fmt.Sprintf("status.loadBalancer.ingress: %s%s", in.IP, in.Hostname))
 	}
 	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, f.name, "cloud-controller-manager", "cloud load balancer", evidence,
-		read("Read the service's events and the cloud-controller-manager's logs", kubectl(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
+		read("Read the service's events and the cloud-controller-manager's logs", kubectlOn(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
 		repair("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", ""),
 		removeFinalizer("Only once the load balancer is gone from the cloud: remove the finalizer", t, f.name, report.RiskHigh,
 			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"))
@@ -403,10 +403,10 @@ func mutationSuspect(a snapshot.Admission, h hook, r request, what string) (refu
 	}
 	f.summary = fmt.Sprintf("mutating webhook %s (%s) changes %s: a mutation of an immutable field turns it into an invalid update the apiserver rejects whatever the webhook's failurePolicy, and the finalizer stays", h.name, h.config, what)
 	f.evidence = append(f.evidence, "the controller's refused patch is only in its logs (the job controller logs \"Error syncing orphan pod ... is invalid\"): no event names it")
-	f.steps = append([]report.Step{read("See what the webhook does to the object's updates", kubectl("", "get", h.kind, h.config, "-o", "yaml"))},
+	f.steps = append([]report.Step{read("See what the webhook does to the object's updates", kubectlOn("", "get", h.kind, h.config, "-o", "yaml"))},
 		fix("Narrow the webhook so it leaves this update alone (an objectSelector, a matchCondition, or rules without UPDATE): the controller's next patch then goes through", "", report.RiskLow,
 			"the webhook no longer mutates those updates"),
-		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectl("", "delete", h.kind, h.config), report.RiskHigh,
+		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectlOn("", "delete", h.kind, h.config), report.RiskHigh,
 			"removes that admission control for the whole cluster"))
 	return f, true
 }

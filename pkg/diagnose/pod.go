@@ -199,7 +199,7 @@ func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvent
 	}
 	evidence = append(evidence, noEventSeen(reasonFailedKillPod))
 	return cause(code, sev, 0.6, summary, evidence,
-		read("Look at the pod's events and the kubelet on its node", kubectl(pod.Namespace, "describe", "pod", pod.Name)),
+		read("Look at the pod's events and the kubelet on its node", kubectlOn(pod.Namespace, "describe", "pod", pod.Name)),
 		forceDelete(pod, report.RiskDestructive, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))
 }
 

@@ -352,7 +352,7 @@ func mountedCause(pod *corev1.Pod, v podVolume, tm timing) report.Cause {
 			forceDelete(pod, report.RiskDestructive, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
 	}
 	return cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
-		read("Check the CSI driver's node plugin on the node", then(kubectl("", "get", "csinode", pod.Spec.NodeName, "-o", "yaml"), onNode(pod.Spec.NodeName, "csi"))),
+		read("Check the CSI driver's node plugin on the node", then(kubectlOn("", "get", "csinode", pod.Spec.NodeName, "-o", "yaml"), onNode(pod.Spec.NodeName, "csi"))),
 		repair("Restore the CSI node plugin (its DaemonSet pod on that node); the kubelet then unmounts and removes the pod", ""),
 		forceDelete(pod, report.RiskDestructive, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
 }
