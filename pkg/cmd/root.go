@@ -231,6 +231,12 @@ func (o *Options) health(sig context.Context) string {
 	if !o.monitor.Contacted() {
 		return ""
 	}
+	if !o.monitor.Answered() {
+		// A server that answered nothing of the run (it accepts connections
+		// and stays silent) would leave the probe waiting too: the run ends
+		// at its bound instead.
+		return "the apiserver answered no request of the run, so its /readyz was not asked"
+	}
 	h := o.monitor.Health(context.WithoutCancel(sig))
 	if h == nil {
 		return ""
