@@ -96,12 +96,12 @@ func hostileFiles() map[string]struct {
 		}
 		return ts
 	}
-	// Three million empty targets: 9 MB of JSON, 9 KB gzip-compressed.
+	// A million and a half empty targets: 4.5 MB of JSON, 4 KB gzip-compressed.
 	var empty bytes.Buffer
 	empty.WriteString(`{"apiVersion":"` + snapfile.APIVersion + `","kind":"Snapshot","targets":[{}`)
-	empty.WriteString(strings.Repeat(",{}", 3_000_000-1))
+	empty.WriteString(strings.Repeat(",{}", 1_500_000-1))
 	empty.WriteString(`],"roots":[]}`)
-	// One 10 MB finalizer name, 10 KB gzip-compressed (issue 35: one of 60
+	// One 4 MB finalizer name, 4 KB gzip-compressed (issue 35: one of 60
 	// MB took 3.8 GB and 20 s to replay); one of 30 KB, under the longest
 	// string, which no apiserver keeps.
 	finalizer := func(name string, size int) map[string]any {
@@ -130,7 +130,7 @@ func hostileFiles() map[string]struct {
 		"wide-fanout.json":      {snapshotDoc(chain(8, 60), []int{0}), "unfold into more than"},
 		"empty-targets.json.gz": {gzipped(empty.Bytes()), "JSON objects"},
 		"not-json.json":         {[]byte("{\"apiVersion\": \x1b]0;owned\a"), "not a snapshot"},
-		"long-string.json.gz":   {gzipped(snapshotDoc([]map[string]any{finalizer("long", 10<<20)}, []int{0})), "a string of 10485772 bytes"},
+		"long-string.json.gz":   {gzipped(snapshotDoc([]map[string]any{finalizer("long", 4<<20)}, []int{0})), "a string of 4194316 bytes"},
 		"bad-finalizer.json":    {snapshotDoc([]map[string]any{finalizer("bad", 30<<10)}, []int{0}), "a finalizer that is not a qualified name (30732 bytes"},
 		"long-list.json.gz":     {gzipped(snapshotDoc([]map[string]any{hostileTarget("ConfigMap", "a", nil)}, manyRoots)), "a list of more than"},
 	}

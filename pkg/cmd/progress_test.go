@@ -94,7 +94,10 @@ func TestWaitShowsTheTimeSpentAndLeft(t *testing.T) {
 		t.Fatalf("exit %d: %v", ExitCode(err), err)
 	}
 	times := regexp.MustCompile(`\r\x1b\[Kwaiting for 1 object: (\d)s elapsed, (\d)s left \(--timeout 3s\)`).FindAllStringSubmatch(errOut, -1)
-	if len(times) < 2 {
+	// At least one: the fake clock may be stepped twice before a redraw
+	// (a ticker drops a tick it could not deliver), so a second line is not
+	// certain (it flaked once in 20 runs under -race).
+	if len(times) < 1 {
 		t.Fatalf("no time spent and left: %q", errOut)
 	}
 	for _, m := range times {

@@ -23,10 +23,11 @@ import (
 // DefaultMaxBytes is the default of Limits.MaxBytes: a saved run of a few
 // thousand stuck objects takes a few MiB (the lab's whole gallery, -A, 62
 // KB). It bounds what a replay may take: text becomes report lines several
-// times over (measured: -o json allocates about 19 bytes per byte of
-// condition messages), so 12 MiB of the worst text replays under 300 MiB
-// (TestLargestAcceptedSnapshotReplaysBounded).
-const DefaultMaxBytes = 12 << 20
+// times over (measured: -o json allocates about 17 bytes per byte of
+// condition messages, 31 under the race detector), so 6 MiB of the worst
+// text replays under 300 MiB (TestLargestAcceptedSnapshotReplaysBounded, in
+// both).
+const DefaultMaxBytes = 6 << 20
 
 // bytesPerObject is how many bytes of the limit each JSON object of the file
 // may use at least: an object of a few bytes can become a Go value of more
