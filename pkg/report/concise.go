@@ -142,9 +142,9 @@ func blockerLine(g []Item, under Cause, st Style) painted {
 func examples(g []Item, withNamespace bool) string {
 	var names []string
 	for _, it := range g[:min(len(g), examplesShown)] {
-		name := Name(it.Object)
-		if withNamespace && it.Object.Namespace != "" {
-			name += " -n " + it.Object.Namespace
+		name := Name(it.Object) + lookalike(it.Object.Name)
+		if withNamespace {
+			name = objectName(it.Object)
 		}
 		names = append(names, name)
 	}

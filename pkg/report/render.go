@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/fatih/color"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
@@ -378,7 +379,25 @@ func objectName(o ObjectRef) string {
 	if o.Namespace != "" {
 		s += " -n " + o.Namespace
 	}
-	return s
+	return s + lookalike(o.Name)
+}
+
+// lookalike flags a name that can pass for another when printed: one that
+// holds a backslash (a literal \x1b prints as an escaped ESC does) or
+// letters outside ASCII (a Cyrillic а prints as a Latin a); "" for any
+// other. Runes that draw nothing are escaped by Safe already.
+func lookalike(name string) string {
+	var odd []string
+	for _, r := range name {
+		code := fmt.Sprintf("U+%04X", r)
+		if (r == '\\' || r > unicode.MaxASCII && unicode.IsLetter(r)) && !slices.Contains(odd, code) {
+			odd = append(odd, code)
+		}
+	}
+	if len(odd) == 0 {
+		return ""
+	}
+	return " (the name holds " + strings.Join(odd[:min(len(odd), 3)], ", ") + ": not the ASCII it may look like)"
 }
 
 // writeListTable prints a list's table, without its header line under NoHeaders.
@@ -416,9 +435,9 @@ func ambiguousKinds(items []Item) map[string]bool {
 // listName is kind/name, or kind.group/name when the kind is ambiguous.
 func listName(o ObjectRef, ambiguous map[string]bool) string {
 	if ambiguous[strings.ToLower(o.Kind)] {
-		return Name(o)
+		return Name(o) + lookalike(o.Name)
 	}
-	return strings.ToLower(o.Kind) + "/" + o.Name
+	return strings.ToLower(o.Kind) + "/" + o.Name + lookalike(o.Name)
 }
 
 // Name is how `-o name` prints an object, as kubectl does: kind.group/name.

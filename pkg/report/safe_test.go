@@ -208,3 +208,34 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// Issue 35: two names that would print alike do not: a literal backslash
+// sequence and the character it spells, a Cyrillic letter and the Latin one
+// it looks like. Both list's rows and why's headers say so.
+func TestLookalikeNamesAreFlagged(t *testing.T) {
+	ref := func(name string) ObjectRef {
+		return ObjectRef{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role", Resource: "roles.rbac.authorization.k8s.io", Namespace: "shop", Name: name}
+	}
+	names := []string{`web\x1b`, "web\x1b", "wеb-0" /* Cyrillic е */, "web-0"}
+	var r Report
+	for _, n := range names {
+		r.Items = append(r.Items, Item{Object: ref(n), Stuck: true, Severity: Critical, Causes: []Cause{{Code: "FinalizerPending", Severity: Critical}}})
+	}
+	var why, list strings.Builder
+	if err := WriteWhy(&why, r, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteList(&list, r, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{why.String(), list.String()} {
+		for _, want := range []string{"(the name holds U+005C: not the ASCII it may look like)", "(the name holds U+0435: not the ASCII it may look like)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	if n := strings.Count(list.String(), "not the ASCII"); n != 2 {
+		t.Errorf("%d rows flagged, want the two lookalikes:\n%s", n, list.String())
+	}
+}
