@@ -3,8 +3,10 @@ package report
 import (
 	"regexp"
 	"strings"
+	"unicode"
 
-	"github.com/muesli/reflow/wordwrap"
+	"github.com/mattn/go-runewidth"
+	"github.com/muesli/reflow/ansi"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
@@ -12,8 +14,10 @@ import (
 // (Style.Width: the terminal's width, or DefaultWidth when it is not a
 // terminal), each continuation line indented under the line it continues.
 // Commands never are (printer.wholef), and a word is never cut, so that
-// each command and name can be pasted whole. reflow's wordwrap does the
-// breaking: it measures colours as taking no room and wide runes as two.
+// each command and name can be pasted whole. wordWrap does the breaking as
+// reflow's wordwrap does (colours take no room, wide runes two), in one
+// pass: reflow measures a word again at each of its runes, so a word of n
+// bytes cost n² (a 60 MB name took gigabytes).
 
 const (
 	// DefaultWidth is the measure when the output's width is unknown (a
@@ -85,11 +89,7 @@ func wrapText(first, hang, text string, width int) []string {
 		return []string{unglue.Replace(first + text)}
 	}
 	measure := max(width-max(twwidth.Width(first), twwidth.Width(hang)), minMeasure)
-	w := wordwrap.NewWriter(measure)
-	w.Breakpoints = nil // only at spaces: kube-node-lease, web-0 stay whole
-	_, _ = w.Write([]byte(text))
-	_ = w.Close()
-	lines := strings.Split(w.String(), "\n")
+	lines := strings.Split(wordWrap(text, measure), "\n")
 	for i, l := range lines {
 		prefix := hang
 		if i == 0 {
@@ -98,6 +98,63 @@ func wrapText(first, hang, text string, width int) []string {
 		lines[i] = prefix + unglue.Replace(strings.TrimRight(l, " "))
 	}
 	return lines
+}
+
+// wordWrap breaks text into lines of at most limit columns at spaces only
+// (kube-node-lease, web-0 stay whole), as reflow's wordwrap writer with no
+// breakpoints does, rune for rune: its loop, with the word's width kept as
+// the word grows instead of measured again at each rune. Newlines are kept;
+// a word goes to the next line when a prefix of it narrower than the limit
+// would pass it (a longer word overflows its own line, whole); ANSI
+// sequences take no room.
+func wordWrap(text string, limit int) string {
+	var out, space, word strings.Builder
+	line, wordWidth, inANSI := 0, 0, false
+	addWord := func() {
+		if word.Len() > 0 {
+			line += space.Len() + wordWidth
+			out.WriteString(space.String())
+			out.WriteString(word.String())
+			space.Reset()
+			word.Reset()
+			wordWidth = 0
+		}
+	}
+	addNewLine := func() {
+		out.WriteByte('\n')
+		line = 0
+		space.Reset()
+	}
+	for _, r := range text {
+		switch {
+		case r == ansi.Marker:
+			word.WriteRune(r)
+			inANSI = true
+		case inANSI:
+			word.WriteRune(r)
+			inANSI = !ansi.IsTerminator(r)
+		case r == '\n':
+			if word.Len() == 0 {
+				if line+space.Len() <= limit {
+					out.WriteString(space.String()) // spaces before a newline stay
+				}
+				space.Reset()
+			}
+			addWord()
+			addNewLine()
+		case unicode.IsSpace(r):
+			addWord()
+			space.WriteRune(r)
+		default:
+			word.WriteRune(r)
+			wordWidth += runewidth.RuneWidth(r)
+			if line+space.Len()+wordWidth > limit && wordWidth < limit {
+				addNewLine()
+			}
+		}
+	}
+	addWord()
+	return out.String()
 }
 
 // glued is text with its `code` spans' backticks dropped and their spaces

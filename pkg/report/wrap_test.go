@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/muesli/reflow/wordwrap"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
@@ -194,5 +196,39 @@ func TestHintsAndVerdictStayWhole(t *testing.T) {
 		if !strings.Contains(b.String(), "in grace period") || strings.Contains(b.String(), glue) {
 			t.Fatalf("width %d: the verdict cut, or its glue printed:\n%s", width, b.String())
 		}
+	}
+}
+
+// wordWrap breaks lines exactly where reflow's wordwrap (no breakpoints)
+// does, on random prose: ASCII and wide runes, colours, runs of spaces,
+// newlines, words longer than the measure; it only does it in one pass.
+func TestWordWrapBreaksAsReflowDoes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 0))
+	pieces := []string{"web-0", "kube-node-lease", "a", "批准", "\x1b[31mred\x1b[0m", "  ", "\n", " ", "é", strings.Repeat("x", 95), "example.com/finalizer"}
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+			if rng.IntN(3) > 0 {
+				b.WriteString(" ")
+			}
+		}
+		text, limit := b.String(), 30+rng.IntN(90)
+		w := wordwrap.NewWriter(limit)
+		w.Breakpoints = nil
+		_, _ = w.Write([]byte(text))
+		_ = w.Close()
+		if got, want := wordWrap(text, limit), w.String(); got != want {
+			t.Fatalf("limit %d, %q:\n got %q\nwant %q", limit, text, got, want)
+		}
+	}
+}
+
+// A word of megabytes is wrapped in one pass (reflow's took gigabytes).
+func TestWordWrapIsLinear(t *testing.T) {
+	long := strings.Repeat("f", 4<<20)
+	allocs := testing.AllocsPerRun(1, func() { _ = wordWrap("held by "+long+" since", 80) })
+	if allocs > 100 {
+		t.Errorf("%v allocations for one long word", allocs)
 	}
 }
