@@ -231,11 +231,11 @@ func (o *Options) health(sig context.Context) string {
 	if !o.monitor.Contacted() {
 		return ""
 	}
-	if !o.monitor.Answered() {
-		// A server that answered nothing of the run (it accepts connections
-		// and stays silent) would leave the probe waiting too: the run ends
+	if !o.monitor.Connected() {
+		// A server that accepts connections and stays silent (not even a
+		// TLS handshake) would leave the probe waiting too: the run ends
 		// at its bound instead.
-		return "the apiserver answered no request of the run, so its /readyz was not asked"
+		return "no connection to the apiserver got past the TLS handshake, so its /readyz was not asked"
 	}
 	h := o.monitor.Health(context.WithoutCancel(sig))
 	if h == nil {

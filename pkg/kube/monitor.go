@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"sort"
 	"strings"
@@ -56,6 +57,7 @@ type Monitor struct {
 	execCommand string       // the credential plugin of the kubeconfig's user, if any
 	sent        int          // requests that reached the cluster (credentials obtained)
 	answered    int          // of those, answered (any HTTP status)
+	connected   bool         // a request got a connection (TCP and, for https, TLS done)
 	lastAnswer  time.Time
 	inflight    map[uint64]pending
 	nextID      uint64
@@ -98,6 +100,10 @@ type monitored struct {
 
 func (t *monitored) RoundTrip(req *http.Request) (*http.Response, error) {
 	id := t.m.started(req)
+	// GotConn comes once the connection is usable: dialled and, for https,
+	// past its TLS handshake.
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { t.m.gotConn() }}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := t.rt.RoundTrip(req)
 	t.m.finished(id, err == nil)
 	return resp, err
@@ -133,6 +139,21 @@ func (m *Monitor) finished(id uint64, answered bool) {
 		m.answered++
 		m.lastAnswer = time.Now()
 	}
+}
+
+func (m *Monitor) gotConn() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.connected = true
+}
+
+// Connected says whether any request of the run got a connection to the
+// apiserver: dialled and, for https, past the TLS handshake. A server that
+// accepts connections and never answers (not even the handshake) has none.
+func (m *Monitor) Connected() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.connected
 }
 
 // Contacted says whether any request reached the cluster: none did while
