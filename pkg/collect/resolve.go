@@ -171,9 +171,6 @@ var metadataOnly = map[schema.GroupResource]bool{{Resource: "secrets"}: true, {R
 // get reads one named object: through the metadata client for the types
 // in metadataOnly, else whole.
 func (c *Collector) get(ctx context.Context, m *meta.RESTMapping, namespaced bool, ns, name string) (*unstructured.Unstructured, error) {
-	if !namespaced {
-		ns = ""
-	}
 	if !metadataOnly[m.Resource.GroupResource()] {
 		var ri dynamic.ResourceInterface = c.Clients.Dynamic.Resource(m.Resource)
 		if namespaced {

@@ -96,12 +96,7 @@ func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *
 	}
 	it, gone, err := r.current(ctx, t.Object)
 	for i, step := range t.Steps {
-		switch {
-		case err != nil:
-			out.Result, out.Detail = Failed, "diagnosis before the request: "+err.Error()
-			return out
-		case gone:
-			out.Result = Gone
+		if ended(&out, gone, err, "before the request") {
 			return out
 		}
 		action, refused := r.justify(step, it, written)
@@ -131,11 +126,7 @@ func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *
 		}
 		it, gone, err = r.settle(ctx, t.Object, expected)
 		switch {
-		case err != nil:
-			out.Result, out.Detail = Failed, "diagnosis after the request: "+err.Error()
-			return out
-		case gone:
-			out.Result = Gone
+		case ended(&out, gone, err, "after the request"):
 			return out
 		case !it.Stuck:
 			out.Result, out.Detail = Progressing, topSummary(it)
@@ -153,6 +144,20 @@ func (r Runner) runTarget(ctx context.Context, t Target, confirmed string, rec *
 	}
 	out.Result = DryRunOnly
 	return out
+}
+
+// ended records a diagnosis that ends the object's plan: it could not be
+// made (when says whether before or after a request), or the object is gone.
+func ended(out *Outcome, gone bool, err error, when string) bool {
+	switch {
+	case err != nil:
+		out.Result, out.Detail = Failed, "diagnosis "+when+": "+err.Error()
+	case gone:
+		out.Result = Gone
+	default:
+		return false
+	}
+	return true
 }
 
 // current diagnoses the object once more.
@@ -174,10 +179,7 @@ func (r Runner) current(ctx context.Context, obj report.ObjectRef) (report.Item,
 // node revived, a controller come back, a configuration recreated or
 // changed each make the step unjustified.
 func (r Runner) justify(step Step, it report.Item, written map[string]string) (report.Action, string) {
-	planned := *step.Step.Apply
-	if planned.Object.UID == "" {
-		return planned, "not sent: the plan does not name the object's uid"
-	}
+	planned := *step.Step.Apply // without uid or resourceVersion, the sender refuses it
 	if !it.Stuck {
 		return planned, "not sent: a fresh diagnosis finds the object no longer stuck: " + topSummary(it)
 	}
