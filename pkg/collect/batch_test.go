@@ -119,19 +119,23 @@ func TestReadPods(t *testing.T) {
 	}
 }
 
-// A listed object is kept without its managedFields, and the page it came
-// from is left as it was.
-func TestMetadataToUnstructuredDropsManagedFields(t *testing.T) {
+// A listed object is kept with who wrote it and when, without the fields
+// each manager owns, and the page it came from is left as it was.
+func TestMetadataToUnstructuredKeepsOnlyWriters(t *testing.T) {
+	at := metav1.Now()
 	p := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "shop", Finalizers: []string{"example.com/hold"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}}}
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: &at,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}}}}
 	u, err := metadataToUnstructured(p, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.GetManagedFields() != nil || len(u.GetFinalizers()) != 1 || u.GetKind() != "ConfigMap" || u.GetNamespace() != "shop" {
+	mf := u.GetManagedFields()
+	if len(mf) != 1 || mf[0].Manager != "kubectl" || mf[0].Subresource != "status" || mf[0].Time == nil || mf[0].FieldsV1 != nil ||
+		len(u.GetFinalizers()) != 1 || u.GetKind() != "ConfigMap" || u.GetNamespace() != "shop" {
 		t.Errorf("kept %v", u.Object)
 	}
-	if len(p.ManagedFields) != 1 {
+	if len(p.ManagedFields) != 1 || p.ManagedFields[0].FieldsV1 == nil {
 		t.Errorf("the listed object lost its managedFields: %v", p.ManagedFields)
 	}
 }

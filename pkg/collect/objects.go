@@ -66,6 +66,23 @@ func init() {
 func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
 	if read, ok := typedReaders[gvr.GroupResource()]; ok {
 		read(c, ctx, t)
+		return
+	}
+	if diagnose.Needs(t).Has(diagnose.ObjectEvidence) {
+		c.readWhole(ctx, t, gvr)
+	}
+}
+
+// readWhole reads in full an object a scan found (its metadata only), for
+// its status; when it cannot, the metadata stays.
+func (c *Collector) readWhole(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
+	ri := c.Clients.Dynamic.Resource(gvr).Namespace(t.Ref.Namespace)
+	u, err := ri.Get(ctx, t.Ref.Name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		c.skipTarget(t, skipOf(t.Ref.Resource+"/"+t.Ref.Name, err))
+	case u.GetUID() == t.Object.GetUID():
+		t.Object = u
 	}
 }
 

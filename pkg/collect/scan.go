@@ -214,12 +214,11 @@ func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Sco
 	return err
 }
 
-// metadataToUnstructured keeps a listed object for diagnosis, without its
-// managedFields: no rule reads them, and they are most of a metadata
-// object's size and of its conversion's time.
+// metadataToUnstructured keeps a listed object for diagnosis, with who
+// wrote it and when but not the fields each manager owns (writersOnly).
 func metadataToUnstructured(p *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
 	kept := *p
-	kept.ManagedFields = nil
+	kept.ManagedFields = writersOnly(p.ManagedFields)
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&kept)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s: %w", p.Name, err)
@@ -227,4 +226,19 @@ func metadataToUnstructured(p *metav1.PartialObjectMetadata, gvk schema.GroupVer
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
+}
+
+// writersOnly keeps of managedFields who wrote the object and when
+// (manager, operation, subresource, time), which the rules read, without
+// the field sets, which are most of a metadata object's size and of its
+// conversion's time.
+func writersOnly(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if len(entries) == 0 {
+		return nil
+	}
+	out := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i, e := range entries {
+		out[i] = metav1.ManagedFieldsEntry{Manager: e.Manager, Operation: e.Operation, Subresource: e.Subresource, Time: e.Time}
+	}
+	return out
 }

@@ -60,11 +60,11 @@ func mayNeedDependents(item *metav1.PartialObjectMetadata) bool {
 	return item.DeletionTimestamp != nil || len(item.Finalizers) > 0
 }
 
-// keepOwned copies an owned object from a page (pages are not kept) without
-// its managedFields, which no target keeps.
+// keepOwned copies an owned object from a page (pages are not kept) with
+// who wrote it, as a scan keeps a target (writersOnly).
 func keepOwned(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) owned {
 	shallow := *item
-	shallow.ManagedFields = nil
+	shallow.ManagedFields = writersOnly(item.ManagedFields)
 	return owned{shallow.DeepCopy(), m}
 }
 

@@ -28,7 +28,7 @@ func TestScanRecordKeepsOnlyDependentsOfPossibleOwners(t *testing.T) {
 	now := metav1.Now()
 	object := func(ns, name string, deleted bool, ownerKind, owner string) metav1.PartialObjectMetadata {
 		o := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(name),
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}}}}
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}}}
 		if deleted {
 			o.DeletionTimestamp, o.Finalizers = &now, []string{metav1.FinalizerDeleteDependents}
 		}
@@ -87,8 +87,8 @@ func TestScanRecordKeepsOnlyDependentsOfPossibleOwners(t *testing.T) {
 	for uid, deps := range o.dependents {
 		for _, d := range deps {
 			kept = append(kept, string(uid)+"<-"+d.item.Name)
-			if d.item.ManagedFields != nil {
-				t.Errorf("%s kept with its managedFields", d.item.Name)
+			if mf := d.item.ManagedFields; len(mf) != 1 || mf[0].Manager != "kube-controller-manager" || mf[0].FieldsV1 != nil {
+				t.Errorf("%s kept with managedFields %+v; want its writers only", d.item.Name, mf)
 			}
 		}
 	}

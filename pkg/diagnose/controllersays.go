@@ -29,17 +29,21 @@ const eventWindow = time.Hour
 // complaint is one thing a controller says about why it cannot finish.
 type complaint struct {
 	evidence string // the line quoted as evidence, verbatim
-	reason   string // the event's or condition's reason
+	reason   string // the event's or condition's reason, or the status field
 	message  string
 	at       time.Time
 	count    int32
 	// direct: the finalizer's catalogued owner says it (its event reason or
 	// condition), not any Warning or failure-looking condition.
 	direct bool
+	// fresh: said after the deletion began, so about the deletion (a
+	// condition's transition, an event, a status write since then).
+	fresh bool
 }
 
 // complaints lists what the target's controllers say, the owner's own words
-// first, then the most recent and most repeated.
+// first, then what was said since the deletion began, then the most recent
+// and most repeated.
 func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) []complaint {
 	var rows []catalog.Finalizer
 	for _, f := range finalizers {
@@ -47,6 +51,7 @@ func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) [
 			rows = append(rows, row)
 		}
 	}
+	tm := timingOf(t.Object, s.Now)
 	out := eventComplaints(s, t.Object.GetUID(), rows)
 	for _, c := range conditionsOf(t.Object) {
 		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool {
@@ -64,8 +69,35 @@ func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) [
 		}
 		out = append(out, complaint{evidence: line, reason: c.label(), message: c.Message, at: c.at, count: 1, direct: direct})
 	}
+	written := statusWrittenAt(t.Object)
+	for _, w := range statusWords(t) {
+		line := w.field + ": " + w.text
+		if !written.IsZero() {
+			line += fmt.Sprintf(" (status last written %s)", written.UTC().Format(time.RFC3339))
+		}
+		out = append(out, complaint{evidence: line, reason: w.field, message: w.text, at: written, count: 1})
+	}
+	for i := range out {
+		out[i].fresh = sinceDeletion(out[i].at, tm)
+	}
 	sortComplaints(out)
 	return out
+}
+
+// statusWrittenAt is when a controller last wrote the object's status (its
+// status subresource, or the object when it has none); zero when its
+// managedFields do not say.
+func statusWrittenAt(u *unstructured.Unstructured) time.Time {
+	ws := controllerWrites(u)
+	for _, w := range ws {
+		if w.subresource == "status" {
+			return w.at
+		}
+	}
+	if len(ws) > 0 {
+		return ws[0].at
+	}
+	return time.Time{}
 }
 
 // eventComplaints are the Warning events of the last hour about the object
@@ -84,13 +116,16 @@ func eventComplaints(s *snapshot.Snapshot, uid types.UID, rows []catalog.Finaliz
 	return out
 }
 
-// sortComplaints puts the owner's own words first, then the most recent and
-// most repeated.
+// sortComplaints puts the owner's own words first, then what was said since
+// the deletion began, then the most recent and most repeated.
 func sortComplaints(out []complaint) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.direct != b.direct {
 			return a.direct
+		}
+		if a.fresh != b.fresh {
+			return a.fresh
 		}
 		if !a.at.Equal(b.at) {
 			return a.at.After(b.at)
@@ -156,21 +191,6 @@ func conditionsOf(u *unstructured.Unstructured) []condition {
 
 // errorWords mark a reason as a failure.
 var errorWords = []string{"error", "fail", "invalid", "denied", "forbidden", "unauthorized", "timeout", "timedout", "unavailable", "conflict", "refused", "blocked", "stalled"}
-
-// failureLooking: a condition that reports a failure whatever the
-// controller: a True (or status-less) condition named for an error or
-// failure (DeletionError, ReconcileFailed, Stalled), or a False one whose reason
-// names an error (Synced=False ReconcileError, Ready=False ...Failed).
-func failureLooking(c condition) bool {
-	typ, reason := strings.ToLower(c.Type), strings.ToLower(c.Reason)
-	switch c.Status {
-	case string(corev1.ConditionTrue), "": // some kinds' conditions have no status (Argo CD's)
-		return containsAny(typ, errorWords)
-	case string(corev1.ConditionFalse):
-		return containsAny(reason, errorWords)
-	}
-	return false
-}
 
 func containsAny(s string, words []string) bool {
 	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -46,6 +47,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	for _, c := range said {
 		evidence = append(evidence, c.evidence)
 	}
+	evidence = append(evidence, writeEvidence(t.Object, names, s.Now)...)
 	summary := fmt.Sprintf("deletion waits for %s to be removed: %s", report.Count(len(finalizers), "finalizer"), strings.Join(names, ", "))
 	steps := []report.Step{findOwners(t, names), repair("Bring that controller back (scale it up, reinstall it); it removes the finalizer itself", "")}
 	var quoted string // the reason of the complaint the summary quotes
@@ -59,6 +61,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		}
 		return report.Critical, confidence
 	}
+	working, isWorking := atWork(t.Object, tm, s.Now)
 	switch {
 	case tm.overdue < settleTime:
 	case len(said) > 0 && said[0].direct:
@@ -66,6 +69,13 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	case len(down) > 0:
 		sev, confidence = report.Critical, 0.7
 		summary = fmt.Sprintf("the controller that removes %s has no ready replica: nothing removes the finalizer", strings.Join(down, ", "))
+	case len(said) > 0 && said[0].fresh: // said about this deletion
+		sev, confidence = saysWhy(0.8)
+	case isWorking:
+		sev, confidence = report.Info, 0.6
+		summary = fmt.Sprintf("progressing: field manager %s wrote %s %s ago, after the deletion began: the controller that removes %s is at work",
+			working.manager, working.what(), report.HumanDuration(s.Now.Sub(working.at)), strings.Join(names, ", "))
+		steps = []report.Step{read("Wait for the controller to finish; the plugin prints the diagnosis if it has not by then", waitCommand(t.Ref, 5*time.Minute))}
 	case len(gone) > 0:
 		sev, confidence = report.Critical, 0.6
 		summary = fmt.Sprintf("no controller that could remove %s is found in the cluster: nothing will remove the finalizer", strings.Join(gone, ", "))
@@ -73,7 +83,12 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		sev, confidence = saysWhy(0.65)
 	case len(healthy) > 0:
 		confidence = 0.5
-		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it: read its logs for the cleanup it is failing", strings.Join(healthy, ", "))
+		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it", strings.Join(healthy, ", "))
+		if last, silent := silentSince(t.Object, tm); silent {
+			summary += fmt.Sprintf(", nor written to the object since its deletion began %s ago (its last write: %s, %s ago)",
+				report.HumanDuration(tm.terminating), last.manager, report.HumanDuration(s.Now.Sub(last.at)))
+		}
+		summary += ": read its logs for the cleanup it is failing"
 	}
 	for _, f := range finalizers {
 		action := fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name)

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -56,6 +57,9 @@ const (
 	// ReferenceEvidence: the objects that name the target where an in-use
 	// protection finalizer looks (the catalogue's referencedBy).
 	ReferenceEvidence
+	// ObjectEvidence: the target in full (its status), where a scan read
+	// only its metadata.
+	ObjectEvidence
 )
 
 // Has reports whether e includes every read of x.
@@ -192,10 +196,14 @@ func finalizerNeeds(t *snapshot.Target) Evidence {
 }
 
 // pendingNeeds: owner liveness and what the owner says (events; the
-// object's conditions need no read) for a third-party finalizer; the dependents
-// for the garbage collector's orphan finalizer.
-func pendingNeeds(_ *snapshot.Target, f heldBy) Evidence {
+// object's status, where a scan read only its metadata, when a controller
+// wrote it since the deletion began: it says progressing only if its words
+// do not say it failed) for a third-party finalizer; the dependents for the
+// garbage collector's orphan finalizer.
+func pendingNeeds(t *snapshot.Target, f heldBy) Evidence {
 	switch {
+	case catalog.ThirdPartyFinalizer(f.name) && metadataOnly(t.Object) && writtenSinceDeletion(t.Object):
+		return OwnerEvidence | EventEvidence | ObjectEvidence
 	case catalog.ThirdPartyFinalizer(f.name):
 		return OwnerEvidence | EventEvidence
 	case f.name == metav1.FinalizerOrphanDependents:
@@ -273,4 +281,15 @@ func namespaceNeeds(t *snapshot.Target, _ heldBy) Evidence {
 func ForecastNeedsOwners(t *snapshot.Target) bool {
 	c := t.Contents
 	return t.Namespace != nil && c != nil && slices.ContainsFunc(sortedKeys(c.Pending), catalog.ThirdPartyFinalizer)
+}
+
+// metadataOnly: an object as a metadata scan lists it, without its spec or
+// status.
+func metadataOnly(u *unstructured.Unstructured) bool {
+	for k := range u.Object {
+		if k != "apiVersion" && k != "kind" && k != "metadata" {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package snapfile
 
 import (
+	"maps"
 	"reflect"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -207,12 +208,32 @@ func allowAny(o any, t reflect.Type, keys keptKeys) any {
 // targetObject is what the rules read of a target's object, whatever its
 // kind: its type, metadata, status conditions (what its controller says),
 // and the node a Cluster API Machine or a Karpenter NodeClaim drains.
-var targetObject = fields{"apiVersion": whole, "kind": whole, "metadata": metadata,
+var targetObject = fields{"apiVersion": whole, "kind": whole, "metadata": targetMetadata,
 	"status": {"conditions": condition, "nodeRef": {"name": whole}, "nodeName": whole}}
 
-// allowObject is a target's object as the rules read it (targetObject).
+// targetMetadata adds to metadata who wrote the object and when: each
+// field manager's name, operation, subresource and time, and of the fields
+// it owns only the finalizers.
+var targetMetadata = func() fields {
+	f := maps.Clone(metadata)
+	f["managedFields"] = fields{"manager": whole, "operation": whole, "subresource": whole, "time": whole,
+		"apiVersion": whole, "fieldsType": whole, "fieldsV1": {"f:metadata": {"f:finalizers": whole}}}
+	return f
+}()
+
+// allowObject is a target's object as the rules read it (targetObject),
+// with the status fields that carry its controller's words
+// (snapshot.StatusWordField) whatever their names.
 func allowObject(u *unstructured.Unstructured, keys keptKeys) *unstructured.Unstructured {
 	kept := targetObject.keep(u.Object).(map[string]any)
+	if status, ok := u.Object["status"].(map[string]any); ok {
+		keptStatus, _ := kept["status"].(map[string]any)
+		for k, v := range status {
+			if named, describes := snapshot.StatusWordField(k); (named || describes) && keptStatus != nil {
+				keptStatus[k] = v
+			}
+		}
+	}
 	keys.filter(kept)
 	return &unstructured.Unstructured{Object: kept}
 }

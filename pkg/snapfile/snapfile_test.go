@@ -26,8 +26,10 @@ func secretTarget() *snapshot.Target {
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{
 			"name": "token", "namespace": "shop", "uid": "uid-token", "finalizers": []any{"example.com/hold"},
-			"annotations":   map[string]any{lastApplied: `{"data":{"password":"aHVudGVyMg=="}}`, "keep": "me"},
-			"managedFields": []any{map[string]any{"manager": "kubectl"}},
+			"annotations": map[string]any{lastApplied: `{"data":{"password":"aHVudGVyMg=="}}`, "keep": "me"},
+			"managedFields": []any{map[string]any{"manager": "kubectl", "operation": "Update", "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+				"fieldsV1": map[string]any{"f:data": map[string]any{"f:password": map[string]any{}}, "f:metadata": map[string]any{
+					"f:finalizers": map[string]any{`v:"example.com/hold"`: map[string]any{}}, "f:labels": map[string]any{"f:keep": map[string]any{}}}}}},
 		},
 		"data": map[string]any{"password": "aHVudGVyMg=="},
 	}}
@@ -97,15 +99,16 @@ func TestRoundTripKeepsWhatRulesDistinguish(t *testing.T) {
 }
 
 // A Secret's data, the last-applied annotation (which may copy it), any
-// annotation no rule reads and managed fields are never written; the
-// metadata the rules read is.
+// annotation no rule reads and the fields managers own beyond finalizers
+// are never written; the metadata the rules read is, and who wrote the
+// object when.
 func TestSaveLeavesOutPayloads(t *testing.T) {
 	in := &snapshot.Snapshot{Targets: []*snapshot.Target{secretTarget()}}
 	var buf bytes.Buffer
 	if err := Encode(&buf, Saved{Snapshot: in}); err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"aHVudGVyMg", "managedFields", lastApplied, `"keep"`} {
+	for _, secret := range []string{"aHVudGVyMg", "f:data", "f:password", "f:labels", lastApplied, `"keep"`} {
 		if strings.Contains(buf.String(), secret) {
 			t.Errorf("%s written:\n%s", secret, buf.String())
 		}
@@ -117,6 +120,9 @@ func TestSaveLeavesOutPayloads(t *testing.T) {
 	got := saved.Snapshot.Targets[0].Object
 	if got.GetFinalizers()[0] != "example.com/hold" || got.GetUID() != "uid-token" || got.GetNamespace() != "shop" {
 		t.Errorf("metadata lost: %v", got.Object)
+	}
+	if mf := got.GetManagedFields(); len(mf) != 1 || mf[0].Manager != "kubectl" || mf[0].Time == nil || !strings.Contains(mf[0].FieldsV1.GetRawString(), `example.com/hold`) {
+		t.Errorf("who wrote the object, and its finalizer, lost: %+v", mf)
 	}
 	if in.Targets[0].Object.Object["data"] == nil {
 		t.Error("saving changed the live snapshot")

@@ -1,6 +1,10 @@
 package snapshot
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // ObjectRef names the diagnosed object.
 type ObjectRef struct {
@@ -40,4 +44,16 @@ type Skip struct {
 	// error status (a conversion webhook's failure, say): Kubernetes' text,
 	// which only its isolated parsers read (not printed).
 	APIMessage string `json:"-" snapfile:"apiMessage"`
+}
+
+// StatusWordField says whether a top-level status field of any kind may
+// carry its controller's words of failure: named for an error or a failure
+// (error, lastError, failureReason, validationErrors; not a failureDomain),
+// or describing the object's state (message, reason, phase, state). The
+// rules quote what these hold; a snapshot file keeps them.
+func StatusWordField(key string) (named, describes bool) {
+	k := strings.ToLower(key)
+	named = (strings.Contains(k, "error") || strings.Contains(k, "failure")) && !strings.Contains(k, "domain")
+	describes = strings.Contains(k, "message") || k == "reason" || k == "phase" || k == "state"
+	return named, describes
 }

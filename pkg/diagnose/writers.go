@@ -1,0 +1,147 @@
+package diagnose
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// Who wrote an object, and when, is in its managedFields: one entry per
+// field manager (and subresource), with the time it last changed a field it
+// owns. A controller that wrote after the deletion began and within the
+// settle time is at work (a restore's counters moving); one that has not
+// written since the deletion began is alive but not acting on it; the
+// manager that added a finalizer names its controller when the catalogue
+// does not know the finalizer.
+
+// write is one field manager's latest change to an object.
+type write struct {
+	manager, operation, subresource string
+	at                              time.Time
+	// finalizers are the finalizers this manager's fields include (read
+	// from fieldsV1, which a live scan does not keep).
+	finalizers []string
+}
+
+// what names the part of the object a write changed.
+func (w write) what() string {
+	if w.subresource != "" {
+		return "its " + w.subresource
+	}
+	return "the object"
+}
+
+// humanManagers are the field managers of people's tools, whose writes say
+// nothing about a controller (prefixes: kubectl-client-side-apply,
+// kubectl-edit, Mozilla/... for a browser's dashboard).
+var humanManagers = []string{"kubectl", "Mozilla", "k9s", "helm", "kustomize", "Lens", "OpenAPI-Generator"}
+
+func human(manager string) bool {
+	return slices.ContainsFunc(humanManagers, func(p string) bool { return strings.HasPrefix(manager, p) })
+}
+
+// writesOf reads an object's managedFields, latest first.
+func writesOf(u *unstructured.Unstructured) []write {
+	var out []write
+	for _, e := range u.GetManagedFields() {
+		if e.Time == nil || e.Manager == "" {
+			continue
+		}
+		w := write{manager: e.Manager, operation: string(e.Operation), subresource: e.Subresource, at: e.Time.Time}
+		if e.FieldsV1 != nil {
+			w.finalizers = finalizersIn(e.FieldsV1.GetRawBytes())
+		}
+		out = append(out, w)
+	}
+	slices.SortStableFunc(out, func(a, b write) int { return b.at.Compare(a.at) })
+	return out
+}
+
+// finalizersIn lists the finalizers a fieldsV1 set owns
+// ({"f:metadata":{"f:finalizers":{"v:\"name\"":{}}}}).
+func finalizersIn(raw []byte) []string {
+	var set struct {
+		Metadata struct {
+			Finalizers map[string]json.RawMessage `json:"f:finalizers"`
+		} `json:"f:metadata"`
+	}
+	if json.Unmarshal(raw, &set) != nil {
+		return nil
+	}
+	var out []string
+	for k := range set.Metadata.Finalizers {
+		if v, ok := strings.CutPrefix(k, "v:"); ok {
+			if name, err := strconv.Unquote(v); err == nil {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// controllerWrites are the writes of the object's non-human managers, latest first.
+func controllerWrites(u *unstructured.Unstructured) []write {
+	return slices.DeleteFunc(writesOf(u), func(w write) bool { return human(w.manager) })
+}
+
+// atWork is the latest write a controller made after the deletion began
+// and within the settle time: its controller is working on the deletion.
+func atWork(u *unstructured.Unstructured, tm timing, now time.Time) (write, bool) {
+	for _, w := range controllerWrites(u) {
+		if sinceDeletion(w.at, tm) && now.Sub(w.at) <= settleTime {
+			return w, true
+		}
+	}
+	return write{}, false
+}
+
+// writeEvidence quotes who added each finalizer and each controller's
+// latest write, with how long before now.
+func writeEvidence(u *unstructured.Unstructured, finalizers []string, now time.Time) []string {
+	var out []string
+	writes := writesOf(u)
+	for _, f := range finalizers {
+		for _, w := range writes {
+			if slices.Contains(w.finalizers, f) {
+				out = append(out, fmt.Sprintf("managedFields: finalizer %s was added by field manager %s (%s)", f, w.manager, w.operation))
+			}
+		}
+	}
+	for _, w := range writes {
+		if !human(w.manager) {
+			out = append(out, fmt.Sprintf("managedFields: %s last wrote %s %s ago (%s)", w.manager, w.what(), report.HumanDuration(now.Sub(w.at)), w.at.UTC().Format(time.RFC3339)))
+		}
+	}
+	return out
+}
+
+// silentSince says whether no controller has written to the object since
+// its deletion began, and its latest write before that, if any.
+func silentSince(u *unstructured.Unstructured, tm timing) (last write, silent bool) {
+	ws := controllerWrites(u)
+	if len(ws) == 0 {
+		return write{}, false // nothing recorded: no claim either way
+	}
+	return ws[0], !sinceDeletion(ws[0].at, tm)
+}
+
+// sinceDeletion: at is no earlier than the deletion's request. Both are
+// recorded to the second, so a write in the same second counts as after: a
+// claim of silence is made only when it is certain.
+func sinceDeletion(at time.Time, tm timing) bool {
+	return !at.IsZero() && !at.Before(tm.requestedAt)
+}
+
+// writtenSinceDeletion: a controller wrote the object after its deletion began.
+func writtenSinceDeletion(u *unstructured.Unstructured) bool {
+	last, silent := silentSince(u, timingOf(u, time.Time{}))
+	return !silent && !last.at.IsZero()
+}
