@@ -153,10 +153,11 @@ func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
 	}
 }
 
-// readNodes reads, once per node, the Node and its Lease for every pod target.
+// readNodes reads, once per node, the Node and its Lease for every pod
+// target and every node another target names.
 func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
-	podsByNode, names := podsByNode(s)
-	// One Node and one Lease read per node, shared by all its pods; the two
+	byNode, names := targetsByNode(s, false)
+	// One Node and one Lease read per node, shared by all its targets; the two
 	// reads at once.
 	var (
 		nodes               map[string]*corev1.Node
@@ -179,7 +180,7 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	)
 	for _, name := range names {
 		skip := func(sk report.Skip) {
-			for _, t := range podsByNode[name] {
+			for _, t := range byNode[name] {
 				c.skipTarget(t, sk)
 			}
 		}
@@ -201,13 +202,24 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 	}
 }
 
-// podsByNode groups the pod targets that need their node's evidence by
-// spec.nodeName ("" for unscheduled pods), with the node names sorted.
-func podsByNode(s *snapshot.Snapshot) (map[string][]*snapshot.Target, []string) {
+// targetsByNode groups the targets that need their node's evidence by the
+// node: a pod's spec.nodeName ("" for unscheduled pods) and, unless
+// podsOnly, the nodes another object names (snapshot.NodeReferences); with
+// the node names sorted.
+func targetsByNode(s *snapshot.Snapshot, podsOnly bool) (map[string][]*snapshot.Target, []string) {
 	byNode := map[string][]*snapshot.Target{}
 	for _, t := range needing(s, diagnose.NodeEvidence) {
 		if t.Pod != nil {
 			byNode[t.Pod.Spec.NodeName] = append(byNode[t.Pod.Spec.NodeName], t)
+			continue
+		}
+		if podsOnly {
+			continue
+		}
+		for _, ref := range snapshot.NodeReferences(t.Object) { // any other kind: the nodes it names
+			if !slices.Contains(byNode[ref.Node], t) {
+				byNode[ref.Node] = append(byNode[ref.Node], t)
+			}
 		}
 	}
 	names := make([]string, 0, len(byNode))

@@ -68,13 +68,14 @@ func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr sche
 		read(c, ctx, t)
 		return
 	}
-	if diagnose.Needs(t).Has(diagnose.ObjectEvidence) {
+	if diagnose.Needs(t).Has(diagnose.ObjectEvidence) && !metadataOnly[gvr.GroupResource()] {
 		c.readWhole(ctx, t, gvr)
 	}
 }
 
 // readWhole reads in full an object a scan found (its metadata only), for
-// its status; when it cannot, the metadata stays.
+// its status; when it cannot, the metadata stays. Never a Secret or a
+// ConfigMap (metadataOnly): their data is not read.
 func (c *Collector) readWhole(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
 	ri := c.Clients.Dynamic.Resource(gvr).Namespace(t.Ref.Namespace)
 	u, err := ri.Get(ctx, t.Ref.Name, metav1.GetOptions{})

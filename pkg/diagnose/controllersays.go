@@ -52,7 +52,19 @@ func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) [
 		}
 	}
 	tm := timingOf(t.Object, s.Now)
-	out := eventComplaints(s, t.Object.GetUID(), rows)
+	out := append(eventComplaints(s, t.Object.GetUID(), rows), wordsOf(t, rows)...)
+	for i := range out {
+		out[i].fresh = sinceDeletion(out[i].at, tm)
+	}
+	sortComplaints(out)
+	return out
+}
+
+// wordsOf is what an object's own status says of a failure: its
+// failure-looking conditions (direct when a catalogue row of rows names
+// them) and its status fields that carry a controller's words.
+func wordsOf(t *snapshot.Target, rows []catalog.Finalizer) []complaint {
+	var out []complaint
 	for _, c := range conditionsOf(t.Object) {
 		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool {
 			return slices.ContainsFunc(r.FailureConditions, func(sig catalog.ConditionSignal) bool { return signals(sig, c) })
@@ -77,10 +89,6 @@ func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) [
 		}
 		out = append(out, complaint{evidence: line, reason: w.field, message: w.text, at: written, count: 1})
 	}
-	for i := range out {
-		out[i].fresh = sinceDeletion(out[i].at, tm)
-	}
-	sortComplaints(out)
 	return out
 }
 

@@ -18,10 +18,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	if len(finalizers) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(finalizers))
-	for _, f := range finalizers {
-		names = append(names, f.name)
-	}
+	names := finalizerNames(finalizers)
 	// Controllers remove their finalizers within seconds of a delete.
 	sev, confidence := settling(report.Warning, tm), 0.7
 	evidence := finalizerFields(t)
@@ -62,10 +59,24 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		return report.Critical, confidence
 	}
 	working, isWorking := atWork(t.Object, tm, s.Now)
+	dependents, depEvidence := dependentsDeleted(s, t, tm)
+	evidence = append(evidence, depEvidence...)
+	stuck := slices.IndexFunc(dependents, func(it report.Item) bool { return it.Stuck })
+	depends, namedEvidence := namedTrouble(t)
+	evidence = append(evidence, namedEvidence...)
 	switch {
 	case tm.overdue < settleTime:
 	case len(said) > 0 && said[0].direct:
 		sev, confidence = saysWhy(0.85)
+	case stuck >= 0: // it waits for its own dependents, and one cannot go
+		sev, confidence = dependents[stuck].Severity, 0.75
+		chain, root := chainOf(dependents[stuck])
+		summary = fmt.Sprintf("the controller that removes %s waits for the object's dependents, being deleted: %s", strings.Join(names, ", "), nestedSummary(root))
+		if len(chain) > 1 {
+			summary = fmt.Sprintf("the controller that removes %s waits for the object's dependents, being deleted: %s waits on %s; %s", strings.Join(names, ", "), chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
+		}
+		steps = []report.Step{read("Diagnose the dependent (nested below) and resolve what holds it; the controller then finishes",
+			kubectl(dependents[stuck].Object.Namespace, "terminating", "why", report.Name(dependents[stuck].Object), "-o", "wide"))}
 	case len(down) > 0:
 		sev, confidence = report.Critical, 0.7
 		summary = fmt.Sprintf("the controller that removes %s has no ready replica: nothing removes the finalizer", strings.Join(down, ", "))
@@ -76,9 +87,24 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		summary = fmt.Sprintf("progressing: field manager %s wrote %s %s ago, after the deletion began: the controller that removes %s is at work",
 			working.manager, working.what(), report.HumanDuration(s.Now.Sub(working.at)), strings.Join(names, ", "))
 		steps = []report.Step{read("Wait for the controller to finish; the plugin prints the diagnosis if it has not by then", waitCommand(t.Ref, 5*time.Minute))}
+	case depends.at != nil: // what it depends on says it fails
+		sev, confidence = report.Critical, 0.7
+		top := depends.words[0]
+		quoted = top.reason
+		summary = fmt.Sprintf("the controller that removes %s depends on %s (%s), which reports %s: %s",
+			strings.Join(names, ", "), report.Name(depends.at.Ref), strings.Join(depends.path[:len(depends.path)-1], " -> "), top.reason, top.message)
+		steps = []report.Step{
+			read("Read what the object it depends on reports", kubectlOn(depends.at.Ref.Namespace, "describe", strings.ToLower(depends.at.Ref.Resource), depends.at.Ref.Name)),
+			repair(fmt.Sprintf("Fix what %s reports (%s); the controller then finishes its cleanup and removes the finalizer itself", report.Name(depends.at.Ref), top.reason), ""),
+		}
 	case len(gone) > 0:
 		sev, confidence = report.Critical, 0.6
 		summary = fmt.Sprintf("no controller that could remove %s is found in the cluster: nothing will remove the finalizer", strings.Join(gone, ", "))
+	case len(dependents) > 0: // none stuck
+		sev, confidence = report.Info, 0.6
+		summary = fmt.Sprintf("progressing: the object's %s being deleted %s not stuck (%s); the controller removes %s once %s gone",
+			report.Count(len(dependents), "dependent"), agree(len(dependents), "is", "are"), nestedSummary(dependents[0]), strings.Join(names, ", "), agree(len(dependents), "it is", "they are"))
+		steps = []report.Step{read("Wait for the dependents to go; the plugin prints the diagnosis if they have not by then", waitCommand(t.Ref, 5*time.Minute))}
 	case len(said) > 0:
 		sev, confidence = saysWhy(0.65)
 	case len(healthy) > 0:
@@ -90,15 +116,9 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		}
 		summary += ": read its logs for the cleanup it is failing"
 	}
-	for _, f := range finalizers {
-		action := fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name)
-		if f.spec {
-			steps = append(steps, fix(action, removeCommand(t, f), report.RiskHigh, skipsCleanup))
-		} else {
-			steps = append(steps, removeFinalizer(action, t, f.name, report.RiskHigh, skipsCleanup))
-		}
-	}
+	steps = append(steps, removeByHand(t, finalizers)...)
 	c := cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)
+	c.BlockedBy = dependents
 	c.About.Finalizers = names
 	c.About.Reason = quoted
 	switch { // what fix reads before it removes one
@@ -109,7 +129,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	case len(gone) > 0:
 		c.About.Controller = "gone"
 	}
-	return []report.Cause{c}
+	return append([]report.Cause{c}, namedNodeCauses(s, t, finalizers, tm)...)
 }
 
 // skipsCleanup is the risk of removing a finalizer by hand.

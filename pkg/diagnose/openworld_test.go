@@ -193,3 +193,17 @@ func hasLine(lines []string, fragment string) bool {
 	}
 	return false
 }
+
+// Kubernetes' own components write objects as part of their own work (the
+// namespace controller's conditions): that is no third-party controller at
+// work on its finalizer.
+func TestKubernetesWritesAreNotTheControllersProgress(t *testing.T) {
+	u := heldWith(unknownFinalizer)
+	wroteBy(u, "kube-controller-manager", "status", 5*time.Second, "")
+	s := snap(u)
+	s.Controllers = &snapshot.Controllers{}
+	it := Diagnose(s).Items[0]
+	if c := it.Causes[0]; !it.Stuck || strings.HasPrefix(c.Summary, "progressing") || hasLine(c.Evidence, "kube-controller-manager last wrote") {
+		t.Errorf("stuck %t: %s; evidence %q", it.Stuck, c.Summary, c.Evidence)
+	}
+}

@@ -60,6 +60,9 @@ const (
 	// ObjectEvidence: the target in full (its status), where a scan read
 	// only its metadata.
 	ObjectEvidence
+	// NamedEvidence: the objects the target's spec names, and those they
+	// name in turn (snapshot.NamedIn).
+	NamedEvidence
 )
 
 // Has reports whether e includes every read of x.
@@ -195,17 +198,32 @@ func finalizerNeeds(t *snapshot.Target) Evidence {
 	return e
 }
 
-// pendingNeeds: owner liveness and what the owner says (events; the
-// object's status, where a scan read only its metadata, when a controller
-// wrote it since the deletion began: it says progressing only if its words
-// do not say it failed) for a third-party finalizer; the dependents for the
-// garbage collector's orphan finalizer.
+// pendingNeeds, for a third-party finalizer: owner liveness; what the owner
+// says (events; the object's status, where a scan read only its metadata,
+// when a controller wrote it since the deletion began: it says progressing
+// only if its words do not say it failed); what the object owns in its
+// namespace, and the nodes it names. The dependents for the garbage
+// collector's orphan finalizer.
 func pendingNeeds(t *snapshot.Target, f heldBy) Evidence {
 	switch {
-	case catalog.ThirdPartyFinalizer(f.name) && metadataOnly(t.Object) && writtenSinceDeletion(t.Object):
-		return OwnerEvidence | EventEvidence | ObjectEvidence
 	case catalog.ThirdPartyFinalizer(f.name):
-		return OwnerEvidence | EventEvidence
+		e := OwnerEvidence | EventEvidence
+		if metadataOnly(t.Object) && writtenSinceDeletion(t.Object) {
+			e |= ObjectEvidence
+		}
+		if t.Object.GetDeletionTimestamp() == nil || t.Pod != nil {
+			return e // what it owns and names hold only a deletion
+		}
+		if t.Ref.Namespace != "" {
+			e |= DependentEvidence // what it owns, in its namespace
+		}
+		if len(snapshot.NodeReferences(t.Object)) > 0 {
+			e |= NodeEvidence
+		}
+		if len(snapshot.NamedIn(t.Object)) > 0 {
+			e |= NamedEvidence
+		}
+		return e
 	case f.name == metav1.FinalizerOrphanDependents:
 		return DependentEvidence | APIServiceEvidence
 	}

@@ -87,9 +87,16 @@ func finalizersIn(raw []byte) []string {
 	return out
 }
 
-// controllerWrites are the writes of the object's non-human managers, latest first.
+// kubernetesManagers are the field managers of Kubernetes' own components:
+// their writes (the namespace controller's conditions, the garbage
+// collector's) are their work, not that of a third-party finalizer's
+// controller.
+var kubernetesManagers = []string{"kube-controller-manager", "kube-apiserver", "kube-scheduler", "kubelet", "cloud-controller-manager"}
+
+// controllerWrites are the writes of the object's non-human managers other
+// than Kubernetes' own components, latest first.
 func controllerWrites(u *unstructured.Unstructured) []write {
-	return slices.DeleteFunc(writesOf(u), func(w write) bool { return human(w.manager) })
+	return slices.DeleteFunc(writesOf(u), func(w write) bool { return human(w.manager) || slices.Contains(kubernetesManagers, w.manager) })
 }
 
 // atWork is the latest write a controller made after the deletion began
@@ -115,10 +122,8 @@ func writeEvidence(u *unstructured.Unstructured, finalizers []string, now time.T
 			}
 		}
 	}
-	for _, w := range writes {
-		if !human(w.manager) {
-			out = append(out, fmt.Sprintf("managedFields: %s last wrote %s %s ago (%s)", w.manager, w.what(), report.HumanDuration(now.Sub(w.at)), w.at.UTC().Format(time.RFC3339)))
-		}
+	for _, w := range controllerWrites(u) {
+		out = append(out, fmt.Sprintf("managedFields: %s last wrote %s %s ago (%s)", w.manager, w.what(), report.HumanDuration(now.Sub(w.at)), w.at.UTC().Format(time.RFC3339)))
 	}
 	return out
 }

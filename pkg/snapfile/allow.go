@@ -223,7 +223,9 @@ var targetMetadata = func() fields {
 
 // allowObject is a target's object as the rules read it (targetObject),
 // with the status fields that carry its controller's words
-// (snapshot.StatusWordField) whatever their names.
+// (snapshot.StatusWordField), the fields that name a node
+// (snapshot.NodeReferences) and the references of its spec
+// (snapshot.NamedIn), whatever their names.
 func allowObject(u *unstructured.Unstructured, keys keptKeys) *unstructured.Unstructured {
 	kept := targetObject.keep(u.Object).(map[string]any)
 	if status, ok := u.Object["status"].(map[string]any); ok {
@@ -233,6 +235,19 @@ func allowObject(u *unstructured.Unstructured, keys keptKeys) *unstructured.Unst
 				keptStatus[k] = v
 			}
 		}
+	}
+	for _, ref := range snapshot.NodeReferences(u) {
+		_ = unstructured.SetNestedField(kept, ref.Node, ref.Path...)
+	}
+	for _, ref := range snapshot.NamedIn(u) { // a field named for a name, or a typed reference's kind, group and name
+		if ref.Kind == "" {
+			if ref.Suffixed { // not any string of a spec: a key that says it holds a name
+				_ = unstructured.SetNestedField(kept, ref.Name, ref.Path...)
+			}
+			continue
+		}
+		v, _, _ := unstructured.NestedMap(u.Object, ref.Path...)
+		_ = unstructured.SetNestedField(kept, fields{"kind": whole, "name": whole, "namespace": whole, "apiGroup": whole, "apiVersion": whole}.keep(v), ref.Path...)
 	}
 	keys.filter(kept)
 	return &unstructured.Unstructured{Object: kept}

@@ -197,3 +197,39 @@ func TestRunLabelsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// Of a custom resource, a file keeps what the generic rules read whatever
+// the kind: the fields that name a node or another object and the status
+// fields that carry its controller's words; never the rest of its spec or
+// status.
+func TestSaveKeepsNodeFieldsAndControllerWords(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "openebs.io/v1alpha1", "kind": "LVMVolume",
+		"metadata": map[string]any{"name": "pvc-1", "namespace": "openebs", "uid": "uid-lv", "finalizers": []any{"lvm.openebs.io/finalizer"}},
+		"spec": map[string]any{"ownerNodeID": "worker-1", "capacity": "10Gi", "password": "hunter2", "backupName": "nightly",
+			"sourceRef": map[string]any{"kind": "Backup", "name": "b1", "token": "zzz-token"}},
+		"status": map[string]any{"state": "Failed", "error": map[string]any{"code": "Internal", "message": "lvremove failed"}, "token": "s3cr3t"},
+	}}
+	in := &snapshot.Snapshot{Targets: []*snapshot.Target{{Ref: snapshot.ObjectRef{Kind: "LVMVolume", Resource: "lvmvolumes.local.openebs.io", Namespace: "openebs", Name: "pvc-1", UID: "uid-lv"}, Object: u}}}
+	var buf bytes.Buffer
+	if err := Encode(&buf, Saved{Snapshot: in}); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"hunter2", "s3cr3t", "10Gi", "zzz-token"} {
+		if strings.Contains(buf.String(), secret) {
+			t.Errorf("%s written", secret)
+		}
+	}
+	saved, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := saved.Snapshot.Targets[0].Object
+	node, _, _ := unstructured.NestedString(got.Object, "spec", "ownerNodeID")
+	state, _, _ := unstructured.NestedString(got.Object, "status", "state")
+	message, _, _ := unstructured.NestedString(got.Object, "status", "error", "message")
+	backup, _, _ := unstructured.NestedString(got.Object, "spec", "backupName")
+	source, _, _ := unstructured.NestedString(got.Object, "spec", "sourceRef", "name")
+	if node != "worker-1" || state != "Failed" || message != "lvremove failed" || backup != "nightly" || source != "b1" {
+		t.Errorf("kept %v", got.Object)
+	}
+}

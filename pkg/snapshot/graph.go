@@ -29,7 +29,8 @@ func (t *Target) Children() []*Target {
 	}
 	out = append(out, t.Dependents...)
 	out = append(out, t.ClaimUsers...)
-	return append(out, t.Referrers...)
+	out = append(out, t.Referrers...)
+	return append(out, t.Named...)
 }
 
 // CheckGraph proves the targets can be walked safely: no target nests itself

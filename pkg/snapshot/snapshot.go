@@ -282,6 +282,10 @@ type Target struct {
 	// in-use protection finalizer watches (the catalogue's referencedBy).
 	// Nil: not read.
 	Referrers []*Target `json:"referrers"`
+	// Named are the objects the target's spec names (NamedIn: a restore's
+	// backup, and that backup's storage location in turn), found. Nil: not
+	// read.
+	Named []*Target `json:"named"`
 }
 
 // WorkloadNameLabels are the labels that name what a workload runs, matched

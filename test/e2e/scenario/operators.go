@@ -2,11 +2,14 @@ package scenario
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
 )
 
 // Operator stands for a controller the plugin's catalogue does not know,
@@ -38,22 +41,27 @@ func (e *Env) StatusCRD(ctx context.Context, o Operator) error {
 	return e.createCRD(ctx, crd)
 }
 
-// Adopt creates an object as a person's kubectl apply would, then, as the
-// operator, adds its finalizer and writes the status.
-func (e *Env) Adopt(ctx context.Context, o Operator, ns, name string, status map[string]any) error {
+// Adopt creates an object with spec as a person's kubectl apply would,
+// then, as the operator, adds its finalizer (if it has one) and writes the
+// status.
+func (e *Env) Adopt(ctx context.Context, o Operator, ns, name string, spec, status map[string]any) error {
 	ri := e.Dynamic.Resource(o.gvr()).Namespace(ns)
+	if spec == nil {
+		spec = map[string]any{"size": int64(1)}
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": o.Group + "/v1", "kind": o.Kind,
-		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"size": int64(1)}}}
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
 	created, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"})
 	if err != nil {
 		return err
 	}
-	created.SetFinalizers([]string{o.Finalizer})
-	updated, err := ri.Update(ctx, created, metav1.UpdateOptions{FieldManager: o.Manager})
-	if err != nil {
-		return err
+	if o.Finalizer != "" {
+		created.SetFinalizers([]string{o.Finalizer})
+		if created, err = ri.Update(ctx, created, metav1.UpdateOptions{FieldManager: o.Manager}); err != nil {
+			return err
+		}
 	}
-	return e.writeStatus(ctx, o, updated, status)
+	return e.writeStatus(ctx, o, created, status)
 }
 
 // OperatorWrites writes the object's status as the operator.
@@ -88,4 +96,24 @@ func (e *Env) KeepWriting(ctx context.Context, o Operator, ns, name string, peri
 		}
 		_ = e.OperatorWrites(ctx, o, ns, name, progress(n))
 	}
+}
+
+// OwnedPod runs a pod the operator's object owns (as KubeVirt's launcher
+// pod is its VirtualMachineInstance's) on node: on a live node the fake
+// kubelet runs it and takes grace seconds to stop it; on a dying node it
+// is marked running by hand.
+func (e *Env) OwnedPod(ctx context.Context, o Operator, ns, owner, name, node string, grace int64, dying bool) error {
+	u, err := e.Dynamic.Resource(o.gvr()).Namespace(ns).Get(ctx, owner, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	yes := true
+	pod := PodSpec(ns, name, node)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: o.Group + "/v1", Kind: o.Kind, Name: owner, UID: u.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}}
+	if dying {
+		return e.RunOnDyingNode(ctx, pod)
+	}
+	pod.Annotations = map[string]string{lab.KillDelayAnnotation: fmt.Sprintf("%ds", grace)}
+	return e.RunningPod(ctx, pod)
 }

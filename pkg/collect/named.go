@@ -1,0 +1,133 @@
+package collect
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func init() {
+	register(source{name: "named objects", after: []string{"namespace contents"}, read: (*Collector).readNamed})
+}
+
+// namedDepth is how far readNamed follows references: what a held object
+// names, and what that names (a restore's backup, then its storage location).
+const namedDepth = 2
+
+// coreNamed are the core kinds a field named for them (claimName, podName,
+// serviceRef) is followed to; other core kinds (Secrets, ConfigMaps,
+// ServiceAccounts) say nothing about a controller's cleanup.
+var coreNamed = []string{"pod", "persistentvolumeclaim", "persistentvolume", "service"}
+
+// readNamed reads, for each target whose rules need them, the objects its
+// spec names (snapshot.NamedIn), resolved by discovery: a typed reference's
+// kind, or a kind of the target's own API group whose name is (or ends
+// with) the field's key (backupName -> Backup, storageLocation ->
+// BackupStorageLocation), or, for a key ending in Name or Ref, one of a few
+// core kinds. A name that resolves to no kind, or to no object, is
+// followed no further.
+func (c *Collector) readNamed(ctx context.Context, s *snapshot.Snapshot) {
+	for _, t := range targetsAndHeld(s) {
+		if t.Named == nil && diagnose.Needs(t).Has(diagnose.NamedEvidence) {
+			c.follow(ctx, t, map[types.UID]bool{t.Object.GetUID(): true}, 1)
+		}
+	}
+}
+
+func (c *Collector) follow(ctx context.Context, t *snapshot.Target, seen map[types.UID]bool, depth int) {
+	t.Named = []*snapshot.Target{}
+	group := t.Object.GroupVersionKind().Group
+	for _, ref := range snapshot.NamedIn(t.Object) {
+		m := c.namedMapping(ref, group)
+		if m == nil {
+			continue
+		}
+		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+		ns := ""
+		if namespaced {
+			ns = t.Ref.Namespace
+			if ref.Namespace != "" {
+				ns = ref.Namespace
+			}
+		}
+		u, err := c.get(ctx, m, namespaced, ns, ref.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			c.skipTarget(t, skipOf(QualifiedResource(m.Resource)+"/"+ref.Name, err))
+			continue
+		case seen[u.GetUID()]:
+			continue
+		}
+		seen[u.GetUID()] = true
+		n := &snapshot.Target{Ref: Found{GVR: m.Resource, Object: u}.Ref(), Object: u}
+		t.Named = append(t.Named, n)
+		if depth < namedDepth {
+			c.follow(ctx, n, seen, depth+1)
+		}
+	}
+}
+
+// namedMapping resolves a reference to the kind it names; nil when none.
+func (c *Collector) namedMapping(ref snapshot.NamedRef, group string) *meta.RESTMapping {
+	if ref.Kind != "" {
+		for _, g := range []string{ref.Group, group, ""} {
+			if m, err := c.Clients.Mapper.RESTMapping(schema.GroupKind{Group: g, Kind: ref.Kind}); err == nil {
+				return m
+			}
+		}
+		return nil
+	}
+	lists, err := c.discover()
+	if err != nil {
+		return nil
+	}
+	var exact, suffix []schema.GroupKind
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil || gv.Group != group && (gv.Group != "" || !ref.Suffixed) {
+			continue
+		}
+		for _, r := range l.APIResources {
+			kind := strings.ToLower(r.Kind)
+			if strings.Contains(r.Name, "/") || gv.Group == "" && !slices.Contains(coreNamed, kind) {
+				continue
+			}
+			gk := schema.GroupKind{Group: gv.Group, Kind: r.Kind}
+			switch {
+			case kind == ref.Word && !slices.Contains(exact, gk):
+				exact = append(exact, gk)
+			case len(ref.Word) >= 5 && strings.HasSuffix(kind, ref.Word) && !slices.Contains(suffix, gk):
+				suffix = append(suffix, gk)
+			}
+		}
+	}
+	pick := exact
+	if len(pick) == 0 {
+		pick = suffix
+	}
+	if len(pick) > 1 { // ambiguous: the object's own group's kind, if one
+		i := slices.IndexFunc(pick, func(gk schema.GroupKind) bool { return gk.Group == group })
+		if i < 0 {
+			return nil
+		}
+		pick = pick[i : i+1]
+	}
+	if len(pick) == 0 {
+		return nil
+	}
+	m, err := c.Clients.Mapper.RESTMapping(pick[0])
+	if err != nil {
+		return nil
+	}
+	return m
+}

@@ -1,0 +1,198 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// What holds an object its controller cannot finish is often named by the
+// object itself, whatever its kind: a node its spec or status names (a
+// virtual machine's status.nodeName, a local volume's spec.ownerNodeID),
+// where the cleanup must run and cannot once the node is gone or silent;
+// and its own dependents being deleted (a launcher pod, a job), which its
+// controller waits for. Both are judged as the pod rules and the foreground
+// rule judge them, and nested as namespaces nest pods.
+
+// namedNodeCauses reports the nodes a held object names that are gone or
+// not reporting: nothing on them (the node agent a DaemonSet runs there,
+// the kubelet) can do the cleanup its finalizers wait for.
+func namedNodeCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy, tm timing) []report.Cause {
+	if t.Pod != nil {
+		return nil // the pod rules judge a pod's node
+	}
+	var causes []report.Cause
+	names := finalizerNames(finalizers)
+	for _, ref := range snapshot.NodeReferences(t.Object) {
+		n := nodeHealthOf(s, ref.Node)
+		evidence := append([]string{fmt.Sprintf("%s: %s", ref.Field, ref.Node)}, n.evidence()...)
+		evidence = append(evidence, nodeAgents(s, finalizers, ref.Node, n)...)
+		sev := report.Critical
+		if tm.overdue < settleTime {
+			sev = report.Info
+		}
+		look := read("Check the node", kubectlOn("", "get", "node", ref.Node, "-o", "wide"))
+		switch {
+		case n.missing:
+			causes = append(causes, aboutNamedNode(cause(catalog.NodeNotFound, sev, 0.7,
+				fmt.Sprintf("%s names node %s, which no longer exists: the cleanup %s waits for on that node cannot run", ref.Field, ref.Node, strings.Join(names, ", ")),
+				evidence, append([]report.Step{look}, removeByHand(t, finalizers)...)...), ref.Node))
+		case n.unreachable():
+			causes = append(causes, aboutNamedNode(cause(catalog.NodeUnreachable, sev, 0.7,
+				fmt.Sprintf("%s names node %s, which stopped reporting%s: nothing on it can finish the cleanup %s waits for", ref.Field, ref.Node, n.since(), strings.Join(names, ", ")),
+				evidence, append([]report.Step{look, repair("Bring the node back (its kubelet, its network): the cleanup then runs and the controller removes the finalizer itself", "")},
+					removeByHand(t, finalizers)...)...), ref.Node))
+		case n.notReady():
+			causes = append(causes, aboutNamedNode(cause(catalog.NodeNotReady, settling(report.Warning, tm), 0.5,
+				fmt.Sprintf("%s names node %s, which is NotReady (%s): the cleanup %s waits for on that node may not run", ref.Field, ref.Node, n.ready.Reason, strings.Join(names, ", ")),
+				evidence, look, repair("Repair the node as its Ready condition says", "")), ref.Node))
+		}
+	}
+	return ofFinalizers(causes, names...)
+}
+
+// aboutNamedNode names the node a cause is about.
+func aboutNamedNode(c report.Cause, node string) report.Cause {
+	c.About.Node = node
+	return c
+}
+
+// nodeAgents says, for a controller that runs as a DaemonSet (a node
+// agent: one pod per node), that its pod on a node gone or not reporting
+// cannot act.
+func nodeAgents(s *snapshot.Snapshot, finalizers []heldBy, node string, n nodeHealth) []string {
+	if s.Controllers == nil || n.alive() {
+		return nil
+	}
+	var out []string
+	for _, f := range finalizers {
+		tokens := ownerWords(f.name)
+		for _, w := range s.Controllers.Workloads {
+			if strings.EqualFold(w.Kind, "DaemonSet") && len(tokens) > 0 && workloadMatches(w, tokens) {
+				out = append(out, fmt.Sprintf("DaemonSet %s/%s looks like the owner of %s: it runs one pod per node, and its pod on node %s cannot act (the node is %s)",
+					w.Namespace, w.Name, f.name, node, map[bool]string{true: "gone", false: "not reporting"}[n.missing]))
+			}
+		}
+	}
+	return out
+}
+
+// maxNestedDependents bounds the dependents a held object's diagnosis nests.
+const maxNestedDependents = 5
+
+// dependentsDeleted diagnoses the dependents of t (objects whose
+// ownerReferences name it) that are being deleted, the worst first, and
+// quotes them as evidence; none for an owner in foreground deletion, whose
+// rule nests them.
+func dependentsDeleted(s *snapshot.Snapshot, t *snapshot.Target, tm timing) ([]report.Item, []string) {
+	if slices.Contains(t.Object.GetFinalizers(), metav1.FinalizerDeleteDependents) {
+		return nil, nil // the foreground rule nests them
+	}
+	var items []report.Item
+	var evidence []string
+	for _, d := range t.Dependents {
+		if d.Object.GetDeletionTimestamp() == nil {
+			continue
+		}
+		evidence = append(evidence, fmt.Sprintf("dependent %s: ownerReference to %s/%s, %s", refName(d.Ref), t.Ref.Kind, t.Ref.Name, deletionState(d)))
+		items = append(items, nested(s, d, tm))
+	}
+	SortItems(items)
+	return items[:min(len(items), maxNestedDependents)], evidence
+}
+
+// removeByHand is the last resort for each finalizer: removing it by hand,
+// for when its controller is gone for good.
+func removeByHand(t *snapshot.Target, finalizers []heldBy) []report.Step {
+	var steps []report.Step
+	for _, f := range finalizers {
+		action := fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name)
+		if f.spec {
+			steps = append(steps, fix(action, removeCommand(t, f), report.RiskHigh, skipsCleanup))
+		} else {
+			steps = append(steps, removeFinalizer(action, t, f.name, report.RiskHigh, skipsCleanup))
+		}
+	}
+	return steps
+}
+
+func finalizerNames(finalizers []heldBy) []string {
+	names := make([]string, 0, len(finalizers))
+	for _, f := range finalizers {
+		names = append(names, f.name)
+	}
+	return names
+}
+
+// trouble is an object a held object depends on that says it fails: the
+// way there (each field and the object it names) and its words.
+type trouble struct {
+	path  []string
+	at    *snapshot.Target
+	words []complaint
+}
+
+// namedTrouble follows what a held object's spec names (and what those
+// name in turn, as the collector read them) to the first object whose
+// status says it fails: a restore's backup's storage location
+// Unavailable, a claim's snapshot in error.
+func namedTrouble(t *snapshot.Target) (trouble, []string) {
+	var evidence []string
+	type step struct {
+		t    *snapshot.Target
+		path []string
+	}
+	queue := []step{{t: t}}
+	seen := map[*snapshot.Target]bool{t: true}
+	for len(queue) > 0 {
+		from := queue[0]
+		queue = queue[1:]
+		refs := snapshot.NamedIn(from.t.Object)
+		for _, n := range from.t.Named {
+			if n == nil || seen[n] || n.Object == nil {
+				continue
+			}
+			seen[n] = true
+			field := "names"
+			if i := slices.IndexFunc(refs, func(r snapshot.NamedRef) bool { return namesTarget(r, n) }); i >= 0 {
+				field = refs[i].Field
+			}
+			path := append(slices.Clone(from.path), field, report.Name(n.Ref))
+			evidence = append(evidence, fmt.Sprintf("%s %s: %s", ownerOf(from.t, t), field, report.Name(n.Ref)))
+			if words := wordsOf(n, nil); len(words) > 0 {
+				sortComplaints(words)
+				for _, w := range words {
+					evidence = append(evidence, report.Name(n.Ref)+": "+w.evidence)
+				}
+				return trouble{path: path, at: n, words: words}, evidence
+			}
+			queue = append(queue, step{t: n, path: path})
+		}
+	}
+	return trouble{}, evidence
+}
+
+// ownerOf names the object a reference is read from: "spec" of the held
+// object itself, or the named object.
+func ownerOf(from, held *snapshot.Target) string {
+	if from == held {
+		return "reference"
+	}
+	return report.Name(from.Ref)
+}
+
+// namesTarget: the reference names the object n (its kind, or a kind the
+// reference's key is the end of).
+func namesTarget(r snapshot.NamedRef, n *snapshot.Target) bool {
+	if r.Name != n.Ref.Name {
+		return false
+	}
+	kind := strings.ToLower(n.Ref.Kind)
+	return strings.EqualFold(r.Kind, n.Ref.Kind) || r.Word != "" && strings.HasSuffix(kind, r.Word)
+}
