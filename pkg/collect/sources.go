@@ -28,7 +28,7 @@ func register(s source) { sources = append(sources, s) }
 
 // nesting are the sources that add nested targets: every source that reads
 // about all targets, nested ones included, comes after them.
-var nesting = []string{"namespace contents", "dependents", "claim users", "referrers", "crd instances", "named objects"}
+var nesting = []string{"namespace contents", "dependents", "claim users", "referrers", "crd instances", "named objects", "named by"}
 
 // stages orders the sources: each stage holds the sources whose every
 // predecessor is in an earlier stage, by name within a stage.

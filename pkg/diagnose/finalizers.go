@@ -64,6 +64,10 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	stuck := slices.IndexFunc(dependents, func(it report.Item) bool { return it.Stuck })
 	depends, namedEvidence := namedTrouble(t)
 	evidence = append(evidence, namedEvidence...)
+	for _, u := range t.NamedBy {
+		field, _ := snapshot.NamingField(u.Object, t.Ref.Kind, t.Ref.Name)
+		evidence = append(evidence, fmt.Sprintf("named by %s: %s: %s (%s)", refName(u.Ref), field, t.Ref.Name, deletionState(u)))
+	}
 	switch {
 	case tm.overdue < settleTime:
 	case len(said) > 0 && said[0].direct:
@@ -96,6 +100,19 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		steps = []report.Step{
 			read("Read what the object it depends on reports", kubectlOn(depends.at.Ref.Namespace, "describe", strings.ToLower(depends.at.Ref.Resource), depends.at.Ref.Name)),
 			repair(fmt.Sprintf("Fix what %s reports (%s); the controller then finishes its cleanup and removes the finalizer itself", report.Name(depends.at.Ref), top.reason), ""),
+		}
+	case len(t.NamedBy) > 0: // its kin still name it: the controller may wait for them
+		sev, confidence = report.Critical, 0.6
+		users := make([]string, 0, len(t.NamedBy))
+		for _, u := range t.NamedBy {
+			field, _ := snapshot.NamingField(u.Object, t.Ref.Kind, t.Ref.Name)
+			users = append(users, fmt.Sprintf("%s (%s)", report.Name(u.Ref), field))
+		}
+		summary = fmt.Sprintf("the controller that removes %s may wait for the %s that still %s the object: %s",
+			strings.Join(names, ", "), report.Count(len(users), "object"), agree(len(users), "names", "name"), strings.Join(users[:min(len(users), 3)], ", "))
+		steps = []report.Step{
+			read("Read what names it", kubectlOn(t.Ref.Namespace, "get", strings.ToLower(t.NamedBy[0].Ref.Resource), t.NamedBy[0].Ref.Name, "-o", "yaml")),
+			fix("Delete the objects that still use it, or point them elsewhere; the controller then finishes", "", report.RiskHigh, "what those objects do stops (their events, their workloads) until they are pointed elsewhere"),
 		}
 	case len(gone) > 0:
 		sev, confidence = report.Critical, 0.6

@@ -160,7 +160,7 @@ func namedTrouble(t *snapshot.Target) (trouble, []string) {
 			}
 			seen[n] = true
 			field := "names"
-			if i := slices.IndexFunc(refs, func(r snapshot.NamedRef) bool { return namesTarget(r, n) }); i >= 0 {
+			if i := slices.IndexFunc(refs, func(r snapshot.NamedRef) bool { return r.Names(n.Ref.Kind, n.Ref.Name) }); i >= 0 {
 				field = refs[i].Field
 			}
 			path := append(slices.Clone(from.path), field, report.Name(n.Ref))
@@ -185,14 +185,4 @@ func ownerOf(from, held *snapshot.Target) string {
 		return "reference"
 	}
 	return report.Name(from.Ref)
-}
-
-// namesTarget: the reference names the object n (its kind, or a kind the
-// reference's key is the end of).
-func namesTarget(r snapshot.NamedRef, n *snapshot.Target) bool {
-	if r.Name != n.Ref.Name {
-		return false
-	}
-	kind := strings.ToLower(n.Ref.Kind)
-	return strings.EqualFold(r.Kind, n.Ref.Kind) || r.Word != "" && strings.HasSuffix(kind, r.Word)
 }

@@ -179,3 +179,24 @@ func TestWhatAHeldObjectDependsOn(t *testing.T) {
 		t.Errorf("with the location available: %s", c.Summary)
 	}
 }
+
+// What of its kin still names a held object (an event source naming its
+// bus) is what its controller may wait for.
+func TestWhatStillNamesAHeldObject(t *testing.T) {
+	bus := heldWith("eventbus-controller")
+	bus.SetAPIVersion("argoproj.io/v1alpha1")
+	bus.SetKind("EventBus")
+	bus.SetName("default")
+	source := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "EventSource",
+		"metadata": map[string]any{"name": "webhook", "namespace": "shop"}, "spec": map[string]any{"eventBusName": "default"}}}
+	s := snap(bus)
+	s.Targets[0].NamedBy = []*snapshot.Target{{Object: source, Ref: report.ObjectRef{APIVersion: "argoproj.io/v1alpha1", Kind: "EventSource", Resource: "eventsources.argoproj.io", Namespace: "shop", Name: "webhook"}}}
+	s.Controllers = &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "argo-events", Name: "eventbus-controller", Desired: 1, Ready: 1}}}
+	it := Diagnose(s).Items[0]
+	c := it.Causes[0]
+	want := "may wait for the 1 object that still names the object: eventsource.argoproj.io/webhook (spec.eventBusName)"
+	if c.Severity != report.Critical || !strings.Contains(c.Summary, want) || !hasLine(c.Evidence, "named by eventsource.argoproj.io/webhook -n shop: spec.eventBusName: default (not being deleted)") {
+		t.Errorf("%s: %s; evidence %q", c.Severity, c.Summary, c.Evidence)
+	}
+	expectGradedSteps(t, it)
+}

@@ -63,6 +63,9 @@ const (
 	// NamedEvidence: the objects the target's spec names, and those they
 	// name in turn (snapshot.NamedIn).
 	NamedEvidence
+	// NamedByEvidence: the objects of the target's namespace and API group
+	// family whose spec names it (snapshot.NamingField).
+	NamedByEvidence
 )
 
 // Has reports whether e includes every read of x.
@@ -216,6 +219,9 @@ func pendingNeeds(t *snapshot.Target, f heldBy) Evidence {
 		}
 		if t.Ref.Namespace != "" {
 			e |= DependentEvidence // what it owns, in its namespace
+		}
+		if t.Ref.Namespace != "" && t.Object.GroupVersionKind().Group != "" && !metadataOnly(t.Object) {
+			e |= NamedByEvidence // what of its kin names it (for an object read in full, as what it names)
 		}
 		if len(snapshot.NodeReferences(t.Object)) > 0 {
 			e |= NodeEvidence

@@ -30,7 +30,8 @@ func (t *Target) Children() []*Target {
 	out = append(out, t.Dependents...)
 	out = append(out, t.ClaimUsers...)
 	out = append(out, t.Referrers...)
-	return append(out, t.Named...)
+	out = append(out, t.Named...)
+	return append(out, t.NamedBy...)
 }
 
 // CheckGraph proves the targets can be walked safely: no target nests itself

@@ -77,3 +77,27 @@ func namedFields(m map[string]any, path []string, depth int) []NamedRef {
 	}
 	return out
 }
+
+// Names reports whether the reference names the object kind/name: a typed
+// reference to that kind, or a key that is (or, five letters or more, ends)
+// the kind's name: backupName names a Backup, storageLocation a
+// BackupStorageLocation, eventBusName an EventBus.
+func (r NamedRef) Names(kind, name string) bool {
+	if r.Name != name {
+		return false
+	}
+	k := strings.ToLower(kind)
+	return strings.EqualFold(r.Kind, kind) || r.Word != "" && (k == r.Word || len(r.Word) >= 5 && strings.HasSuffix(k, r.Word))
+}
+
+// NamingField is the field of u's spec that names the object kind/name, if
+// one does.
+func NamingField(u *unstructured.Unstructured, kind, name string) (string, bool) {
+	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+	for _, r := range namedFields(spec, []string{"spec"}, 1) {
+		if r.Names(kind, name) {
+			return r.Field, true
+		}
+	}
+	return "", false
+}

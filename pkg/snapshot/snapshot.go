@@ -286,6 +286,10 @@ type Target struct {
 	// backup, and that backup's storage location in turn), found. Nil: not
 	// read.
 	Named []*Target `json:"named"`
+	// NamedBy are the objects of the target's namespace, of its API group's
+	// family (knative.dev for eventing.knative.dev), whose spec names it
+	// (NamingField): an event source naming its bus. Nil: not read.
+	NamedBy []*Target `json:"namedBy"`
 }
 
 // WorkloadNameLabels are the labels that name what a workload runs, matched

@@ -212,3 +212,49 @@ func causeOf(it item, code string) *cause {
 	}
 	return nil
 }
+
+// Issue 36: what still names a held object, found among its kin without a
+// catalogue row: Argo Events' EventBus (its controller's finalizer
+// eventbus-controller, controllers/eventbus: finalizerName = ControllerName)
+// named by an EventSource's spec.eventBusName. The controller runs as
+// controller-manager, which shares no word with its finalizer: what names
+// the bus is the answer, not "no controller found".
+func TestWhatStillNamesAnOperatorsObject(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "argo-events")
+	bus := scenario.Operator{Group: "argoproj.io", Kind: "EventBus", Plural: "eventbus", Manager: "argo-events", Finalizer: "eventbus-controller"}
+	sources := scenario.Operator{Group: "argoproj.io", Kind: "EventSource", Plural: "eventsources", Manager: "argo-events"}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []scenario.Operator{bus, sources} {
+		must(env.StatusCRD(ctx, o))
+	}
+	must(env.Controller(ctx, ns, "controller-manager", liveNode))
+	must(env.Adopt(ctx, bus, ns, "default", map[string]any{"jetstream": map[string]any{"version": "latest"}}, map[string]any{"phase": "Running"}))
+	must(env.Adopt(ctx, bus, ns, "spare", map[string]any{"jetstream": map[string]any{"version": "latest"}}, map[string]any{"phase": "Running"}))
+	must(env.Adopt(ctx, sources, ns, "webhook", map[string]any{"eventBusName": "default", "webhook": map[string]any{"push": map[string]any{"port": "12000"}}}, map[string]any{}))
+	time.Sleep(1100 * time.Millisecond)
+	deleted := time.Now()
+	must(env.Delete(ctx, bus, ns, "default"))
+	must(env.Delete(ctx, bus, ns, "spare"))
+	settle(t, deleted)
+
+	r, res := diagnose(t, "why", "eventbus/default", "-n", ns)
+	it := only(t, r)
+	top := it.Causes[0]
+	if res.code != 2 || top.Code != "FinalizerPending" || top.Severity != "critical" ||
+		!strings.Contains(top.Summary, "may wait for the 1 object that still names the object: eventsource.argoproj.io/webhook (spec.eventBusName)") {
+		t.Errorf("default: exit %d, %s %s: %s", res.code, top.Code, top.Severity, top.Summary)
+	}
+	expectEvidence(t, top, "named by eventsource.argoproj.io/webhook -n "+ns+": spec.eventBusName: default (not being deleted)")
+	// The control: a bus nothing names is reported as before.
+	r, _ = diagnose(t, "why", "eventbus/spare", "-n", ns)
+	if top := only(t, r).Causes[0]; strings.Contains(top.Summary, "still names") || hasEvidence(top, "named by") {
+		t.Errorf("spare: %s %v", top.Summary, top.Evidence)
+	}
+}
