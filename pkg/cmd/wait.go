@@ -129,7 +129,10 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 		tick, second = ticker.C(), seconds.C()
 	}
 	showTimes := func() {
-		elapsed := o.clock.Since(start)
+		// Never past the timeout: a redraw that runs late (a busy
+		// machine) would say "4s elapsed" of a 3s wait just before
+		// "timed out after 3s".
+		elapsed := min(o.clock.Since(start), o.Timeout)
 		line.show(fmt.Sprintf("waiting for %s: %s elapsed, %s left (%s)", report.Count(len(pending), "object"),
 			report.HumanDuration(elapsed), report.HumanDuration(max(o.Timeout-elapsed, 0)), bound))
 	}

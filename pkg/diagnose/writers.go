@@ -1,7 +1,6 @@
 package diagnose
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -47,18 +46,22 @@ func human(manager string) bool {
 	return slices.ContainsFunc(humanManagers, func(p string) bool { return strings.HasPrefix(manager, p) })
 }
 
-// writesOf reads an object's managedFields, latest first.
+// writesOf reads an object's managedFields, latest first, from its maps
+// (no conversion: the rules ask for them several times per object, for
+// every object a scan found).
 func writesOf(u *unstructured.Unstructured) []write {
+	md, _ := u.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
 	var out []write
-	for _, e := range u.GetManagedFields() {
-		if e.Time == nil || e.Manager == "" {
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		str := func(k string) string { v, _ := m[k].(string); return v }
+		at, err := time.Parse(time.RFC3339, str("time"))
+		if err != nil || str("manager") == "" {
 			continue
 		}
-		w := write{manager: e.Manager, operation: string(e.Operation), subresource: e.Subresource, at: e.Time.Time}
-		if e.FieldsV1 != nil {
-			w.finalizers = finalizersIn(e.FieldsV1.GetRawBytes())
-		}
-		out = append(out, w)
+		fields, _ := m["fieldsV1"].(map[string]any)
+		out = append(out, write{manager: str("manager"), operation: str("operation"), subresource: str("subresource"), at: at, finalizers: finalizersIn(fields)})
 	}
 	slices.SortStableFunc(out, func(a, b write) int { return b.at.Compare(a.at) })
 	return out
@@ -66,17 +69,11 @@ func writesOf(u *unstructured.Unstructured) []write {
 
 // finalizersIn lists the finalizers a fieldsV1 set owns
 // ({"f:metadata":{"f:finalizers":{"v:\"name\"":{}}}}).
-func finalizersIn(raw []byte) []string {
-	var set struct {
-		Metadata struct {
-			Finalizers map[string]json.RawMessage `json:"f:finalizers"`
-		} `json:"f:metadata"`
-	}
-	if json.Unmarshal(raw, &set) != nil {
-		return nil
-	}
+func finalizersIn(fields map[string]any) []string {
+	md, _ := fields["f:metadata"].(map[string]any)
+	set, _ := md["f:finalizers"].(map[string]any)
 	var out []string
-	for k := range set.Metadata.Finalizers {
+	for k := range set {
 		if v, ok := strings.CutPrefix(k, "v:"); ok {
 			if name, err := strconv.Unquote(v); err == nil {
 				out = append(out, name)
