@@ -154,13 +154,15 @@ const skipsCleanup = "skips the cleanup the finalizer protects (external resourc
 
 // findOwners is the read-only look for the controllers that remove
 // finalizers: the Deployments, StatefulSets and DaemonSets named or
-// labelled with their words, as ownerLiveness matches them; for
-// finalizers with no such words (Kubernetes' own), the object itself.
+// labelled with their words, as ownerLiveness matches them, or with the
+// name of the field manager that added the finalizer; for finalizers with
+// no such words (Kubernetes' own), the object itself.
 func findOwners(t *snapshot.Target, finalizers []string) report.Step {
 	var words []string
 	for _, f := range finalizers {
 		if catalog.ThirdPartyFinalizer(f) {
 			words = append(words, ownerWords(f)...)
+			words = append(words, addedBy(t.Object, f)...)
 		}
 	}
 	if len(words) == 0 {

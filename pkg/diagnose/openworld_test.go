@@ -207,3 +207,19 @@ func TestKubernetesWritesAreNotTheControllersProgress(t *testing.T) {
 		t.Errorf("stuck %t: %s; evidence %q", it.Stuck, c.Summary, c.Evidence)
 	}
 }
+
+// The field manager that added a finalizer the catalogue does not know
+// helps find its controller: its name is one of the words looked for; a
+// generic one (controller-runtime's "manager") is not.
+func TestTheFinalizersAdderHelpsFindItsController(t *testing.T) {
+	for manager, want := range map[string]bool{"cloudsql-manager": true, "manager": false} {
+		u := heldWith("sql.cloud.example.org/instance")
+		wroteBy(u, manager, "", time.Hour, `{"f:metadata":{"f:finalizers":{"v:\"sql.cloud.example.org/instance\"":{}}}}`)
+		s := snap(u)
+		s.Controllers = &snapshot.Controllers{}
+		c := Diagnose(s).Items[0].Causes[0]
+		if got := strings.Contains(c.Remediation[0].Command, "-e "+manager); got != want {
+			t.Errorf("%s: %q; want the manager among the words: %t", manager, c.Remediation[0].Command, want)
+		}
+	}
+}

@@ -147,3 +147,20 @@ func writtenSinceDeletion(u *unstructured.Unstructured) bool {
 	last, silent := silentSince(u, timingOf(u, time.Time{}))
 	return !silent && !last.at.IsZero()
 }
+
+// genericManagers are field manager names that say nothing of which
+// controller it is: controller-runtime's and Go's defaults.
+var genericManagers = []string{"manager", "controller", "operator", "main", "before-first-apply", "unknown"}
+
+// addedBy names the field managers that added finalizer f, when their
+// names can find the controller (a controller's, and not a generic one):
+// velero-server, cloudsql-manager.
+func addedBy(u *unstructured.Unstructured, f string) []string {
+	var out []string
+	for _, w := range controllerWrites(u) {
+		if slices.Contains(w.finalizers, f) && !slices.Contains(genericManagers, strings.ToLower(w.manager)) && !slices.Contains(out, w.manager) {
+			out = append(out, strings.ToLower(w.manager))
+		}
+	}
+	return out
+}

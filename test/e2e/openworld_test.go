@@ -106,6 +106,9 @@ func TestOperatorsNeverSeen(t *testing.T) {
 			t.Errorf("%s: exit %d, %s %s: %s; want exit %d, FinalizerPending %s saying %q", name, res.code, top.Code, top.Severity, top.Summary, w.code, w.severity, w.summary)
 		}
 		expectEvidence(t, top, "managedFields: finalizer "+w.finalizer+" was added by field manager")
+		if name == "last-week" && !strings.Contains(top.Remediation[0].Command, "-e velero-server") {
+			t.Errorf("last-week: the finalizer's adder is not looked for: %q", top.Remediation[0].Command)
+		}
 	}
 	// The namespace's scan reads the same verdicts from the objects' metadata
 	// and, where a controller wrote since the deletion, their status.
