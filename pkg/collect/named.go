@@ -37,12 +37,13 @@ var coreNamed = []string{"pod", "persistentvolumeclaim", "persistentvolume", "se
 func (c *Collector) readNamed(ctx context.Context, s *snapshot.Snapshot) {
 	for _, t := range targetsAndHeld(s) {
 		if t.Named == nil && diagnose.Needs(t).Has(diagnose.NamedEvidence) {
-			c.follow(ctx, t, map[types.UID]bool{t.Object.GetUID(): true}, 1)
+			c.followNamed(ctx, t, map[types.UID]bool{t.Object.GetUID(): true}, 1)
 		}
 	}
 }
 
-func (c *Collector) follow(ctx context.Context, t *snapshot.Target, seen map[types.UID]bool, depth int) {
+// followNamed reads what t names, and, below namedDepth, what those name.
+func (c *Collector) followNamed(ctx context.Context, t *snapshot.Target, seen map[types.UID]bool, depth int) {
 	t.Named = []*snapshot.Target{}
 	group := t.Object.GroupVersionKind().Group
 	for _, ref := range snapshot.NamedIn(t.Object) {
@@ -72,7 +73,7 @@ func (c *Collector) follow(ctx context.Context, t *snapshot.Target, seen map[typ
 		n := &snapshot.Target{Ref: Found{GVR: m.Resource, Object: u}.Ref(), Object: u}
 		t.Named = append(t.Named, n)
 		if depth < namedDepth {
-			c.follow(ctx, n, seen, depth+1)
+			c.followNamed(ctx, n, seen, depth+1)
 		}
 	}
 }

@@ -77,8 +77,7 @@ func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr sche
 // its status; when it cannot, the metadata stays. Never a Secret or a
 // ConfigMap (metadataOnly): their data is not read.
 func (c *Collector) readWhole(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
-	ri := c.Clients.Dynamic.Resource(gvr).Namespace(t.Ref.Namespace)
-	u, err := ri.Get(ctx, t.Ref.Name, metav1.GetOptions{})
+	u, err := c.get(ctx, &meta.RESTMapping{Resource: gvr}, t.Ref.Namespace != "", t.Ref.Namespace, t.Ref.Name)
 	switch {
 	case err != nil:
 		c.skipTarget(t, skipOf(t.Ref.Resource+"/"+t.Ref.Name, err))

@@ -64,8 +64,10 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	stuck := slices.IndexFunc(dependents, func(it report.Item) bool { return it.Stuck })
 	depends, namedEvidence := namedTrouble(t)
 	evidence = append(evidence, namedEvidence...)
+	users := make([]string, 0, len(t.NamedBy)) // what still names it, and where
 	for _, u := range t.NamedBy {
 		field, _ := snapshot.NamingField(u.Object, t.Ref.Kind, t.Ref.Name)
+		users = append(users, fmt.Sprintf("%s (%s)", report.Name(u.Ref), field))
 		evidence = append(evidence, fmt.Sprintf("named by %s: %s: %s (%s)", refName(u.Ref), field, t.Ref.Name, deletionState(u)))
 	}
 	switch {
@@ -74,11 +76,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		sev, confidence = saysWhy(0.85)
 	case stuck >= 0: // it waits for its own dependents, and one cannot go
 		sev, confidence = dependents[stuck].Severity, 0.75
-		chain, root := chainOf(dependents[stuck])
-		summary = fmt.Sprintf("the controller that removes %s waits for the object's dependents, being deleted: %s", strings.Join(names, ", "), nestedSummary(root))
-		if len(chain) > 1 {
-			summary = fmt.Sprintf("the controller that removes %s waits for the object's dependents, being deleted: %s waits on %s; %s", strings.Join(names, ", "), chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
-		}
+		summary = fmt.Sprintf("the controller that removes %s waits for the object's dependents, being deleted: %s", strings.Join(names, ", "), chainSummary(dependents[stuck]))
 		steps = []report.Step{read("Diagnose the dependent (nested below) and resolve what holds it; the controller then finishes",
 			kubectl(dependents[stuck].Object.Namespace, "terminating", "why", report.Name(dependents[stuck].Object), "-o", "wide"))}
 	case len(down) > 0:
@@ -101,13 +99,8 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 			read("Read what the object it depends on reports", kubectlOn(depends.at.Ref.Namespace, "describe", strings.ToLower(depends.at.Ref.Resource), depends.at.Ref.Name)),
 			repair(fmt.Sprintf("Fix what %s reports (%s); the controller then finishes its cleanup and removes the finalizer itself", report.Name(depends.at.Ref), top.reason), ""),
 		}
-	case len(t.NamedBy) > 0: // its kin still name it: the controller may wait for them
+	case len(users) > 0: // its kin still name it: the controller may wait for them
 		sev, confidence = report.Critical, 0.6
-		users := make([]string, 0, len(t.NamedBy))
-		for _, u := range t.NamedBy {
-			field, _ := snapshot.NamingField(u.Object, t.Ref.Kind, t.Ref.Name)
-			users = append(users, fmt.Sprintf("%s (%s)", report.Name(u.Ref), field))
-		}
 		summary = fmt.Sprintf("the controller that removes %s may wait for the %s that still %s the object: %s",
 			strings.Join(names, ", "), report.Count(len(users), "object"), agree(len(users), "names", "name"), strings.Join(users[:min(len(users), 3)], ", "))
 		steps = []report.Step{

@@ -40,27 +40,21 @@ func namedNodeCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []held
 		look := read("Check the node", kubectlOn("", "get", "node", ref.Node, "-o", "wide"))
 		switch {
 		case n.missing:
-			causes = append(causes, aboutNamedNode(cause(catalog.NodeNotFound, sev, 0.7,
+			causes = append(causes, aboutNode([]report.Cause{cause(catalog.NodeNotFound, sev, 0.7,
 				fmt.Sprintf("%s names node %s, which no longer exists: the cleanup %s waits for on that node cannot run", ref.Field, ref.Node, strings.Join(names, ", ")),
-				evidence, append([]report.Step{look}, removeByHand(t, finalizers)...)...), ref.Node))
+				evidence, append([]report.Step{look}, removeByHand(t, finalizers)...)...)}, ref.Node)...)
 		case n.unreachable():
-			causes = append(causes, aboutNamedNode(cause(catalog.NodeUnreachable, sev, 0.7,
+			causes = append(causes, aboutNode([]report.Cause{cause(catalog.NodeUnreachable, sev, 0.7,
 				fmt.Sprintf("%s names node %s, which stopped reporting%s: nothing on it can finish the cleanup %s waits for", ref.Field, ref.Node, n.since(), strings.Join(names, ", ")),
 				evidence, append([]report.Step{look, repair("Bring the node back (its kubelet, its network): the cleanup then runs and the controller removes the finalizer itself", "")},
-					removeByHand(t, finalizers)...)...), ref.Node))
+					removeByHand(t, finalizers)...)...)}, ref.Node)...)
 		case n.notReady():
-			causes = append(causes, aboutNamedNode(cause(catalog.NodeNotReady, settling(report.Warning, tm), 0.5,
+			causes = append(causes, aboutNode([]report.Cause{cause(catalog.NodeNotReady, settling(report.Warning, tm), 0.5,
 				fmt.Sprintf("%s names node %s, which is NotReady (%s): the cleanup %s waits for on that node may not run", ref.Field, ref.Node, n.ready.Reason, strings.Join(names, ", ")),
-				evidence, look, repair("Repair the node as its Ready condition says", "")), ref.Node))
+				evidence, look, repair("Repair the node as its Ready condition says", ""))}, ref.Node)...)
 		}
 	}
 	return ofFinalizers(causes, names...)
-}
-
-// aboutNamedNode names the node a cause is about.
-func aboutNamedNode(c report.Cause, node string) report.Cause {
-	c.About.Node = node
-	return c
 }
 
 // nodeAgents says, for a controller that runs as a DaemonSet (a node
@@ -70,13 +64,17 @@ func nodeAgents(s *snapshot.Snapshot, finalizers []heldBy, node string, n nodeHe
 	if s.Controllers == nil || n.alive() {
 		return nil
 	}
+	state := "not reporting"
+	if n.missing {
+		state = "gone"
+	}
 	var out []string
 	for _, f := range finalizers {
 		tokens := ownerWords(f.name)
 		for _, w := range s.Controllers.Workloads {
 			if strings.EqualFold(w.Kind, "DaemonSet") && len(tokens) > 0 && workloadMatches(w, tokens) {
 				out = append(out, fmt.Sprintf("DaemonSet %s/%s looks like the owner of %s: it runs one pod per node, and its pod on node %s cannot act (the node is %s)",
-					w.Namespace, w.Name, f.name, node, map[bool]string{true: "gone", false: "not reporting"}[n.missing]))
+					w.Namespace, w.Name, f.name, node, state))
 			}
 		}
 	}
@@ -155,7 +153,7 @@ func namedTrouble(t *snapshot.Target) (trouble, []string) {
 		queue = queue[1:]
 		refs := snapshot.NamedIn(from.t.Object)
 		for _, n := range from.t.Named {
-			if n == nil || seen[n] || n.Object == nil {
+			if seen[n] {
 				continue
 			}
 			seen[n] = true
@@ -178,8 +176,8 @@ func namedTrouble(t *snapshot.Target) (trouble, []string) {
 	return trouble{}, evidence
 }
 
-// ownerOf names the object a reference is read from: "spec" of the held
-// object itself, or the named object.
+// ownerOf names the object a reference is read from in the evidence:
+// "reference" for the held object itself, else the named object.
 func ownerOf(from, held *snapshot.Target) string {
 	if from == held {
 		return "reference"

@@ -55,9 +55,8 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	SortItems(items)
 	chain, root := chainOf(items[0])
 	remain := report.Count(len(blocking), "dependent") + " with blockOwnerDeletion still " + agree(len(blocking), "exists", "exist")
-	summary := fmt.Sprintf("%s: %s", remain, nestedSummary(items[0]))
+	summary := remain + ": " + chainSummary(items[0])
 	if len(chain) > 1 {
-		summary = fmt.Sprintf("%s: %s waits on %s; %s", remain, chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
 		evidence = append(evidence, fmt.Sprintf("chain of objects waiting in foreground deletion: %s -> %s", report.Name(t.Ref), strings.Join(chain, " -> ")))
 	}
 	// Judged by its leaves: while every blocking dependent is being deleted
@@ -491,6 +490,17 @@ func chainOf(it report.Item) ([]string, report.Item) {
 		it = it.Causes[0].BlockedBy[0]
 	}
 	return chain, it
+}
+
+// chainSummary names a nested object and what holds it: its top cause, or,
+// when it waits on objects nested in turn, the chain down to the root and
+// the root's cause.
+func chainSummary(it report.Item) string {
+	chain, root := chainOf(it)
+	if len(chain) == 1 {
+		return nestedSummary(it)
+	}
+	return fmt.Sprintf("%s waits on %s; %s", chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
 }
 
 // nestedSummary names a nested object and its top cause.

@@ -96,15 +96,22 @@ func controllerWrites(u *unstructured.Unstructured) []write {
 	return slices.DeleteFunc(writesOf(u), func(w write) bool { return human(w.manager) || slices.Contains(kubernetesManagers, w.manager) })
 }
 
-// atWork is the latest write a controller made after the deletion began
-// and within the settle time: its controller is working on the deletion.
-func atWork(u *unstructured.Unstructured, tm timing, now time.Time) (write, bool) {
-	for _, w := range controllerWrites(u) {
-		if sinceDeletion(w.at, tm) && now.Sub(w.at) <= settleTime {
-			return w, true
-		}
+// lastWrite is the latest write of a controller (controllerWrites); false
+// when its managedFields record none.
+func lastWrite(u *unstructured.Unstructured) (write, bool) {
+	ws := controllerWrites(u)
+	if len(ws) == 0 {
+		return write{}, false
 	}
-	return write{}, false
+	return ws[0], true
+}
+
+// atWork is a controller's latest write when it came after the deletion
+// began and within the settle time: its controller is working on the
+// deletion.
+func atWork(u *unstructured.Unstructured, tm timing, now time.Time) (write, bool) {
+	w, ok := lastWrite(u)
+	return w, ok && sinceDeletion(w.at, tm) && now.Sub(w.at) <= settleTime
 }
 
 // writeEvidence quotes who added each finalizer and each controller's
@@ -126,13 +133,11 @@ func writeEvidence(u *unstructured.Unstructured, finalizers []string, now time.T
 }
 
 // silentSince says whether no controller has written to the object since
-// its deletion began, and its latest write before that, if any.
+// its deletion began, and its latest write before that; nothing recorded
+// makes no claim either way.
 func silentSince(u *unstructured.Unstructured, tm timing) (last write, silent bool) {
-	ws := controllerWrites(u)
-	if len(ws) == 0 {
-		return write{}, false // nothing recorded: no claim either way
-	}
-	return ws[0], !sinceDeletion(ws[0].at, tm)
+	last, ok := lastWrite(u)
+	return last, ok && !sinceDeletion(last.at, tm)
 }
 
 // sinceDeletion: at is no earlier than the deletion's request. Both are
@@ -144,8 +149,8 @@ func sinceDeletion(at time.Time, tm timing) bool {
 
 // writtenSinceDeletion: a controller wrote the object after its deletion began.
 func writtenSinceDeletion(u *unstructured.Unstructured) bool {
-	last, silent := silentSince(u, timingOf(u, time.Time{}))
-	return !silent && !last.at.IsZero()
+	last, ok := lastWrite(u)
+	return ok && sinceDeletion(last.at, timingOf(u, time.Time{}))
 }
 
 // genericManagers are field manager names that say nothing of which
