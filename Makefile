@@ -55,6 +55,8 @@ test: lint unit fuzz e2e realnode-where-possible bench-smoke release-check ## Ev
 .PHONY: unit
 unit: host-tools ## Unit, golden-output and command tests (no cluster)
 	go test -race -count=1 ./...
+	# Memory bounds are the plugin's without the race detector's shadow memory.
+	go test -count=1 -run '^TestLargestAcceptedSnapshotReplaysBounded$$' ./pkg/cmd
 
 # Inputs that gain coverage are kept unminimized: minimizing a snapshot-sized
 # input takes longer than the whole bound.

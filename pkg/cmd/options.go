@@ -336,6 +336,8 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 		return nil
 	case "json":
 		return report.WriteJSON(o.Out, r)
+	case "yaml":
+		return report.WriteYAML(o.Out, r)
 	}
 	u, err := report.ToUnstructured(r)
 	if err != nil {

@@ -248,7 +248,7 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 		f.confidence /= 2
 	}
 	patch := kubectlOn("", "patch", h.kind, h.config, "--type=json", "-p",
-		jsonText([]map[string]any{{"op": "replace", "path": fmt.Sprintf("/webhooks/%d/failurePolicy", h.index), "value": "Ignore"}}))
+		jsonText([]patchOp{{Op: "replace", Path: fmt.Sprintf("/webhooks/%d/failurePolicy", h.index), Value: "Ignore"}}))
 	f.steps = []report.Step{
 		read("Check the webhook's backend", serviceCheckCommand(h)),
 		repair("Restore the webhook's backend (its Deployment, its Service's selector); the refused request is retried and goes through", ""),

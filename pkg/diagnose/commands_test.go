@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"al.essio.dev/pkg/shellescape"
 	"bytes"
 	"os"
 	"os/exec"
@@ -150,6 +151,9 @@ func FuzzCommandQuoting(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if strings.ContainsRune(s, 0) {
 			t.Skip("argv cannot hold NUL")
+		}
+		if !report.Escaped(s) && shellWord(s) != shellescape.Quote(s) {
+			t.Fatalf("%q is quoted %q; shellescape quotes it %q", s, shellWord(s), shellescape.Quote(s))
 		}
 		cmd := command("printf", "%s", s)
 		out, err := exec.Command(shell, "-c", cmd).Output()

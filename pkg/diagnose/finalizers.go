@@ -9,6 +9,7 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // pendingFinalizerCauses explains finalizers that still hold an object and
@@ -22,10 +23,9 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	// Controllers remove their finalizers within seconds of a delete.
 	sev, confidence := settling(report.Warning, tm), 0.7
 	evidence := finalizerFields(t)
+	evidence = append(evidence, ownerEvidence(names)...)
 	var gone, down, healthy []string
 	for _, f := range finalizers {
-		o := catalog.FinalizerOwner(f.name)
-		evidence = append(evidence, fmt.Sprintf("finalizer %s: removed by %s; holds while %s", f.name, o.Owner, o.HoldsWhile))
 		if !catalog.ThirdPartyFinalizer(f.name) {
 			continue
 		}
@@ -45,13 +45,13 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		evidence = append(evidence, c.evidence)
 	}
 	evidence = append(evidence, writeEvidence(t.Object, names, s.Now)...)
-	summary := fmt.Sprintf("deletion waits for %s to be removed: %s", report.Count(len(finalizers), "finalizer"), strings.Join(names, ", "))
+	summary := fmt.Sprintf("deletion waits for %s to be removed: %s", report.Count(len(finalizers), "finalizer"), report.FirstFew(names))
 	steps := []report.Step{findOwners(t, names), repair("Bring that controller back (scale it up, reinstall it); it removes the finalizer itself", "")}
 	var quoted string // the reason of the complaint the summary quotes
 	saysWhy := func(confidence float64) (report.Severity, float64) {
 		top := said[0]
 		quoted = top.reason
-		summary = fmt.Sprintf("the controller that removes %s cannot finish the deletion: it reports %s: %s", strings.Join(names, ", "), top.reason, top.message)
+		summary = fmt.Sprintf("the controller that removes %s cannot finish the deletion: it reports %s: %s", report.FirstFew(names), top.reason, top.message)
 		steps = []report.Step{
 			read("Read what the controller reports about the object", kubectlOn(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
 			repair(fmt.Sprintf("Fix what the controller reports (%s); it then finishes its cleanup and removes the finalizer itself", top.reason), ""),
@@ -76,25 +76,25 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		sev, confidence = saysWhy(0.85)
 	case stuck >= 0: // it waits for its own dependents, and one cannot go
 		sev, confidence = dependents[stuck].Severity, 0.75
-		summary = fmt.Sprintf("the controller that removes %s waits for the object's dependents, being deleted: %s", strings.Join(names, ", "), chainSummary(dependents[stuck]))
+		summary = fmt.Sprintf("the controller that removes %s waits for the object's dependents, being deleted: %s", report.FirstFew(names), chainSummary(dependents[stuck]))
 		steps = []report.Step{read("Diagnose the dependent (nested below) and resolve what holds it; the controller then finishes",
 			kubectl(dependents[stuck].Object.Namespace, "terminating", "why", report.Name(dependents[stuck].Object), "-o", "wide"))}
 	case len(down) > 0:
 		sev, confidence = report.Critical, 0.7
-		summary = fmt.Sprintf("the controller that removes %s has no ready replica: nothing removes the finalizer", strings.Join(down, ", "))
+		summary = fmt.Sprintf("the controller that removes %s has no ready replica: nothing removes the finalizer", report.FirstFew(down))
 	case len(said) > 0 && said[0].fresh: // said about this deletion
 		sev, confidence = saysWhy(0.8)
 	case isWorking:
 		sev, confidence = report.Info, 0.6
 		summary = fmt.Sprintf("progressing: field manager %s wrote %s %s ago, after the deletion began: the controller that removes %s is at work",
-			working.manager, working.what(), report.HumanDuration(s.Now.Sub(working.at)), strings.Join(names, ", "))
+			working.manager, working.what(), report.HumanDuration(s.Now.Sub(working.at)), report.FirstFew(names))
 		steps = []report.Step{read("Wait for the controller to finish; the plugin prints the diagnosis if it has not by then", waitCommand(t.Ref, 5*time.Minute))}
 	case depends.at != nil: // what it depends on says it fails
 		sev, confidence = report.Critical, 0.7
 		top := depends.words[0]
 		quoted = top.reason
 		summary = fmt.Sprintf("the controller that removes %s depends on %s (%s), which reports %s: %s",
-			strings.Join(names, ", "), report.Name(depends.at.Ref), strings.Join(depends.path[:len(depends.path)-1], " -> "), top.reason, top.message)
+			report.FirstFew(names), report.Name(depends.at.Ref), strings.Join(depends.path[:len(depends.path)-1], " -> "), top.reason, top.message)
 		steps = []report.Step{
 			read("Read what the object it depends on reports", kubectlOn(depends.at.Ref.Namespace, "describe", strings.ToLower(depends.at.Ref.Resource), depends.at.Ref.Name)),
 			repair(fmt.Sprintf("Fix what %s reports (%s); the controller then finishes its cleanup and removes the finalizer itself", report.Name(depends.at.Ref), top.reason), ""),
@@ -102,24 +102,24 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	case len(users) > 0: // its kin still name it: the controller may wait for them
 		sev, confidence = report.Critical, 0.6
 		summary = fmt.Sprintf("the controller that removes %s may wait for the %s that still %s the object: %s",
-			strings.Join(names, ", "), report.Count(len(users), "object"), agree(len(users), "names", "name"), strings.Join(users[:min(len(users), 3)], ", "))
+			report.FirstFew(names), report.Count(len(users), "object"), agree(len(users), "names", "name"), strings.Join(users[:min(len(users), 3)], ", "))
 		steps = []report.Step{
 			read("Read what names it", kubectlOn(t.Ref.Namespace, "get", strings.ToLower(t.NamedBy[0].Ref.Resource), t.NamedBy[0].Ref.Name, "-o", "yaml")),
 			fix("Delete the objects that still use it, or point them elsewhere; the controller then finishes", "", report.RiskHigh, "what those objects do stops (their events, their workloads) until they are pointed elsewhere"),
 		}
 	case len(gone) > 0:
 		sev, confidence = report.Critical, 0.6
-		summary = fmt.Sprintf("no controller that could remove %s is found in the cluster: nothing will remove the finalizer", strings.Join(gone, ", "))
+		summary = fmt.Sprintf("no controller that could remove %s is found in the cluster: nothing will remove the finalizer", report.FirstFew(gone))
 	case len(dependents) > 0: // none stuck
 		sev, confidence = report.Info, 0.6
 		summary = fmt.Sprintf("progressing: the object's %s being deleted %s not stuck (%s); the controller removes %s once %s gone",
-			report.Count(len(dependents), "dependent"), agree(len(dependents), "is", "are"), nestedSummary(dependents[0]), strings.Join(names, ", "), agree(len(dependents), "it is", "they are"))
+			report.Count(len(dependents), "dependent"), agree(len(dependents), "is", "are"), nestedSummary(dependents[0]), report.FirstFew(names), agree(len(dependents), "it is", "they are"))
 		steps = []report.Step{read("Wait for the dependents to go; the plugin prints the diagnosis if they have not by then", waitCommand(t.Ref, 5*time.Minute))}
 	case len(said) > 0:
 		sev, confidence = saysWhy(0.65)
 	case len(healthy) > 0:
 		confidence = 0.5
-		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it", strings.Join(healthy, ", "))
+		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it", report.FirstFew(healthy))
 		if last, silent := silentSince(t.Object, tm); silent {
 			summary += fmt.Sprintf(", nor written to the object since its deletion began %s ago (its last write: %s, %s ago)",
 				report.HumanDuration(tm.terminating), last.manager, report.HumanDuration(s.Now.Sub(last.at)))
@@ -140,6 +140,28 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		c.About.Controller = "gone"
 	}
 	return append([]report.Cause{c}, namedNodeCauses(s, t, finalizers, tm)...)
+}
+
+// ownerEvidence says who removes each finalizer, once for the finalizers
+// the catalogue says the same of (two hundred of one unknown operator).
+func ownerEvidence(finalizers []string) []string {
+	type says struct{ owner, holdsWhile string }
+	var order []says
+	named := map[says][]string{}
+	for _, f := range finalizers {
+		row := catalog.FinalizerOwner(f)
+		o := says{row.Owner, row.HoldsWhile}
+		if _, ok := named[o]; !ok {
+			order = append(order, o)
+		}
+		named[o] = append(named[o], f)
+	}
+	evidence := make([]string, 0, len(order))
+	for _, o := range order {
+		fs := named[o]
+		evidence = append(evidence, fmt.Sprintf("%s %s: removed by %s; holds while %s", agree(len(fs), "finalizer", "finalizers"), report.FirstFew(fs), o.owner, o.holdsWhile))
+	}
+	return evidence
 }
 
 // skipsCleanup is the risk of removing a finalizer by hand.
@@ -167,7 +189,7 @@ func findOwners(t *snapshot.Target, finalizers []string) report.Step {
 	for _, w := range slices.Compact(words) {
 		grep = append(grep, "-e", w)
 	}
-	return read(fmt.Sprintf("Find the controller that removes %s: the workloads named or labelled like it", strings.Join(finalizers, ", ")),
+	return read(fmt.Sprintf("Find the controller that removes %s: the workloads named or labelled like it", report.FirstFew(finalizers)),
 		pipe(kubectl("", "get", "deployments,statefulsets,daemonsets", "-A", "--show-labels"), command("grep", grep...)))
 }
 
@@ -177,10 +199,16 @@ func finalizerFields(t *snapshot.Target) []string {
 	if ns := t.Namespace; ns != nil {
 		out = append(out, specFinalizers(ns))
 	}
-	if fs := t.Object.GetFinalizers(); len(fs) > 0 || t.Namespace == nil {
-		out = append(out, fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(fs, ", ")))
+	if len(t.Object.GetFinalizers()) > 0 || t.Namespace == nil {
+		out = append(out, metadataFinalizers(t.Object))
 	}
 	return out
+}
+
+// metadataFinalizers quotes metadata.finalizers, the first few of a long
+// list (the item's finalizers hold them all).
+func metadataFinalizers(u *unstructured.Unstructured) string {
+	return fmt.Sprintf("metadata.finalizers: [%s]", report.FirstFew(u.GetFinalizers()))
 }
 
 // removeCommand removes one finalizer: from metadata.finalizers with a JSON
@@ -191,23 +219,31 @@ func removeCommand(t *snapshot.Target, f heldBy) string {
 		name := t.Ref.Name
 		return finalizeNamespace(name, ".spec.finalizers -= "+jsonText([]string{f.name}))
 	}
-	return removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f.name)
+	return removeFinalizerCommand(t.Ref, finalizerIndex(t.Object, f.name), f.name)
 }
 
 // removeFinalizer is the step that removes one finalizer from
 // metadata.finalizers: the command for a person, the action for fix, for
 // the version of the object the diagnosis read.
 func removeFinalizer(action string, t *snapshot.Target, f string, level report.RiskLevel, risk string) report.Step {
-	s := fix(action, removeFinalizerCommand(t.Ref, t.Object.GetFinalizers(), f), level, risk)
+	s := fix(action, removeFinalizerCommand(t.Ref, finalizerIndex(t.Object, f), f), level, risk)
 	s.Apply = &report.Action{Verb: report.ActionRemoveFinalizer, Object: t.Ref, Finalizer: f, ResourceVersion: t.Object.GetResourceVersion()}
 	return s
+}
+
+// finalizerIndex is f's place in metadata.finalizers, read in place: a
+// copy of the list for each of its finalizers is quadratic.
+func finalizerIndex(u *unstructured.Unstructured, f string) int {
+	metadata, _ := u.Object["metadata"].(map[string]any)
+	list, _ := metadata["finalizers"].([]any)
+	return slices.IndexFunc(list, func(v any) bool { return v == f })
 }
 
 // removeFinalizerCommand removes one finalizer with a JSON patch that tests
 // the list first, so a concurrent change makes it fail instead of removing
 // the wrong entry.
-func removeFinalizerCommand(ref report.ObjectRef, finalizers []string, f string) string {
-	path := fmt.Sprintf("/metadata/finalizers/%d", slices.Index(finalizers, f))
+func removeFinalizerCommand(ref report.ObjectRef, index int, f string) string {
+	path := fmt.Sprintf("/metadata/finalizers/%d", index)
 	return kubectlOn(ref.Namespace, "patch", strings.ToLower(ref.Resource), ref.Name, "--type=json", "-p",
-		jsonText([]map[string]string{{"op": "test", "path": path, "value": f}, {"op": "remove", "path": path}}))
+		jsonText([]patchOp{{Op: "test", Path: path, Value: f}, {Op: "remove", Path: path}}))
 }

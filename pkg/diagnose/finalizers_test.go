@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -41,6 +42,41 @@ func TestFinalizerPending(t *testing.T) {
 	last := c.Remediation[len(c.Remediation)-1]
 	if !strings.Contains(last.Command, "kubectl patch widgets.example.com w1 -n shop") || !strings.Contains(last.Risk, "skips the cleanup") {
 		t.Errorf("last step = %+v", last)
+	}
+}
+
+// Issue 35: a long list of finalizers is named in full once (the item's
+// finalizers, and a removal step each, at its own index), not in every
+// sentence: 200 of the longest names on each target made a replay's YAML
+// take 900 MiB.
+func TestManyFinalizersAreNamedOnce(t *testing.T) {
+	var fs []string
+	for i := range 7 {
+		fs = append(fs, fmt.Sprintf("f%d.example.com/cleanup", i))
+	}
+	it := Diagnose(snap(widget(10*time.Minute, fs...))).Items[0]
+	c := it.Causes[0]
+	if want := "deletion waits for 7 finalizers to be removed: f0.example.com/cleanup, f1.example.com/cleanup, f2.example.com/cleanup, f3.example.com/cleanup, f4.example.com/cleanup, +2 more"; c.Summary != want {
+		t.Errorf("summary = %q, want %q", c.Summary, want)
+	}
+	if !slices.Equal(it.Finalizers, fs) || !slices.Equal(c.About.Finalizers, fs) {
+		t.Errorf("finalizers %q, about %q: want all of %q", it.Finalizers, c.About.Finalizers, fs)
+	}
+	owners := slices.DeleteFunc(slices.Clone(c.Evidence), func(e string) bool { return !strings.Contains(e, "removed by") })
+	if want := "finalizers f0.example.com/cleanup, f1.example.com/cleanup, f2.example.com/cleanup, f3.example.com/cleanup, f4.example.com/cleanup, +2 more: removed by a third-party controller"; len(owners) != 1 || !strings.HasPrefix(owners[0], want) {
+		t.Errorf("who removes them: %q, want one line %q...", owners, want)
+	}
+	var removed []string
+	for _, s := range c.Remediation {
+		if s.Apply != nil && s.Apply.Verb == report.ActionRemoveFinalizer {
+			removed = append(removed, s.Apply.Finalizer)
+			if i := slices.Index(fs, s.Apply.Finalizer); !strings.Contains(s.Command, fmt.Sprintf(`"path":"/metadata/finalizers/%d","value":%q`, i, s.Apply.Finalizer)) {
+				t.Errorf("the step for %s does not test index %d: %s", s.Apply.Finalizer, i, s.Command)
+			}
+		}
+	}
+	if !slices.Equal(removed, fs) {
+		t.Errorf("removal steps for %q, want one for each of %q", removed, fs)
 	}
 }
 

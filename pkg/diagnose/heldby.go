@@ -41,16 +41,16 @@ func namedNodeCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []held
 		switch {
 		case n.missing:
 			causes = append(causes, aboutNode([]report.Cause{cause(catalog.NodeNotFound, sev, 0.7,
-				fmt.Sprintf("%s names node %s, which no longer exists: the cleanup %s waits for on that node cannot run", ref.Field, ref.Node, strings.Join(names, ", ")),
+				fmt.Sprintf("%s names node %s, which no longer exists: the cleanup %s waits for on that node cannot run", ref.Field, ref.Node, report.FirstFew(names)),
 				evidence, append([]report.Step{look}, removeByHand(t, finalizers)...)...)}, ref.Node)...)
 		case n.unreachable():
 			causes = append(causes, aboutNode([]report.Cause{cause(catalog.NodeUnreachable, sev, 0.7,
-				fmt.Sprintf("%s names node %s, which stopped reporting%s: nothing on it can finish the cleanup %s waits for", ref.Field, ref.Node, n.since(), strings.Join(names, ", ")),
+				fmt.Sprintf("%s names node %s, which stopped reporting%s: nothing on it can finish the cleanup %s waits for", ref.Field, ref.Node, n.since(), report.FirstFew(names)),
 				evidence, append([]report.Step{look, repair("Bring the node back (its kubelet, its network): the cleanup then runs and the controller removes the finalizer itself", "")},
 					removeByHand(t, finalizers)...)...)}, ref.Node)...)
 		case n.notReady():
 			causes = append(causes, aboutNode([]report.Cause{cause(catalog.NodeNotReady, settling(report.Warning, tm), 0.5,
-				fmt.Sprintf("%s names node %s, which is NotReady (%s): the cleanup %s waits for on that node may not run", ref.Field, ref.Node, n.ready.Reason, strings.Join(names, ", ")),
+				fmt.Sprintf("%s names node %s, which is NotReady (%s): the cleanup %s waits for on that node may not run", ref.Field, ref.Node, n.ready.Reason, report.FirstFew(names)),
 				evidence, look, repair("Repair the node as its Ready condition says", ""))}, ref.Node)...)
 		}
 	}

@@ -28,7 +28,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	}
 	uid := t.Object.GetUID()
 	var blocking []*snapshot.Target
-	evidence := []string{fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(t.Object.GetFinalizers(), ", "))}
+	evidence := []string{metadataFinalizers(t.Object)}
 	for _, d := range t.Dependents {
 		blocks := blocksOwnerDeletion(d, uid)
 		evidence = append(evidence, fmt.Sprintf("dependent %s: ownerReference to %s/%s, blockOwnerDeletion %t, %s", refName(d.Ref), t.Ref.Kind, t.Ref.Name, blocks, deletionState(d)))
@@ -84,7 +84,7 @@ func chainCut(t *snapshot.Target, sk report.Skip, tm timing) report.Cause {
 	here := kubectl(t.Ref.Namespace, "terminating", "why", report.Name(t.Ref), "-o", "wide")
 	return cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("waits on its dependents, which were not read: %s; what holds the chain is deeper, and a diagnosis from this object reads on", sk.Detail),
-		[]string{fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(t.Object.GetFinalizers(), ", ")), fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason)},
+		[]string{metadataFinalizers(t.Object), fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason)},
 		read("Diagnose the chain from this object, the deepest the walk reached", here),
 		dropForeground(t))
 }

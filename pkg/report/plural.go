@@ -15,6 +15,19 @@ func Count(n int, noun string) string {
 	return fmt.Sprintf("%d %s", n, noun)
 }
 
+// FirstFew joins the first few names and counts the rest. A list is named
+// in full once (an item's finalizers: up to 317 bytes each, hundreds of
+// them), not in every sentence about it.
+func FirstFew(names []string) string {
+	if len(names) <= fewShown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, +%d more", strings.Join(names[:fewShown], ", "), len(names)-fewShown)
+}
+
+// fewShown is how many names FirstFew shows.
+const fewShown = 5
+
 // Plural is a noun phrase with its last word made plural by the regular
 // English rules, enough for the nouns and kinds the plugin counts (an
 // ingress, two ingresses; a policy, two policies; a gateway, two gateways).

@@ -329,3 +329,20 @@ func TestNodeSideCommandsNameTheirNode(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstFew(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"a"}, "a"},
+		{[]string{"a", "b", "c", "d", "e"}, "a, b, c, d, e"},
+		{[]string{"a", "b", "c", "d", "e", "f"}, "a, b, c, d, e, +1 more"},
+		{[]string{"a", "b", "c", "d", "e", "f", "g", "h"}, "a, b, c, d, e, +3 more"},
+	} {
+		if got := FirstFew(c.names); got != c.want {
+			t.Errorf("FirstFew(%q) = %q, want %q", c.names, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,9 +13,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// asYAML prints the report as -o yaml does (cli-runtime's YAMLPrinter over
-// ToUnstructured).
-func asYAML(t testing.TB, r Report) ([]byte, error) {
+// printersYAML is what cli-runtime's YAMLPrinter prints of ToUnstructured's
+// object: -o yaml's output as kubectl's printers make it, which WriteYAML
+// must equal byte for byte.
+func printersYAML(t testing.TB, r Report) ([]byte, error) {
 	t.Helper()
 	u, err := ToUnstructured(r)
 	if err != nil {
@@ -23,6 +25,24 @@ func asYAML(t testing.TB, r Report) ([]byte, error) {
 	var b bytes.Buffer
 	err = (&printers.YAMLPrinter{}).PrintObj(u, &b)
 	return b.Bytes(), err
+}
+
+// asYAML prints the report as -o yaml does, and fails unless that is what
+// kubectl's printer prints, whole or cut into the smallest parts.
+func asYAML(t testing.TB, r Report) ([]byte, error) {
+	t.Helper()
+	want, printerErr := printersYAML(t, r)
+	var got []byte
+	var err error
+	for _, partNodes := range []int{yamlPartNodes, 1} {
+		var b bytes.Buffer
+		err = writeYAML(&b, r, partNodes)
+		if (err == nil) != (printerErr == nil) || !bytes.Equal(b.Bytes(), want) {
+			t.Fatalf("WriteYAML in parts of %d nodes (error %v):\n%s\nis not the printer's output (error %v):\n%s", partNodes, err, b.Bytes(), printerErr, want)
+		}
+		got = b.Bytes()
+	}
+	return got, err
 }
 
 // decoded is a document as a program reading it sees it.
@@ -101,4 +121,22 @@ func FuzzYAMLReport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		sameAsJSON(t, hostile(s))
 	})
+}
+
+// -o yaml is kubectl's printer's output, byte for byte, for reports of no
+// item, of several, and of long text that YAML folds at its columns.
+func TestWriteYAMLIsThePrinters(t *testing.T) {
+	long := strings.Repeat("a long message, folded at the 80th column; ", 12)
+	several := sample()
+	for i := range 3 {
+		it := hostile(fmt.Sprintf("web-%d %s", i, long)).Items[0]
+		several.Items = append(several.Items, it)
+	}
+	empty := sample()
+	empty.Items = nil
+	none := sample()
+	none.Items = []Item{}
+	for name, r := range map[string]Report{"sample": sample(), "several": several, "no items (nil)": empty, "no items": none, "invalid UTF-8": hostile("web\xff\xfe-0 " + long)} {
+		t.Run(name, func(t *testing.T) { asYAML(t, r) })
+	}
 }

@@ -66,6 +66,9 @@ func wrapLine(line string, width int) []string {
 // Safe escapes glue in cluster text (private use), so only the glue put
 // here (and in the renderer's own words) is ever turned back into spaces.
 func gluePrompts(text string) string {
+	if !strings.Contains(text, "$") && !strings.Contains(text, "(-") {
+		return text // each regexp replacement copies the text, matched or not
+	}
 	text = prompt.ReplaceAllStringFunc(text, func(m string) string { return strings.Repeat(glue, len(m)-1) + "$" })
 	return hint.ReplaceAllStringFunc(text, func(m string) string { return strings.ReplaceAll(m, " ", glue) })
 }
@@ -109,6 +112,7 @@ func wrapText(first, hang, text string, width int) []string {
 // sequences take no room.
 func wordWrap(text string, limit int) string {
 	var out, space, word strings.Builder
+	out.Grow(len(text) + len(text)/max(limit, 1) + 1)
 	line, wordWidth, inANSI := 0, 0, false
 	addWord := func() {
 		if word.Len() > 0 {

@@ -23,10 +23,10 @@ import (
 // DefaultMaxBytes is the default of Limits.MaxBytes: a saved run of a few
 // thousand stuck objects takes a few MiB (the lab's whole gallery, -A, 62
 // KB). It bounds what a replay may take: text becomes report lines several
-// times over (measured: -o json allocates about 17 bytes per byte of
-// condition messages, 31 under the race detector), so 6 MiB of the worst
-// text replays under 300 MiB (TestLargestAcceptedSnapshotReplaysBounded, in
-// both).
+// times over, so 6 MiB of the worst text (the longest condition messages,
+// or 200 of the longest finalizers on every target) replays in every format
+// under 300 MiB of peak memory (TestLargestAcceptedSnapshotReplaysBounded:
+// 120-185 MiB measured on the plugin).
 const DefaultMaxBytes = 6 << 20
 
 // bytesPerObject is how many bytes of the limit each JSON object of the file

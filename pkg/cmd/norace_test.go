@@ -1,0 +1,6 @@
+//go:build !race
+
+package cmd
+
+// raceDetector: the tests run under -race.
+const raceDetector = false
