@@ -17,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -62,6 +63,8 @@ func cluster() []runtime.Object {
 	dur := int32(40)
 	return []runtime.Object{
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "quiet"}},
 		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: "old", UID: "uid-old", DeletionTimestamp: ago(10 * time.Minute), DeletionGracePeriodSeconds: new(int64)},
 			Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
@@ -128,9 +131,11 @@ func fakes(t *testing.T, objs []runtime.Object, tweak func(*kubefake.Clientset, 
 		{Version: "v1", Resource: "nodes"}: "NodeList", {Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}: "LeaseList",
 		{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}: "APIServiceList",
 	}
+	metadata := metadatafake.NewSimpleMetadataClient(scheme, metaObjs...)
+	metadata.PrependReactor("list", "*", byName(metadata.Tracker()))
 	c := &kube.Clients{
 		Typed:     typed,
-		Metadata:  metadatafake.NewSimpleMetadataClient(scheme, metaObjs...),
+		Metadata:  metadata,
 		Dynamic:   dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dynObjs...),
 		Discovery: cached,
 		Mapper:    mapper,
@@ -139,6 +144,34 @@ func fakes(t *testing.T, objs []runtime.Object, tweak func(*kubefake.Clientset, 
 		tweak(typed, c)
 	}
 	return func() (*kube.Clients, error) { return c, nil }
+}
+
+// byName selects a list by metadata.name as the apiserver does (the fake
+// ignores field selectors): one namespace's scan lists its namespace so.
+func byName(tracker k8stesting.ObjectTracker) k8stesting.ReactionFunc {
+	return func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l, ok := a.(k8stesting.ListActionImpl)
+		if !ok || l.GetListRestrictions().Fields == nil {
+			return false, nil, nil
+		}
+		name, ok := l.GetListRestrictions().Fields.RequiresExactMatch("metadata.name")
+		if !ok {
+			return false, nil, nil
+		}
+		list, err := tracker.List(l.GetResource(), l.GetKind(), l.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return true, nil, err
+		}
+		items = slices.DeleteFunc(items, func(o runtime.Object) bool {
+			m, err := apimeta.Accessor(o)
+			return err != nil || m.GetName() != name
+		})
+		return true, list, apimeta.SetList(list, items)
+	}
 }
 
 // execute runs `kubectl terminating ARGS` over the fakes.
@@ -336,20 +369,53 @@ func TestIgnoreNotFound(t *testing.T) {
 
 // An object named that is not being deleted is said so, and only that: no
 // "No terminating objects found in NS namespace" of a scope not looked at.
-// A type among the arguments was scanned: that line is said then.
+// A namespace named that is not being deleted is diagnosed by what is being
+// deleted in it (issue 39: "namespace/shop is not being deleted", exit 0,
+// read as all clear while 3 pods in it were stuck).
 func TestNotTerminatingIsSaidOnStderr(t *testing.T) {
+	shop := "namespace/shop is not being deleted (no metadata.deletionTimestamp); being deleted in it: 3 objects\n"
 	for _, tc := range []struct {
-		args []string
-		want string
+		args   []string
+		code   int
+		stdout string // a fragment, or "" for none
+		stderr string
 	}{
-		{[]string{"why", "pod/ok-0", "-n", "shop"}, "pod/ok-0 is not being deleted (no metadata.deletionTimestamp)\n"},
-		{[]string{"why", "ns/shop"}, "namespace/shop is not being deleted (no metadata.deletionTimestamp)\n"},
-		{[]string{"list", "ns/shop", "-o", "wide"}, "namespace/shop is not being deleted (no metadata.deletionTimestamp)\n"},
-		{[]string{"why", "ns/shop", "--kind", "nodes"}, "namespace/shop is not being deleted (no metadata.deletionTimestamp)\nNo terminating objects found in default namespace.\n"},
+		{[]string{"why", "pod/ok-0", "-n", "shop"}, ExitOK, "", "pod/ok-0 is not being deleted (no metadata.deletionTimestamp)\n"},
+		{[]string{"why", "ns/shop"}, ExitStuck, "pod/web-0 -n shop  CRITICAL", shop},
+		{[]string{"list", "ns/shop", "-o", "wide"}, ExitStuck, "pod/cache-0   5m30s", shop},
+		{[]string{"why", "ns/shop", "--kind", "nodes"}, ExitStuck, "pod/web-0 -n shop  CRITICAL", shop},
+		{[]string{"why", "ns/quiet"}, ExitOK, "", "namespace/quiet is not being deleted (no metadata.deletionTimestamp), nor is anything in it\n"},
 	} {
 		out, errOut, err := execute(t, fakes(t, cluster(), nil), tc.args...)
-		if err != nil || errOut != tc.want || out != "" {
-			t.Errorf("%v: err %v out %q stderr %q, want %q", tc.args, err, out, errOut, tc.want)
+		if ExitCode(err) != tc.code || errOut != tc.stderr || (tc.stdout == "") != (out == "") || !strings.Contains(out, tc.stdout) {
+			t.Errorf("%v: exit %d (%v) stdout %q stderr %q, want exit %d, stdout with %q, stderr %q", tc.args, ExitCode(err), err, out, errOut, tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+// Issue 39: an empty report is no all-clear by mistake. A namespace that
+// does not exist is an error (exit 1), as kubectl's; one with nothing being
+// deleted says what is being deleted elsewhere, to a person (a program
+// reads the empty report and the exit code).
+func TestNoAccidentalAllClear(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"why", "-n", "shopp"}, ExitError, `error: namespace "shopp" not found` + "\n"},
+		{[]string{"list", "-n", "shopp", "-o", "json"}, ExitError, `error: namespace "shopp" not found` + "\n"},
+		{[]string{"why", "pods", "-n", "shopp"}, ExitError, `error: namespace "shopp" not found` + "\n"},
+		{[]string{"why"}, ExitOK, "No terminating objects found in default namespace.\nElsewhere: 3 pods being deleted in 1 other namespace, 1 other namespace being deleted (kubectl terminating list -A).\n"},
+		{[]string{"list", "-n", "quiet"}, ExitOK, "No terminating objects found in quiet namespace.\nElsewhere: 3 pods being deleted in 1 other namespace, 1 other namespace being deleted (kubectl terminating list -A).\n"},
+		{[]string{"list", "-n", "quiet", "-o", "json"}, ExitOK, ""},
+	} {
+		_, errOut, err := executeWith(t, fakes(t, cluster(), nil), func(*Options) {}, tc.args...)
+		if err != nil {
+			errOut += "error: " + Explain(err) + "\n"
+		}
+		if ExitCode(err) != tc.code || errOut != tc.stderr {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d, stderr %q", tc.args, ExitCode(err), errOut, tc.code, tc.stderr)
 		}
 	}
 }
@@ -587,7 +653,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"why", "-n", "shop", "pod/"}, []string{"pod/batch-0", "pod/cache-0", "pod/ok-0", "pod/web-0"}},
 		{[]string{"wait", "-n", "shop", "pods", "w"}, []string{"web-0"}},
 		{[]string{"why", "ns/o"}, []string{"ns/old"}},
-		{[]string{"list", "-n", ""}, []string{"old", "shop"}},
+		{[]string{"list", "-n", ""}, []string{"default", "old", "quiet", "shop"}},
 		{[]string{"list", "--kind", "pods,na"}, []string{"pods,namespaces"}},
 		{[]string{"list", "-o", "j"}, []string{"json", "jsonpath=", "jsonpath-as-json="}},
 		{[]string{"list", "--group-by", ""}, []string{"cause", "finalizer", "namespace"}},

@@ -68,6 +68,9 @@ type Options struct {
 	printer        printers.ResourcePrinter
 	// emptySaid: stderr has said why the report is empty (noteNotTerminating).
 	emptySaid bool
+	// elsewhereSaid is what is being deleted outside the namespace of a
+	// report that found nothing in it (elsewhere).
+	elsewhereSaid string
 	// replayed describes the snapshot a replay read (--snapshot).
 	replayed *report.Replay
 
@@ -253,6 +256,8 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 		found, err = c.Resolve(ctx, o.requests, scope, o.IgnoreNotFound)
 		if err != nil {
 			err = o.hint(ctx, c, scope, err)
+		} else {
+			found, err = o.insideNamespaces(ctx, c, scope, found)
 		}
 		o.noteNotTerminating(found)
 	} else {
@@ -261,12 +266,27 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 	if err != nil {
 		return report.Report{}, nil, nil, err
 	}
+	scanned := len(o.requests) == 0 || slices.ContainsFunc(o.requests, func(r collect.Request) bool { return len(r.Names) == 0 })
+	if len(found) == 0 && scanned && !o.AllNamespaces {
+		if err := o.namespaceMissing(ctx, clients); err != nil {
+			return report.Report{}, nil, nil, err
+		}
+	}
 	snap := c.Snapshot(ctx, found)
 	if err := o.save(snap); err != nil {
 		return report.Report{}, nil, nil, err
 	}
 	r, err := o.filter(diagnose.Diagnose(snap))
+	if err == nil && len(r.Items) == 0 && scanned && !o.AllNamespaces && o.human() {
+		o.elsewhereSaid = o.elsewhere(ctx, clients)
+	}
 	return r, found, c, err
+}
+
+// human: the output is for a person (a table), not a program.
+func (o *Options) human() bool {
+	f := *o.PrintFlags.OutputFormat
+	return f == "" || f == "wide"
 }
 
 // filter applies --older-than, --stuck-only and --sort-by to a report.
@@ -298,6 +318,10 @@ func (o *Options) scanAll(ctx context.Context, c *collect.Collector, scope colle
 func (o *Options) noteNotTerminating(found []collect.Found) {
 	said := false
 	for _, f := range found {
+		if ref := f.Ref(); ref.Kind == "Namespace" && ref.APIVersion == "v1" {
+			said = said || !f.Terminating() // insideNamespaces said what is in it
+			continue
+		}
 		if !f.Terminating() {
 			fmt.Fprintf(o.stderr(), "%s is not being deleted (no metadata.deletionTimestamp)\n", report.Safe(report.Name(f.Ref())))
 			said = true
@@ -325,6 +349,9 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 	case "", "wide":
 		if len(r.Items) == 0 && !o.emptySaid {
 			fmt.Fprintln(o.ErrOut, o.nothingFound())
+			if o.elsewhereSaid != "" {
+				fmt.Fprintln(o.ErrOut, o.elsewhereSaid)
+			}
 		}
 		return write(r, o.style())
 	case "name":

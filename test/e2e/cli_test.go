@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -44,12 +45,34 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// A namespace that is not being deleted is said so, and only that.
+// Issue 39: no accidental all-clear. A namespace that is not being deleted
+// is diagnosed by what is being deleted in it (exit 2 for a stuck pod; it
+// was "is not being deleted", exit 0); one with nothing in it says so; a
+// namespace that does not exist is an error; an empty namespace's report
+// says what is being deleted elsewhere.
 func TestObjectNotBeingDeleted(t *testing.T) {
 	t.Parallel()
-	res := run(t, "why", "ns/default")
-	if res.code != 0 || res.stdout != "" || res.stderr != "namespace/default is not being deleted (no metadata.deletionTimestamp)\n" {
-		t.Errorf("exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
+	busy, quiet := namespace(t, "allclear-busy"), namespace(t, "allclear-quiet")
+	settle(t, heldByFinalizer(t, busy, "held-0", "example.com/hold"))
+
+	res := run(t, "why", "ns/"+busy)
+	if res.code != 2 || !strings.Contains(res.stdout, "pod/held-0 -n "+busy) ||
+		res.stderr != "namespace/"+busy+" is not being deleted (no metadata.deletionTimestamp); being deleted in it: 1 object\n" {
+		t.Errorf("why ns/%s: exit %d stdout %q stderr %q", busy, res.code, res.stdout, res.stderr)
+	}
+	res = run(t, "why", "ns/"+quiet)
+	if res.code != 0 || res.stdout != "" || res.stderr != "namespace/"+quiet+" is not being deleted (no metadata.deletionTimestamp), nor is anything in it\n" {
+		t.Errorf("why ns/%s: exit %d stdout %q stderr %q", quiet, res.code, res.stdout, res.stderr)
+	}
+	res = run(t, "why", "-n", quiet+"-typo")
+	if res.code != 1 || res.stdout != "" || res.stderr != "error: namespace \""+quiet+"-typo\" not found\n" {
+		t.Errorf("why -n %s-typo: exit %d stdout %q stderr %q", quiet, res.code, res.stdout, res.stderr)
+	}
+	// held-0 at least is being deleted elsewhere.
+	res = run(t, "list", "-n", quiet)
+	elsewhere := regexp.MustCompile(`^No terminating objects found in ` + quiet + ` namespace\.\nElsewhere: [1-9][0-9]* pods? being deleted in [1-9][0-9]* other namespaces?(, [1-9][0-9]* other namespaces? being deleted)? \(kubectl terminating list -A\)\.\n$`)
+	if res.code != 0 || res.stdout != "" || !elsewhere.MatchString(res.stderr) {
+		t.Errorf("list -n %s: exit %d stdout %q stderr %q", quiet, res.code, res.stdout, res.stderr)
 	}
 }
 
@@ -102,7 +125,8 @@ func TestOutputFormats(t *testing.T) {
 	if res := run(t, "list", "pods,configmaps", "-n", ns, "--no-headers"); !strings.HasPrefix(res.stdout, "pod/held-0 ") || strings.Count(res.stdout, "\n") != 1 {
 		t.Errorf("list pods,configmaps --no-headers: exit %d\n%s", res.code, res.stdout)
 	}
-	if res := run(t, "list", "configmaps", "-n", ns); res.code != 0 || res.stdout != "" || res.stderr != "No terminating objects found in "+ns+" namespace.\n" {
+	// What is being deleted in other namespaces (other tests') may follow.
+	if res := run(t, "list", "configmaps", "-n", ns); res.code != 0 || res.stdout != "" || !strings.HasPrefix(res.stderr, "No terminating objects found in "+ns+" namespace.\n") {
 		t.Errorf("nothing found: exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
 	}
 	if res := run(t, "list", "pods", "-n", ns, "-o", "name", "--field-selector", "spec.nodeName="+liveNode); res.stdout != "pod/held-0\n" {
