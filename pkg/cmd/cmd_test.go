@@ -761,3 +761,28 @@ func TestWidthOffATerminal(t *testing.T) {
 		}
 	}
 }
+
+// Issue 39: a first word that is no command is answered with the command
+// likely meant: the verb forgotten before an object (flags kept), or a
+// misspelt verb; each one error line, exit 1. No word shows the help.
+func TestMistakesAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pod/web-0", "-n", "shop"}, `unknown command "pod/web-0": did you mean "kubectl terminating why pod/web-0 --namespace=shop"? (an object comes after a verb: why, list, wait, fix)`},
+		{[]string{"ns/shop"}, `unknown command "ns/shop": did you mean "kubectl terminating why ns/shop"?`},
+		{[]string{"wyh", "pod/web-0"}, `unknown command "wyh": did you mean why? (kubectl terminating --help lists the commands)`},
+		{[]string{"lst"}, `unknown command "lst": did you mean list?`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" (kubectl terminating --help lists the commands)`},
+	} {
+		out, _, err := execute(t, fakes(t, cluster(), nil), tc.args...)
+		if ExitCode(err) != ExitError || !strings.HasPrefix(Explain(err), tc.want) || strings.Contains(Explain(err), "\n") || out != "" {
+			t.Errorf("%q: exit %d, error %q, stdout %q; want exit 1 and %q", tc.args, ExitCode(err), Explain(err), out, tc.want)
+		}
+	}
+	out, _, err := execute(t, fakes(t, cluster(), nil))
+	if err != nil || !strings.Contains(out, "Explain why pods, namespaces and other objects stay Terminating") {
+		t.Errorf("no word: %v\n%s", err, out)
+	}
+}

@@ -201,6 +201,11 @@ object (wait: timed out), 1 the tool failed.`,
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl terminating",
 		},
+		// The root runs only to show its help, or to answer a first word
+		// that is no command (rootArgs).
+		Args:                       rootArgs,
+		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		SuggestionsMinimumDistance: 2,
 	}
 	flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().Lookup("request-timeout").Usage = kube.RequestTimeoutUsage

@@ -30,6 +30,8 @@ func TestBadInput(t *testing.T) {
 		{"bad output format", []string{"--kubeconfig", theLab.Kubeconfig, "list", "-o", "xml"}, `unknown output format "xml": -o takes wide, json, yaml`},
 		{"mixed argument forms", []string{"--kubeconfig", theLab.Kubeconfig, "why", "pods", "pod/x"}, "no need to specify a resource type"},
 		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig", "list"}, "/nonexistent/kubeconfig"},
+		{"forgotten verb", []string{"--kubeconfig", theLab.Kubeconfig, "pod/web-0", "-n", "shop"}, `did you mean "kubectl terminating why pod/web-0 --kubeconfig=` + theLab.Kubeconfig + ` --namespace=shop"?`},
+		{"misspelt verb", []string{"--kubeconfig", theLab.Kubeconfig, "wyh", "pod/web-0"}, `unknown command "wyh": did you mean why?`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
