@@ -140,6 +140,11 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 		}
 		confirmed, p, err := o.confirmFix(p, f, plan, human)
 		if err != nil {
+			if !human { // the plan and its digest, for the runbook to review and confirm
+				if werr := writeRecord(o.Out, fix.NotConfirmed(p), format); werr != nil {
+					return werr
+				}
+			}
 			return err
 		}
 		clients, err := o.newClients()

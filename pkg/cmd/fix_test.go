@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -58,6 +59,14 @@ func TestFixAsksOnATerminal(t *testing.T) {
 	if ExitCode(err) != ExitError || !strings.Contains(err.Error(), "nothing applied: without a terminal, fix applies a plan only with --confirm ") ||
 		!strings.Contains(out, "taint node/dead node.kubernetes.io/out-of-service=nodeshutdown:NoExecute") {
 		t.Errorf("exit %d (%v):\n%s", ExitCode(err), err, out)
+	}
+	// With -o json, the record of the plan not confirmed: its digest is
+	// printed, as the error says (stdout was empty).
+	out, _, err = execute(t, fakes(t, cluster(), nil), "fix", "pod/web-0", "-n", "shop", "--max-risk", "destructive", "-o", "json")
+	var rec fix.Record
+	if jerr := json.Unmarshal([]byte(out), &rec); jerr != nil || ExitCode(err) != ExitError || rec.Plan.Digest == "" || rec.Confirmed != "" || len(rec.Sent) != 0 ||
+		!strings.Contains(err.Error(), "--confirm "+rec.Plan.Digest) || len(rec.Outcomes) != 1 || rec.Outcomes[0].Result != fix.NotApplied {
+		t.Errorf("-o json: exit %d (%v), %v:\n%s", ExitCode(err), err, jerr, out)
 	}
 }
 
