@@ -24,7 +24,7 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
 
-type objectRef struct{ APIVersion, Kind, Resource, Namespace, Name string }
+type objectRef struct{ APIVersion, Kind, Resource, Namespace, Name, UID string }
 
 // fixRecord is fix's -o json as a runbook reads it.
 type fixRecord struct {
