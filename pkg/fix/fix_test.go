@@ -48,7 +48,7 @@ func TestPlan(t *testing.T) {
 		{"one step per cause, in order", held("gone", "example.com/a", "example.com/b"), high, 2, "", false},
 		{"a live controller is left to finish", held("alive", "example.com/cleanup"), high, 0, "looks alive", false},
 		{"unless the person allows it", held("alive", "example.com/cleanup"), Limits{MaxRisk: report.RiskHigh, AllowLiveController: true}, 1, "", false},
-		{"a step riskier than allowed", held("gone", "example.com/cleanup"), Limits{MaxRisk: report.RiskLow}, 0, "high risk, above --max-risk low", false},
+		{"a step riskier than allowed", held("gone", "example.com/cleanup"), Limits{MaxRisk: report.RiskLow}, 0, "high risk, above --max-risk low (high: skips the cleanup); --max-risk high would plan it", false},
 		{"an object not stuck is left alone", func() report.Item {
 			it := held("gone", "example.com/cleanup")
 			it.Stuck = false
@@ -79,6 +79,24 @@ func TestPlan(t *testing.T) {
 
 // The digest changes with what the plan is for (a resourceVersion) and
 // what it sends, and only then.
+// Issue 39: a plan that sends nothing for an object says why once, in the
+// plan; the record under it points there (it printed the reason twice).
+func TestRefusalIsSaidOnce(t *testing.T) {
+	p := MakePlan(report.Report{Items: []report.Item{held("gone", "example.com/cleanup")}}, Limits{MaxRisk: report.RiskLow})
+	rec := Runner{}.Run(context.Background(), p, "")
+	var b strings.Builder
+	if err := WritePlan(&b, p, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteRecord(&b, rec, 0); err != nil {
+		t.Fatal(err)
+	}
+	reason := p.Targets[0].Refused
+	if out := b.String(); reason == "" || strings.Count(out, reason) != 1 || !strings.Contains(out, ": not applied (not planned: the reason is above)") {
+		t.Errorf("the reason %q is not said once:\n%s", reason, out)
+	}
+}
+
 func TestDigest(t *testing.T) {
 	limits := Limits{MaxRisk: report.RiskHigh}
 	plan := func(mutate func(*report.Item)) string {

@@ -167,7 +167,7 @@ func sendable(c report.Cause, l Limits) (report.Step, bool) {
 func stopAt(c report.Cause, l Limits) (string, *report.Step) {
 	for _, s := range c.Remediation {
 		if s.Apply != nil {
-			return fmt.Sprintf("%s: its step %q is %s risk, above --max-risk %s (%s)", c.Code, s.Action, s.RiskLevel, l.MaxRisk, s.Risk), nil
+			return fmt.Sprintf("%s: its step %q is %s risk, above --max-risk %s (%s); --max-risk %s would plan it", c.Code, s.Action, s.RiskLevel, l.MaxRisk, s.Risk, s.RiskLevel), nil
 		}
 	}
 	for _, s := range c.Remediation {

@@ -50,9 +50,12 @@ func WriteRecord(w io.Writer, r Record, width int) error {
 		b.prose(width, "%s: %s: %s", verb, describe(report.Action{Verb: s.Verb, Object: s.Object, Finalizer: s.Finalizer}), s.Answer)
 	}
 	for _, o := range r.Outcomes {
-		if o.Detail != "" {
+		switch {
+		case o.Result == NotApplied && o.Detail != "" && o.Detail == refusedIn(r.Plan, o.Object):
+			b.prose(width, "%s: %s (not planned: the reason is above)", name(o.Object), o.Result)
+		case o.Detail != "":
 			b.prose(width, "%s: %s: %s", name(o.Object), o.Result, o.Detail)
-		} else {
+		default:
 			b.prose(width, "%s: %s", name(o.Object), o.Result)
 		}
 	}
@@ -71,6 +74,17 @@ func WriteRecord(w io.Writer, r Record, width int) error {
 		}
 	}
 	return nil
+}
+
+// refusedIn is why the plan sends nothing for an object, as the plan
+// printed it above the record ("" when it does not say).
+func refusedIn(p Plan, o report.ObjectRef) string {
+	for _, t := range p.Targets {
+		if t.Object == o {
+			return t.Refused
+		}
+	}
+	return ""
 }
 
 // lines is a screen of fix's output.

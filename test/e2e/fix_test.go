@@ -101,6 +101,11 @@ func TestFixClearsAnOrphanedFinalizer(t *testing.T) {
 	if res.code != 2 || len(rec.Sent) != 0 || !strings.Contains(rec.Plan.Targets[0].Refused, "above --max-risk low") {
 		t.Errorf("--max-risk low: exit %d, %+v", res.code, rec)
 	}
+	// Said once, with the flag that would plan it (issue 39).
+	if res := run(t, append([]string{"fix"}, orphan...)...); res.code != 2 || strings.Count(res.prose(), "above --max-risk low") != 1 ||
+		!strings.Contains(res.prose(), "--max-risk high would plan it") || !strings.Contains(res.prose(), "not applied (not planned: the reason is above)") {
+		t.Errorf("default risk: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
 	// A digest that is not the plan's is refused.
 	res = run(t, append([]string{"fix", "--max-risk", "high", "--confirm", "0123456789abcdef"}, orphan...)...)
 	if res.code != 1 || !strings.Contains(res.stderr, "nothing applied: the plan's digest is "+digest) {
