@@ -165,7 +165,7 @@ func Find(typed string) (Code, []Code) {
 		if name == lower {
 			return c, nil
 		}
-		d := editDistance(lower, name)
+		d := EditDistance(lower, name)
 		if lower != "" && strings.Contains(name, lower) {
 			d = 0
 		}
@@ -186,8 +186,9 @@ func Find(typed string) (Code, []Code) {
 	return "", out
 }
 
-// editDistance is the Levenshtein distance between a and b, by bytes.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, by bytes: how
+// far a typed name is from a cause code, or from a resource type.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j

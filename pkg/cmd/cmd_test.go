@@ -786,3 +786,21 @@ func TestMistakesAnswered(t *testing.T) {
 		t.Errorf("no word: %v\n%s", err, out)
 	}
 }
+
+// Issue 39: a mistyped type is answered with the types it is near, as
+// explain answers a mistyped code.
+func TestMistypedTypeIsAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"why", "pdo/web-0", "-n", "shop"}, `the server doesn't have a resource type "pdo"; did you mean pods?`},
+		{[]string{"list", "--kind", "nodse"}, `the server doesn't have a resource type "nodse"; did you mean nodes?`},
+		{[]string{"why", "frobs/x"}, `the server doesn't have a resource type "frobs"`},
+	} {
+		_, _, err := execute(t, fakes(t, cluster(), nil), tc.args...)
+		if ExitCode(err) != ExitError || Explain(err) != tc.want {
+			t.Errorf("%q: exit %d, error %q; want exit 1 and %q", tc.args, ExitCode(err), Explain(err), tc.want)
+		}
+	}
+}

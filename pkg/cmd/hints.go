@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
@@ -16,8 +18,9 @@ import (
 const maxHints = 3
 
 // hint adds to the error of a mistake what the user likely meant: the
-// namespace where a named object is terminating (-n forgotten), or the
-// objects a bare name names (TYPE/NAME forgotten). The error stays the
+// namespace where a named object is terminating (-n forgotten), the
+// objects a bare name names (TYPE/NAME forgotten), or the types a mistyped
+// one is near. The error stays the
 // same (exit 1); the text is escaped where the error is printed (Explain).
 func (o *Options) hint(ctx context.Context, c *collect.Collector, scope collect.Scope, err error) error {
 	var notFound *collect.NotFoundError
@@ -27,8 +30,42 @@ func (o *Options) hint(ctx context.Context, c *collect.Collector, scope collect.
 		return fmt.Errorf("%w; %s", err, o.namespaceHint(notFound.TerminatingIn))
 	case errors.As(err, &unknown) && len(o.args) == 1 && unknown.Arg == o.args[0]:
 		return fmt.Errorf("%w; %s", err, o.nameHint(ctx, c, scope, unknown.Arg))
+	case errors.As(err, &unknown):
+		if near := nearTypes(c, unknown.Arg); len(near) > 0 {
+			return fmt.Errorf("%w; did you mean %s?", err, orList(near))
+		}
 	}
 	return err
+}
+
+// nearTypes are the resource types the server serves that a mistyped one
+// is nearest (within two edits of the type's plural, singular or short
+// name), each by its plural: pdo -> pods (po), nodse -> nodes (node).
+func nearTypes(c *collect.Collector, typed string) []string {
+	lists, _ := c.Clients.Discovery.ServerPreferredResources() // a partial answer still names most types
+	typed = strings.ToLower(typed)
+	best, near := 3, []string{}
+	for _, l := range lists {
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") {
+				continue // a subresource
+			}
+			d := 3 // more than two edits: not near
+			for _, name := range append([]string{r.Name, r.SingularName}, r.ShortNames...) {
+				if name != "" {
+					d = min(d, catalog.EditDistance(typed, name))
+				}
+			}
+			switch {
+			case d < best:
+				best, near = d, []string{r.Name}
+			case d == best && d < 3 && !slices.Contains(near, r.Name):
+				near = append(near, r.Name)
+			}
+		}
+	}
+	slices.Sort(near)
+	return near
 }
 
 // namespaceHint: `it is terminating in namespace "shop": add -n shop`.

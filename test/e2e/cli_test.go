@@ -32,6 +32,7 @@ func TestBadInput(t *testing.T) {
 		{"missing kubeconfig", []string{"--kubeconfig", "/nonexistent/kubeconfig", "list"}, "/nonexistent/kubeconfig"},
 		{"forgotten verb", []string{"--kubeconfig", theLab.Kubeconfig, "pod/web-0", "-n", "shop"}, `did you mean "kubectl terminating why pod/web-0 --kubeconfig=` + theLab.Kubeconfig + ` --namespace=shop"?`},
 		{"misspelt verb", []string{"--kubeconfig", theLab.Kubeconfig, "wyh", "pod/web-0"}, `unknown command "wyh": did you mean why?`},
+		{"misspelt type", []string{"--kubeconfig", theLab.Kubeconfig, "why", "pdo/web-0", "-n", "default"}, `the server doesn't have a resource type "pdo"; did you mean poddisruptionbudgets or pods?`}, // pdb, po
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
