@@ -51,14 +51,12 @@ func (o *Options) elsewhere(ctx context.Context, clients *kube.Clients) string {
 	if err != nil {
 		return ""
 	}
-	var inNamespaces []string
+	inNamespaces := map[string]bool{}
 	podCount := 0
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil && p.Namespace != o.namespace {
 			podCount++
-			if !slices.Contains(inNamespaces, p.Namespace) {
-				inNamespaces = append(inNamespaces, p.Namespace)
-			}
+			inNamespaces[p.Namespace] = true
 		}
 	}
 	nsCount := 0
@@ -85,10 +83,10 @@ func (o *Options) elsewhere(ctx context.Context, clients *kube.Clients) string {
 // deleted), as -n NAME would.
 func (o *Options) insideNamespaces(ctx context.Context, c *collect.Collector, scope collect.Scope, found []collect.Found) ([]collect.Found, error) {
 	for _, f := range slices.Clone(found) {
-		ref := f.Ref()
-		if f.Terminating() || ref.Kind != "Namespace" || ref.APIVersion != "v1" {
+		if f.Terminating() || !isNamespace(f) {
 			continue
 		}
+		ref := f.Ref()
 		inside := scope
 		inside.Namespace, inside.AllNamespaces = ref.Name, false
 		mappings, err := c.ListableMappings(inside)
@@ -99,7 +97,6 @@ func (o *Options) insideNamespaces(ctx context.Context, c *collect.Collector, sc
 		if err != nil {
 			return nil, err
 		}
-		contents = slices.DeleteFunc(contents, func(g collect.Found) bool { return g.Object.GetNamespace() != ref.Name })
 		if len(contents) == 0 {
 			fmt.Fprintf(o.stderr(), "namespace/%s is not being deleted (no metadata.deletionTimestamp), nor is anything in it\n", report.Safe(ref.Name))
 		} else {
@@ -109,4 +106,9 @@ func (o *Options) insideNamespaces(ctx context.Context, c *collect.Collector, sc
 		found = append(found, contents...)
 	}
 	return found, nil
+}
+
+// isNamespace: the object found is a Namespace (core v1).
+func isNamespace(f collect.Found) bool {
+	return f.GVR.Group == "" && f.GVR.Resource == "namespaces"
 }

@@ -318,7 +318,7 @@ func (o *Options) scanAll(ctx context.Context, c *collect.Collector, scope colle
 func (o *Options) noteNotTerminating(found []collect.Found) {
 	said := false
 	for _, f := range found {
-		if ref := f.Ref(); ref.Kind == "Namespace" && ref.APIVersion == "v1" {
+		if isNamespace(f) {
 			said = said || !f.Terminating() // insideNamespaces said what is in it
 			continue
 		}

@@ -70,15 +70,10 @@ type Runner struct {
 // justify); after each, the object is diagnosed again: gone ends its plan
 // with success, a new top cause the plan did not foresee stops it.
 // NotConfirmed is the record of a plan that was not confirmed: nothing
-// sent, each object not applied. -o json prints it, so that a runbook can
-// review the plan and confirm its digest.
-func NotConfirmed(p Plan) Record {
-	rec := Record{APIVersion: RecordAPIVersion, Kind: RecordKind, Plan: p, Sent: []Sent{}, Outcomes: []Outcome{}}
-	for _, t := range p.Targets {
-		rec.Outcomes = append(rec.Outcomes, Outcome{Object: t.Object, Result: NotApplied, Detail: "the plan was not confirmed"})
-	}
-	return rec
-}
+// sent, each object's outcome as Run gives it unconfirmed (which reads
+// nothing). -o json prints it, so that a runbook can review the plan and
+// confirm its digest.
+func NotConfirmed(p Plan) Record { return Runner{}.Run(context.Background(), p, "") }
 
 func (r Runner) Run(ctx context.Context, p Plan, confirmed string) Record {
 	rec := Record{APIVersion: RecordAPIVersion, Kind: RecordKind, Plan: p, Confirmed: confirmed, Sent: []Sent{}, Outcomes: []Outcome{}}
