@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,6 +140,13 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 			}
 		}
 		confirmed, p, err := o.confirmFix(p, f, plan, human)
+		if errors.Is(err, errDeclined) { // no error: fix exits as the objects stand (2: still held)
+			fmt.Fprintln(o.ErrOut, "Nothing applied: the answer was not y.")
+			if rec = fix.NotConfirmed(p); !human {
+				return writeRecord(o.Out, rec, format)
+			}
+			return nil
+		}
 		if err != nil {
 			if !human { // the plan and its digest, for the runbook to review and confirm
 				if werr := writeRecord(o.Out, fix.NotConfirmed(p), format); werr != nil {
@@ -171,11 +179,15 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 	return fixExit(rec, diagnosis.Incomplete())
 }
 
+// errDeclined: the person at the prompt did not answer y.
+var errDeclined = errors.New("the plan was not confirmed")
+
 // confirmFix returns how the plan was confirmed, and the plan confirmed: on
 // a terminal by a y/N answer, after which the objects are planned again
 // (replan) and a plan that changed while the prompt waited is shown and
 // asked again; else by --confirm naming its digest; "" with a plan that
-// sends nothing. A plan not confirmed is an error: nothing is sent.
+// sends nothing. A plan not confirmed is an error (errDeclined: a person
+// answered no): nothing is sent.
 func (o *Options) confirmFix(p fix.Plan, f *fixOptions, replan func() (fix.Plan, error), human bool) (string, fix.Plan, error) {
 	switch {
 	case f.confirm != "" && f.confirm != p.Digest:
@@ -196,7 +208,7 @@ func (o *Options) confirmFix(p fix.Plan, f *fixOptions, replan func() (fix.Plan,
 		fmt.Fprintf(o.ErrOut, "Apply plan %s (%s)? [y/N] ", p.Digest, report.Count(p.Steps(), "request"))
 		answer, _ := answers.ReadSlice('\n')
 		if a := strings.ToLower(strings.TrimSpace(string(answer))); a != "y" && a != "yes" {
-			return "", p, fmt.Errorf("nothing applied: the plan was not confirmed")
+			return "", p, errDeclined
 		}
 		fresh, err := replan()
 		if err != nil {

@@ -23,14 +23,16 @@ import (
 )
 
 // On a terminal, fix shows the plan and asks: anything but y applies
-// nothing; y sends the plan's request. Off a terminal, without --confirm,
-// nothing is applied and the digest to repeat is named.
+// nothing, says so without an error and exits as the objects stand (2);
+// y sends the plan's request. Off a terminal, without --confirm, nothing is
+// applied and the digest to repeat is named (exit 1).
 func TestFixAsksOnATerminal(t *testing.T) {
 	for _, tc := range []struct {
 		answer string
 		writes int
 		exit   int
-	}{{"n\n", 0, ExitError}, {"\n", 0, ExitError}, {"y\n", 1, ExitStuck}} {
+		said   string
+	}{{"n\n", 0, ExitStuck, "Nothing applied: the answer was not y."}, {"\n", 0, ExitStuck, "Nothing applied"}, {"y\n", 1, ExitStuck, "sent: taint node/dead"}} {
 		t.Run(strings.TrimSpace(tc.answer), func(t *testing.T) {
 			var dyn *dynamicfake.FakeDynamicClient
 			clients := fakes(t, cluster(), func(_ *kubefake.Clientset, c *kube.Clients) { dyn = c.Dynamic.(*dynamicfake.FakeDynamicClient) })
@@ -39,15 +41,22 @@ func TestFixAsksOnATerminal(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ptmx.Close()
-			go func() { _, _ = io.Copy(io.Discard, ptmx) }() // the screen
+			var screen bytes.Buffer
+			copied := make(chan struct{})
+			go func() { _, _ = io.Copy(&screen, ptmx); close(copied) }()
 			if _, err := ptmx.Write([]byte(tc.answer)); err != nil {
 				t.Fatal(err)
 			}
 			err = executeOn(t, genericiooptions.IOStreams{In: tty, Out: tty, ErrOut: tty}, clients, func(*Options) {},
 				"fix", "pod/web-0", "-n", "shop", "--max-risk", "destructive", "--settle", "0s")
 			tty.Close()
-			if got := ExitCode(err); got != tc.exit {
-				t.Errorf("exit %d (%v), want %d", got, err, tc.exit)
+			<-copied
+			var ec *ExitCodeError
+			if got := ExitCode(err); got != tc.exit || !errors.As(err, &ec) || ec.Warning != "" {
+				t.Errorf("exit %d (%v), want %d and no other line", got, err, tc.exit)
+			}
+			if !strings.Contains(screen.String(), tc.said) {
+				t.Errorf("no %q on the screen:\n%s", tc.said, screen.String())
 			}
 			if got := writes(dyn.Actions()); len(got) != tc.writes {
 				t.Errorf("writes %v, want %d", got, tc.writes)
@@ -78,7 +87,7 @@ func TestFixPromptPlansAgain(t *testing.T) {
 		answers string
 		writes  int
 		exit    int
-	}{{"y\nn\n", 0, ExitError}, {"y\ny\n", 1, ExitStuck}} {
+	}{{"y\nn\n", 0, ExitStuck}, {"y\ny\n", 1, ExitStuck}} {
 		t.Run(strings.ReplaceAll(tc.answers, "\n", " "), func(t *testing.T) {
 			var dyn *dynamicfake.FakeDynamicClient
 			reads := 0

@@ -119,7 +119,7 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 
 	causes := explainTarget(s, t, tm)
 	if t.Pod != nil {
-		item.Checks = podChecks(t.Pod, tm, podFactsOf(s, t.Pod, tm))
+		item.Checks = podChecks(t.Pod, tm, podFactsOf(s, t, tm))
 		item.Node = t.Pod.Spec.NodeName
 	}
 	if len(causes) == 0 && tm.overdue > 0 {

@@ -31,6 +31,19 @@ func kubeletViewOf(s *snapshot.Snapshot, pod *corev1.Pod) *kubeletView {
 	return &kubeletView{node: pod.Spec.NodeName, readAt: k.ReadAt, podsRead: k.PodsRead, summaryRead: k.SummaryRead, pod: k.Pods[pod.UID]}
 }
 
+// kubeletUnread says why --kubelet could not read the pod's node's
+// /stats/summary, the endpoint that reports its cgroup ("" when it was not
+// asked or answered).
+func kubeletUnread(t *snapshot.Target) string {
+	path := "nodes/" + t.Pod.Spec.NodeName + "/proxy/stats/summary"
+	for _, sk := range t.Skipped {
+		if sk.Check == path {
+			return strings.TrimSpace(fmt.Sprintf("%s, %s %s", path, sk.Reason, sk.Detail))
+		}
+	}
+	return ""
+}
+
 // says prefixes a fact with where it comes from.
 func (v *kubeletView) says(endpoint, fact string) string {
 	return fmt.Sprintf("kubelet on %s, %s through the node proxy at %s: %s", v.node, endpoint, v.readAt.UTC().Format(time.RFC3339), fact)

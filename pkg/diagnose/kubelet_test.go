@@ -104,3 +104,19 @@ func TestKubeletForgotPodSaysForceDeleteIsSafe(t *testing.T) {
 		t.Errorf("last step: %+v", last)
 	}
 }
+
+// --kubelet asked a node that did not answer: the cgroup row says why where
+// it is read, not only under skipped.
+func TestKubeletNotAnsweringIsSaidOnTheCgroupRow(t *testing.T) {
+	s := stateCOnKubelet(nil, false, false)
+	s.Kubelets = nil // neither endpoint answered
+	s.Targets[0].Skipped = []snapshot.Skip{{Check: "nodes/node-1/proxy/stats/summary", Reason: snapshot.SkipUnreachable, Detail: "dial tcp: i/o timeout"}}
+	row := checkOf(Diagnose(s).Items[0], "cgroup sandbox removed")
+	if row.Status != report.Unknown || row.Detail != report.NotVisible+"; --kubelet asked the node: nodes/node-1/proxy/stats/summary, Unreachable dial tcp: i/o timeout" {
+		t.Errorf("row %+v", row)
+	}
+	s.Targets[0].Skipped = nil // not asked: the API's words alone
+	if row := checkOf(Diagnose(s).Items[0], "cgroup sandbox removed"); row.Detail != report.NotVisible {
+		t.Errorf("not asked: %+v", row)
+	}
+}

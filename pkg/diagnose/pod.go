@@ -16,7 +16,8 @@ import (
 )
 
 // podFactsOf gathers what the snapshot says about one pod's shutdown.
-func podFactsOf(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) podFacts {
+func podFactsOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) podFacts {
+	pod := t.Pod
 	f := podFacts{
 		node:       nodeHealthOf(s, pod.Spec.NodeName),
 		containers: containersOf(pod),
@@ -28,6 +29,7 @@ func podFactsOf(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) podFacts {
 	if f.kubelet = kubeletViewOf(s, pod); f.kubelet != nil {
 		f.containers = withKubelet(f.containers, f.kubelet)
 	}
+	f.kubeletUnread = kubeletUnread(t)
 	return f
 }
 
@@ -35,7 +37,7 @@ func podFactsOf(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) podFacts {
 // explains what holds it (its finalizers are the generic rule's).
 func podRuleCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
 	pod := t.Pod
-	f := podFactsOf(s, pod, tm)
+	f := podFactsOf(s, t, tm)
 	var causes []report.Cause
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
@@ -82,6 +84,9 @@ type podFacts struct {
 	claims       []podClaim // read only while the kubelet should unprepare them
 	claimsKnown  bool
 	kubelet      *kubeletView // nil: not read (no --kubelet)
+	// kubeletUnread is why --kubelet could not read the node's
+	// /stats/summary ("": not asked, or it answered).
+	kubeletUnread string
 }
 
 // kubeletCauses explains a live kubelet that has not finished the pod, by the

@@ -36,7 +36,7 @@ func podChecks(pod *corev1.Pod, tm timing, f podFacts) []report.Check {
 	}
 	cgroup, ok := kubeletCgroupCheck(f.kubelet)
 	if !ok {
-		cgroup = cgroupCheck(tm)
+		cgroup = cgroupCheck(tm, f.kubeletUnread)
 	}
 	checks = append(checks, phaseCheck(pod, f.node, stopped), volumes, cgroup)
 	checks = append(checks, finalDeleteCheck(tm, f.refused, f.kubelet.forgotten(), checks))
@@ -101,12 +101,17 @@ func sandboxCheck(pod *corev1.Pod, c containerState, ev podEvents) report.Check 
 }
 
 // cgroupCheck: the pod cgroup is not visible through the API; the kubelet
-// sends its final DELETE only after removing it.
-func cgroupCheck(tm timing) report.Check {
-	if tm.grace == 0 {
-		return report.Check{Name: "cgroup sandbox removed", Status: report.Pass, Detail: "inferred: the final grace-0 DELETE was sent"}
+// sends its final DELETE only after removing it. When --kubelet asked the
+// node and it did not answer, the row says why where it is read.
+func cgroupCheck(tm timing, kubeletUnread string) report.Check {
+	c := report.Check{Name: "cgroup sandbox removed", Status: report.Unknown, Detail: report.NotVisible}
+	switch {
+	case tm.grace == 0:
+		c.Status, c.Detail = report.Pass, "inferred: the final grace-0 DELETE was sent"
+	case kubeletUnread != "":
+		c.Detail += "; --kubelet asked the node: " + kubeletUnread
 	}
-	return report.Check{Name: "cgroup sandbox removed", Status: report.Unknown, Detail: report.NotVisible}
+	return c
 }
 
 // finalDeleteCheck: the kubelet sends its grace-0 DELETE only once the rows

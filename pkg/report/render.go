@@ -238,7 +238,25 @@ func writeChecks(p *printer, checks []Check, causes []Cause, indent string, st S
 
 func writeCauseLine(p *printer, causes []Cause, n int, indent string, st Style) {
 	c := causes[n]
-	p.linef("%s  %d. %s %s (confidence %s): %s", indent, n+1, st.severity(c.Severity, string(c.Severity)), c.Code, confidence(c), causeSummary(causes, n))
+	p.linef("%s  %d. %s %s (confidence %s%s): %s", indent, n+1, st.severity(c.Severity, string(c.Severity)), c.Code, confidence(c), rankedAbove(causes, n), causeSummary(causes, n))
+}
+
+// rankedAbove says why a cause is ranked above a more confident one below it
+// ("" when none is): causes are ordered by severity, then nearest the root
+// (the catalogue's depth), then confidence (diagnose's causeLess).
+func rankedAbove(causes []Cause, n int) string {
+	c := causes[n]
+	for _, below := range causes[n+1:] {
+		if below.Confidence <= c.Confidence {
+			continue
+		}
+		why := "nearer the root"
+		if c.Severity.Weight() > below.Severity.Weight() {
+			why = "more severe"
+		}
+		return fmt.Sprintf("; ranked above a %s one: %s", confidence(below), why)
+	}
+	return ""
 }
 
 func writeStep(p *printer, k int, s Step, indent string) {

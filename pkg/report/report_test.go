@@ -346,3 +346,55 @@ func TestFirstFew(t *testing.T) {
 		}
 	}
 }
+
+// A cause ranked above a more confident one says why: the order is
+// severity, then nearest the root, then confidence.
+func TestRankAboveAMoreConfidentCauseIsExplained(t *testing.T) {
+	cause := func(code string, sev Severity, conf float64) Cause {
+		return Cause{Code: code, Severity: sev, Confidence: conf, Summary: code + " holds it"}
+	}
+	for _, tc := range []struct {
+		causes []Cause
+		want   []string
+	}{
+		{[]Cause{cause("A", Critical, 0.6), cause("B", Warning, 0.8)}, []string{"1. critical A (confidence 0.60; ranked above a 0.80 one: more severe)", "2. warning B (confidence 0.80)"}},
+		{[]Cause{cause("A", Warning, 0.6), cause("B", Warning, 0.8)}, []string{"1. warning A (confidence 0.60; ranked above a 0.80 one: nearer the root)"}},
+		{[]Cause{cause("A", Warning, 0.8), cause("B", Warning, 0.6)}, []string{"1. warning A (confidence 0.80): ", "2. warning B (confidence 0.60): "}},
+	} {
+		it := Item{Object: ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "c"}, Stuck: true, Severity: tc.causes[0].Severity, Causes: tc.causes}
+		for _, wide := range []bool{false, true} {
+			var out bytes.Buffer
+			if err := WriteWhy(&out, Report{Items: []Item{it}}, Style{Wide: wide}); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("wide %v: no %q in:\n%s", wide, w, out.String())
+				}
+			}
+		}
+	}
+}
+
+// Objects the cause's summary already names are not listed again under
+// "blocked by"; a name that only begins another (w-1 in w-10) is not named.
+func TestHeldObjectsAreListedOnce(t *testing.T) {
+	held := func(name string) Item {
+		return Item{Object: ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: name}, Stuck: true, Severity: Warning,
+			Causes: []Cause{{Code: "FinalizerPending", Severity: Warning, Summary: "held by acme.io/keep"}}}
+	}
+	for _, tc := range []struct{ summary, want string }{
+		{"3 objects are held (configmap/w-1, configmap/w-2, configmap/w-3)", "└── the 3 objects above  warning FinalizerPending"},
+		{"3 objects are held (configmap/w-10, configmap/w-2, configmap/w-3)", "└── 3 objects (configmap/w-1, configmap/w-2, configmap/w-3)"},
+	} {
+		ns := Item{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: "ns"}, Stuck: true, Severity: Warning,
+			Causes: []Cause{{Code: "FinalizerPending", Severity: Warning, Summary: tc.summary, BlockedBy: []Item{held("w-1"), held("w-2"), held("w-3")}}}}
+		var out bytes.Buffer
+		if err := WriteWhy(&out, Report{Items: []Item{ns}}, Style{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("no %q in:\n%s", tc.want, out.String())
+		}
+	}
+}

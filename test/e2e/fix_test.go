@@ -480,12 +480,24 @@ func TestFixWritesOnlyWhatWasReviewed(t *testing.T) {
 			t.Fatal(err)
 		}
 		settle(t, deleted)
-		screen, answer, done := onTerminal(t, "fix", "things."+group+"/t0", "-n", ns, "--max-risk", "high")
-		if err := scenario.Until(ctx, time.Minute, "the prompt", func(context.Context) (bool, error) {
-			return strings.Contains(screen(), "[y/N]"), nil
-		}); err != nil {
-			t.Fatalf("%v:\n%s", err, screen())
+		args := []string{"fix", "things." + group + "/t0", "-n", ns, "--max-risk", "high"}
+		prompt := func(screen func() string) {
+			if err := scenario.Until(ctx, time.Minute, "the prompt", func(context.Context) (bool, error) {
+				return strings.Contains(screen(), "[y/N]"), nil
+			}); err != nil {
+				t.Fatalf("%v:\n%s", err, screen())
+			}
 		}
+		// No: nothing sent, no error, exit 2 (still held).
+		screen, answer, done := onTerminal(t, args...)
+		prompt(screen)
+		answer("n\n")
+		if code := done(); code != 2 || !strings.Contains(screen(), "Nothing applied: the answer was not y.") || strings.Contains(screen(), "error:") {
+			t.Errorf("answered n: exit %d:\n%s", code, screen())
+		}
+		noFixWrite(t, "/namespaces/"+ns+"/things/t0?")
+		screen, answer, done = onTerminal(t, args...)
+		prompt(screen)
 		// lateop, a ready Deployment, while the person reads the plan.
 		if err := env.Controller(ctx, ns, "lateop", liveNode); err != nil {
 			t.Fatal(err)

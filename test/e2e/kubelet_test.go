@@ -127,6 +127,15 @@ func TestKubeletThatHangsIsBounded(t *testing.T) {
 	if took > 20*time.Second || !timedOut || res.code == 0 {
 		t.Errorf("took %s, exit %d, skipped %+v; want about 5 s, the kubelet reads skipped as Timeout", took, res.code, it.Skipped)
 	}
+	// The row the kubelet was asked for says why it is still unknown.
+	for _, c := range it.Checks {
+		if c.Name == "cgroup sandbox removed" && (c.Status != "unknown" || !strings.Contains(c.Detail, "--kubelet asked the node: nodes/kubelet-hung/proxy/stats/summary, Timeout")) {
+			t.Errorf("cgroup row %+v", c)
+		}
+	}
+	if checkStatus(it, "cgroup sandbox removed") == "<missing>" {
+		t.Errorf("no cgroup row: %+v", it.Checks)
+	}
 }
 
 // kubeletNode starts a fake kubelet and its Node for the test.
