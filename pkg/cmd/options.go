@@ -97,7 +97,7 @@ func newOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		clock:       clock.RealClock{},
 		isTerminal:  isTerminal,
 	}
-	o.newClients = func() (*kube.Clients, error) { return kube.New(o.ConfigFlags) }
+	o.newClients = o.kubeClients
 	return o
 }
 
@@ -143,7 +143,7 @@ func (o *Options) Complete(args []string) error {
 	var err error
 	if o.Replay == "" { // a replay reads no kubeconfig: the snapshot has the namespace
 		if o.namespace, o.namespaceGiven, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace(); err != nil {
-			return fmt.Errorf("reading the kubeconfig: %w", err)
+			return o.kubeconfigError(err)
 		}
 	}
 	if o.requests, err = collect.ParseArgs(args); err != nil {

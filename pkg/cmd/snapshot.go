@@ -85,14 +85,9 @@ func (o *Options) replay(ctx context.Context) (*snapshot.Snapshot, error) {
 // contextName is the kubeconfig context a run reads through: --context, or
 // the current one ("" if none).
 func (o *Options) contextName() string {
-	if c := o.ConfigFlags.Context; c != nil && *c != "" {
-		return *c
-	}
-	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
-	if err != nil {
-		return ""
-	}
-	return raw.CurrentContext
+	raw, _ := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig() // unread: --context or ""
+	name, _ := o.contextChoice(raw)
+	return name
 }
 
 // replayBanner tells, on stderr, that a report is a replay: of when, which

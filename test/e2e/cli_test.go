@@ -17,11 +17,17 @@ import (
 // Bad input gets one clear line on stderr and exit code 1.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
+	empty := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"unknown context", []string{"--kubeconfig", theLab.Kubeconfig, "--context", "nope", "list"}, `the kubeconfig has no context "nope" (--context); its contexts: lab, lab-nobody`},
+		{"no cluster in the kubeconfig", []string{"--kubeconfig", empty, "why", "pod/web-0"}, "no cluster to ask: --kubeconfig " + empty + " names none"},
 		{"unknown type", []string{"--kubeconfig", theLab.Kubeconfig, "why", "nosuchthings/x"}, `the server doesn't have a resource type "nosuchthings"`},
 		{"missing object", []string{"--kubeconfig", theLab.Kubeconfig, "why", "pod/nope", "-n", "default"}, `pods "nope" not found in namespace "default"`},
 		{"unreachable server", []string{"--kubeconfig", theLab.Kubeconfig, "--server", "https://127.0.0.1:1", "list"}, "cannot reach the cluster"},
