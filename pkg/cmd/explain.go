@@ -14,8 +14,11 @@ func newExplainCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain [CODE]",
 		Short: "Explain a cause code: what it means, why it blocks, what to do; without CODE, list the codes",
-		Example: `  kubectl terminating explain                 # every cause code, with a few words each
-  kubectl terminating explain NodeUnreachable # its signal, evidence, why it blocks, remediation and risks`,
+		Example: `  # Every cause code, with a few words each
+  kubectl terminating explain
+
+  # A code's signal, evidence, why it blocks, remediation and risks
+  kubectl terminating explain NodeUnreachable`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			var out []string
@@ -33,7 +36,7 @@ func newExplainCommand(o *Options) *cobra.Command {
 					e, _ := catalog.Lookup(c)
 					rows = append(rows, []string{string(c), e.Title})
 				}
-				return report.WriteTable(o.Out, []string{"CODE", "MEANING"}, rows)
+				return report.WriteProseTable(o.Out, []string{"CODE", "MEANING"}, rows, o.width())
 			}
 			code, suggestions := catalog.Find(args[0])
 			e, ok := catalog.Describe(code)

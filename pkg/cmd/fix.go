@@ -60,8 +60,9 @@ decided on (resourceVersion): a node revived or recreated, a controller
 come back, a webhook configuration recreated or changed stops the fix.
 
 Exit 0: every object gone, or no longer stuck and finishing by itself;
-2: some still held; 1: an error, a refused or failed request, a plan not
-confirmed, or a partial diagnosis that cannot say nothing is stuck.`,
+2: some still held (the prompt answered no included); 1: an error, a
+refused or failed request, a plan not confirmed off a terminal, or a partial
+diagnosis that cannot say nothing is stuck.`,
 		Example: `  # Review the plan for an object whose operator was uninstalled (nothing is applied)
   kubectl terminating fix widgets.example.com/w1 -n shop --max-risk high < /dev/null
 

@@ -375,7 +375,7 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 
 // style is how the human tables look.
 func (o *Options) style() report.Style {
-	return report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, GroupBy: o.GroupBy, Width: o.width()}
+	return report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, GroupBy: o.GroupBy, Width: o.width(), Fit: o.knownWidth()}
 }
 
 // nothingFound is said on stderr when nothing terminating is found, as
@@ -410,13 +410,24 @@ func isTerminal(w io.Writer) bool {
 // width; off a terminal, $COLUMNS as the shells and coreutils take it (a
 // script that wants long lines sets it), else report.DefaultWidth.
 func (o *Options) width() int {
-	if cols := terminalWidth(o.Out); cols > 0 && o.isTerminal(o.Out) {
+	if cols := o.knownWidth(); cols > 0 {
+		return cols
+	}
+	return report.DefaultWidth
+}
+
+// knownWidth is the terminal's width, or $COLUMNS off a terminal; 0 when
+// neither says (a pipe: tables are then not cut, as kubectl's).
+func (o *Options) knownWidth() int { return knownWidth(o.Out, o.isTerminal) }
+
+func knownWidth(w io.Writer, isTerminal func(io.Writer) bool) int {
+	if cols := terminalWidth(w); cols > 0 && isTerminal(w) {
 		return cols
 	}
 	if cols, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && cols > 0 {
 		return cols
 	}
-	return report.DefaultWidth
+	return 0
 }
 
 // terminalWidth is the width in columns of the terminal w writes to; 0

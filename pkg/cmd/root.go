@@ -210,7 +210,8 @@ object (wait: timed out), 1 the tool failed.`,
 	flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().Lookup("request-timeout").Usage = kube.RequestTimeoutUsage
 	addVerbosityFlag(root, streams.ErrOut)
-	root.SetUsageTemplate(usageTemplate)
+	root.SetUsageTemplate(usageTemplate) // cobra's own usage (not shown: SilenceUsage)
+	setHelp(root, helpTemplate)
 	root.SetFlagErrorFunc(usageError)
 	// cobra's own `completion` command writes a script for the binary, not
 	// for `kubectl terminating`: kubectl completes plugins through

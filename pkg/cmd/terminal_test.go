@@ -4,10 +4,12 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 // A terminal is a pseudo-terminal the plugin writes to as to a user's: its
@@ -31,24 +34,34 @@ type terminal struct {
 	done chan struct{}
 }
 
-// wraps says whether a line of a screen is wrapped to the terminal's width:
-// prose is; a command, a link, a word alone on its line and list's tables
-// (as kubectl's, each row on one line: -o wide is for wide terminals) are
-// not.
-func wraps(args []string, line string) bool {
-	return args[0] != "list" && !strings.Contains(line, "$ ") && !strings.Contains(line, "://") && len(strings.Fields(line)) > 1
+// fits says whether a line of a screen must fit the terminal's width:
+// prose and tables must; a command (to paste whole: after "$ ", or an
+// example in help), a link, a word alone
+// on its line or after its label (a field path no line is wide enough for:
+// words are never cut) and the tables of -o wide (as kubectl's: for wide
+// terminals) need not.
+func fits(args []string, line string) bool {
+	wide := slices.Contains(args, "wide") && args[0] == "list"
+	text := lineLabel.ReplaceAllString(line, "")
+	command := strings.Contains(line, "$ ") || strings.HasPrefix(strings.TrimSpace(line), "kubectl ") // help's examples
+	return !wide && !command && !strings.Contains(line, "://") && len(strings.Fields(text)) > 1
 }
 
-// terminalCols is the test terminal's width.
-const terminalCols = 120
+// lineLabel is what begins a line before its text: a tree's drawing, an
+// indent, a label ("evidence: ", "1. ").
+var lineLabel = regexp.MustCompile(`^[ │├└─]*(\d+\. |[a-z][a-z0-9 ]{0,15}: )?`)
 
-func openTerminal(t *testing.T) *terminal {
+// terminalWidths are the test terminals' widths: a narrow one, the
+// classic one and a wide one.
+var terminalWidths = []int{60, 80, 120}
+
+func openTerminal(t *testing.T, cols int) *terminal {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: terminalCols}); err != nil {
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: uint16(cols)}); err != nil {
 		t.Fatal(err)
 	}
 	term := &terminal{tty: tty, done: make(chan struct{})}
@@ -127,44 +140,71 @@ func TestEveryScreenOnATerminal(t *testing.T) {
 		screen{"explain", []string{"explain"}, replay, nil},
 		screen{"explain CODE", []string{"explain", "NodeUnreachable"}, replay, nil},
 	)
+	for _, c := range append(NewRoot(genericiooptions.IOStreams{}).Commands(), nil) {
+		args := []string{"--help"}
+		if c != nil {
+			args = []string{c.Name(), "--help"}
+		}
+		screens = append(screens, screen{"help " + strings.Join(args, " "), args, replay, nil})
+	}
 	seen := map[string]bool{}
-	for _, sc := range screens {
-		t.Run(sc.name, func(t *testing.T) {
-			stdout, stderr := openTerminal(t), openTerminal(t)
-			clients, customize := sc.clients(t)
-			err := executeOn(t, genericiooptions.IOStreams{In: strings.NewReader(""), Out: stdout.tty, ErrOut: stderr.tty}, clients, customize, sc.args...)
-			out, errOut := stdout.screen(), stderr.screen()
-			if err != nil && !errors.As(err, new(*ExitCodeError)) {
-				t.Fatalf("%v: %v\n%s", sc.args, err, errOut)
-			}
-			for _, m := range coloured.FindAllStringSubmatch(out, -1) {
-				seen[m[2]] = true
-			}
-			coloursOnly(t, "stdout", out)
-			coloursOnly(t, "stderr", strings.ReplaceAll(errOut, "\r\x1b[K", ""))
-			if sc.stderr != nil && !sc.stderr.MatchString(errOut) {
-				t.Errorf("stderr lacks its status line (%s): %q", sc.stderr, errOut)
-			}
-			if sc.name != "explain" && !colourCode.MatchString(out) {
-				t.Errorf("no colour on a terminal:\n%s", out)
-			}
-
-			// The same screen as off a terminal told the same width
-			// ($COLUMNS), and no line wider than the terminal but what is
-			// never wrapped.
-			clients, customize = sc.clients(t)
-			t.Setenv("COLUMNS", strconv.Itoa(terminalCols))
-			plain, _, _ := executeWith(t, clients, customize, sc.args...)
-			got := colourCode.ReplaceAllString(out, "")
-			if got != plain {
-				t.Errorf("on a terminal, without its colours:\n%s\noff a terminal:\n%s", got, plain)
-			}
-			for line := range strings.Lines(got) {
-				if w := twwidth.Width(strings.TrimSuffix(line, "\n")); w > terminalCols && wraps(sc.args, line) {
-					t.Errorf("a line of %d columns on a terminal of %d: %q", w, terminalCols, line)
+	for _, cols := range terminalWidths {
+		for _, sc := range screens {
+			t.Run(fmt.Sprintf("%d/%s", cols, sc.name), func(t *testing.T) {
+				stdout, stderr := openTerminal(t, cols), openTerminal(t, cols)
+				clients, customize := sc.clients(t)
+				err := executeOn(t, genericiooptions.IOStreams{In: strings.NewReader(""), Out: stdout.tty, ErrOut: stderr.tty}, clients, customize, sc.args...)
+				out, errOut := stdout.screen(), stderr.screen()
+				if err != nil && !errors.As(err, new(*ExitCodeError)) {
+					t.Fatalf("%v: %v\n%s", sc.args, err, errOut)
 				}
-			}
-		})
+				for _, m := range coloured.FindAllStringSubmatch(out, -1) {
+					seen[m[2]] = true
+				}
+				coloursOnly(t, "stdout", out)
+				coloursOnly(t, "stderr", strings.ReplaceAll(errOut, "\r\x1b[K", ""))
+				if sc.stderr != nil && !sc.stderr.MatchString(errOut) {
+					t.Errorf("stderr lacks its status line (%s): %q", sc.stderr, errOut)
+				}
+				if sc.name != "explain" && !strings.HasPrefix(sc.name, "help") && !colourCode.MatchString(out) {
+					t.Errorf("no colour on a terminal:\n%s", out)
+				}
+
+				// The same screen as off a terminal told the same width
+				// ($COLUMNS), and no line wider than the terminal but what is
+				// never wrapped.
+				clients, customize = sc.clients(t)
+				t.Setenv("COLUMNS", strconv.Itoa(cols))
+				plain, _, _ := executeWith(t, clients, customize, sc.args...)
+				got := colourCode.ReplaceAllString(out, "")
+				if got != plain {
+					t.Errorf("on a terminal, without its colours:\n%s\noff a terminal:\n%s", got, plain)
+				}
+				for line := range strings.Lines(got) {
+					if w := twwidth.Width(strings.TrimSuffix(line, "\n")); w > cols && fits(sc.args, line) {
+						t.Errorf("a line of %d columns on a terminal of %d: %q", w, cols, line)
+					}
+				}
+				// No word split: every word on the screen is a word of the
+				// same screen on a terminal too wide to wrap anything (a
+				// table cell cut short ends with its ellipsis).
+				clients, customize = sc.clients(t)
+				t.Setenv("COLUMNS", "10000")
+				unwrapped, _, _ := executeWith(t, clients, customize, sc.args...)
+				whole := map[string]bool{}
+				for _, w := range strings.Fields(unwrapped) {
+					whole[w] = true
+				}
+				for _, w := range strings.Fields(report.CutMark) { // where a long line is cut
+					whole[w] = true
+				}
+				for _, w := range strings.Fields(got) {
+					if !whole[w] && !strings.HasSuffix(w, report.Ellipsis) {
+						t.Errorf("%q is not a word of the unwrapped screen: a word split, or a line cut mid-word", w)
+					}
+				}
+			})
+		}
 	}
 	for word := range colouredWords {
 		if !seen[word] {

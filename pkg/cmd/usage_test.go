@@ -10,6 +10,7 @@ import (
 // Each command's help shows its own flags and examples; the global flags
 // (kubeconfig, -n, -v...) are listed once, by `options`, as kubectl does.
 func TestHelpLeavesGlobalFlagsToOptions(t *testing.T) {
+	t.Setenv("COLUMNS", "200") // its lines whole (TestEveryScreenOnATerminal wraps them)
 	for _, command := range []string{"why", "list", "wait", "explain", "version", "options"} {
 		out, _, err := execute(t, nil, command, "--help")
 		if err != nil {

@@ -84,7 +84,9 @@ func writeGroups(w io.Writer, r Report, st Style) error {
 	for _, g := range groupItems(r.Items, st.GroupBy) {
 		rows = append(rows, cells(g.key, len(g.items), g.stuck, st.severity(g.severity, string(g.severity)), examples(g.items, st.GroupBy != ByNamespace)))
 	}
-	err := writeListTable(w, []string{strings.ToUpper(st.GroupBy), "OBJECTS", "STUCK", "SEVERITY", "EXAMPLES"}, rows, st)
+	header := []string{strings.ToUpper(st.GroupBy), "OBJECTS", "STUCK", "SEVERITY", "EXAMPLES"}
+	fitColumns(header, rows, st.fit(), 0, 4) // the group's key, its examples
+	err := writeListTable(w, header, rows, st)
 	return writeSkipped(w, r.Skipped, st, err)
 }
 

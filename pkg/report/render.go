@@ -3,13 +3,13 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/fatih/color"
-	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
 // Style says how to render the human output.
@@ -30,6 +30,9 @@ type Style struct {
 	// Width is the measure prose is wrapped to (see wrap.go); 0 keeps each
 	// line whole.
 	Width int
+	// Fit is the width list's tables are cut to fit (fitColumns), without
+	// -o wide; 0 (the width unknown: a pipe, as kubectl) cuts nothing.
+	Fit int
 }
 
 // paint is where colour is added, and the only place: to text made safe
@@ -92,6 +95,7 @@ func WriteList(w io.Writer, r Report, st Style) error {
 		return writeGroups(w, r, st)
 	}
 	header, rows := listRows(r.Items, ambiguousKinds(r.Items), st)
+	fitColumns(header, rows, st.fit(), listShrink(header)...)
 	err := writeListTable(w, header, rows, st)
 	if err == nil && !st.NoHeaders && !st.Watching {
 		err = writeFooter(w, r.Items, st)
@@ -124,6 +128,27 @@ func listRows(items []Item, ambiguous map[string]bool, st Style) (header []strin
 		rows = append(rows, row)
 	}
 	return header, rows
+}
+
+// fit is the width a list's table must fit: none with -o wide, whose
+// tables are for wide terminals, as kubectl's.
+func (s Style) fit() int {
+	if s.Wide {
+		return 0
+	}
+	return s.Fit
+}
+
+// listShrink are the columns of list's table that are cut to fit: the
+// names (the namespace's, the object's) and the top cause's code.
+func listShrink(header []string) []int {
+	var cols []int
+	for i, h := range header {
+		if h == "NAMESPACE" || h == "NAME" || h == "TOP CAUSE" {
+			cols = append(cols, i)
+		}
+	}
+	return cols
 }
 
 // WriteWhy prints the diagnosis of every object: concise by default (see
@@ -219,21 +244,7 @@ func writeChecks(p *printer, checks []Check, causes []Cause, indent string, st S
 	for _, c := range checks {
 		rows = append(rows, cells(c.Name, st.status(c.Status), checkDetail(c.Detail, causes)))
 	}
-	// DETAIL, the last column, is wrapped to the room the others leave.
-	left := twwidth.Width(indent + "  ")
-	for col := range len(header) - 1 {
-		wid := twwidth.Width(header[col])
-		for _, r := range rows {
-			wid = max(wid, twwidth.Width(r[col]))
-		}
-		left += wid + len(columnGap)
-	}
-	for _, r := range rows {
-		if p.width > 0 {
-			r[2] = strings.Join(wrapText("", "", r[2], max(p.width-left, minMeasure)), "\n")
-		}
-	}
-	p.err = writeTable(p.w, indent+"  ", header, rows)
+	p.err = writeProseTable(p.w, indent+"  ", header, rows, p.width)
 }
 
 func writeCauseLine(p *printer, causes []Cause, n int, indent string, st Style) {
@@ -450,22 +461,47 @@ func ambiguousKinds(items []Item) map[string]bool {
 	return out
 }
 
-// listName is kind/name, or kind.group/name when the kind is ambiguous.
+// listName is kind/name, or kind.group/name when the kind is ambiguous; a
+// long built-in kind by kubectl's short name (crd/widgets.example.com).
 func listName(o ObjectRef, ambiguous map[string]bool) string {
-	if ambiguous[strings.ToLower(o.Kind)] {
+	kind := strings.ToLower(o.Kind)
+	switch {
+	case ambiguous[kind]:
 		return Name(o) + lookalike(o.Name)
+	case shortKinds[qualifiedKind(o)] != "":
+		kind = shortKinds[qualifiedKind(o)]
 	}
-	return strings.ToLower(o.Kind) + "/" + o.Name + lookalike(o.Name)
+	return kind + "/" + o.Name + lookalike(o.Name)
+}
+
+// shortKinds are kubectl's short names of the built-in kinds of 14 letters
+// or more, by qualifiedKind: what list prints, and what why and kubectl
+// take, instead of a kind that would make NAME the widest column. The lab's
+// apiserver is asked that each is its resource's short name (e2e).
+var shortKinds = map[string]string{
+	"customresourcedefinition.apiextensions.k8s.io": "crd",
+	"persistentvolumeclaim":                         "pvc",
+	"persistentvolume":                              "pv",
+	"serviceaccount":                                "sa",
+	"replicationcontroller":                         "rc",
+	"horizontalpodautoscaler.autoscaling":           "hpa",
+	"poddisruptionbudget.policy":                    "pdb",
+	"certificatesigningrequest.certificates.k8s.io": "csr",
+}
+
+// ShortKinds are shortKinds, for the test that asks the apiserver.
+func ShortKinds() map[string]string { return maps.Clone(shortKinds) }
+
+// qualifiedKind is an object's kind, lower case, with its API group.
+func qualifiedKind(o ObjectRef) string {
+	if g := groupOf(o.APIVersion); g != "" {
+		return strings.ToLower(o.Kind) + "." + g
+	}
+	return strings.ToLower(o.Kind)
 }
 
 // Name is how `-o name` prints an object, as kubectl does: kind.group/name.
-func Name(o ObjectRef) string {
-	kind := strings.ToLower(o.Kind)
-	if g := groupOf(o.APIVersion); g != "" {
-		kind += "." + g
-	}
-	return kind + "/" + o.Name
-}
+func Name(o ObjectRef) string { return qualifiedKind(o) + "/" + o.Name }
 
 func groupOf(apiVersion string) string {
 	if g, _, ok := strings.Cut(apiVersion, "/"); ok {

@@ -6,18 +6,68 @@ import (
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// WriteTable prints a table of plain text as every table of the plugin is
-// printed, each cell made safe.
-func WriteTable(w io.Writer, header []string, rows [][]string) error {
+// WriteProseTable prints a table of plain text whose last column is prose
+// (writeProseTable), each cell made safe.
+func WriteProseTable(w io.Writer, header []string, rows [][]string, width int) error {
 	safe := make([][]string, len(rows))
 	for i, r := range rows {
 		safe[i] = cells(toAny(r)...)
 	}
-	return writeTable(w, "", header, safe)
+	return writeProseTable(w, "", header, safe, width)
+}
+
+// minProse is the narrowest a table's last column of prose is wrapped to
+// beside the others; narrower, it goes under them.
+const minProse = 30
+
+// writeProseTable prints a table whose last column is prose (a checklist's
+// DETAIL, explain's MEANING), wrapped to the room the other columns leave
+// of width (0: whole); where that room is narrower than minProse (a narrow
+// terminal, a deep tree), each row's prose goes on the lines under it.
+func writeProseTable(w io.Writer, indent string, header []string, rows [][]string, width int) error {
+	last := len(header) - 1
+	widths := widen(nil, append([][]string{header[:last]}, rows...)...)
+	left := twwidth.Width(indent)
+	for col := range last {
+		left += widths.Get(col) + len(columnGap)
+	}
+	if width <= 0 || width-left >= minProse {
+		for _, r := range rows {
+			if width > 0 {
+				r[last] = strings.Join(wrapText("", "", r[last], width-left), "\n")
+			}
+		}
+		return writeTable(w, indent, header, rows)
+	}
+	var b strings.Builder
+	line := func(r []string) {
+		b.WriteString(indent)
+		for col, cell := range r[:last] {
+			if col > 0 {
+				b.WriteString(columnGap)
+			}
+			b.WriteString(cell)
+			if col < last-1 {
+				b.WriteString(strings.Repeat(" ", widths.Get(col)-twwidth.Width(cell)))
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	under := trunk.Replace(indent) + hangIndent
+	for _, r := range rows {
+		line(r)
+		for _, l := range wrapText(under, under, r[last], width) {
+			b.WriteString(l + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // writeTable prints rows the way kubectl does: no borders, no rules,
@@ -103,4 +153,59 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// Ellipsis ends a table cell cut to fit its column.
+const Ellipsis = "…"
+
+// minColumn is the narrowest a column is cut to (its header if wider):
+// enough to tell most names apart by their beginning.
+const minColumn = 8
+
+// fitColumns cuts the cells of the columns listed in shrink, each ending
+// with Ellipsis, so that the table's lines fit width (0: any width): one
+// column at a time, the widest first, none narrower than its header or
+// minColumn (a table that cannot fit then is as narrow as it can be). It
+// returns the columns' widths, which later rows keep (list -w).
+func fitColumns(header []string, rows [][]string, width int, shrink ...int) tw.Mapper[int, int] {
+	widths := widen(nil, append([][]string{header}, rows...)...)
+	if width <= 0 {
+		return widths
+	}
+	total := len(columnGap) * (widths.Len() - 1)
+	for _, w := range widths {
+		total += w
+	}
+	floor := func(col int) int {
+		if col < len(header) {
+			return max(minColumn, twwidth.Width(header[col]))
+		}
+		return minColumn
+	}
+	for total > width {
+		widest := -1
+		for _, col := range shrink {
+			if widths.Get(col) > floor(col) && (widest < 0 || widths.Get(col) > widths.Get(widest)) {
+				widest = col
+			}
+		}
+		if widest < 0 {
+			break
+		}
+		widths.Set(widest, widths.Get(widest)-1)
+		total--
+	}
+	for _, row := range rows {
+		cutRow(row, widths, shrink)
+	}
+	return widths
+}
+
+// cutRow cuts a row's cells in the shrink columns to the columns' widths.
+func cutRow(row []string, widths tw.Mapper[int, int], shrink []int) {
+	for _, col := range shrink {
+		if col < len(row) && twwidth.Width(row[col]) > widths.Get(col) {
+			row[col] = twwidth.Truncate(row[col], widths.Get(col)-twwidth.Width(Ellipsis)) + Ellipsis
+		}
+	}
 }

@@ -15,8 +15,10 @@ type WatchTable struct {
 	w  io.Writer
 	st Style
 	// widths are the columns' widths in the first table, which the rows
-	// keep.
+	// keep; shrink are the columns whose cells are cut to them (the table
+	// fits the terminal), the others taking the room they need.
 	widths tw.Mapper[int, int]
+	shrink []int
 	// ambiguous are the kinds the table names with their group: later rows
 	// name their objects as the table did.
 	ambiguous map[string]bool
@@ -28,7 +30,10 @@ func NewWatchTable(w io.Writer, r Report, st Style) (*WatchTable, error) {
 	st.Watching = true
 	ambiguous := ambiguousKinds(r.Items)
 	header, rows := listRows(r.Items, ambiguous, st)
-	t := &WatchTable{w: w, st: st, widths: widen(nil, append([][]string{header}, rows...)...), ambiguous: ambiguous}
+	t := &WatchTable{w: w, st: st, widths: fitColumns(header, rows, st.fit(), listShrink(header)...), ambiguous: ambiguous}
+	if st.fit() > 0 {
+		t.shrink = listShrink(header)
+	}
 	return t, WriteList(w, r, st)
 }
 
@@ -47,10 +52,12 @@ func (t *WatchTable) Gone(it Item) error {
 }
 
 // write prints each row on its own under the table's columns. A cell wider
-// than its column takes the room it needs, moving the rest of its row only:
-// as kubectl get -w, the plugin never cuts a name to fit.
+// than its column is cut to it when the table fits the terminal; else it
+// takes the room it needs, moving the rest of its row only, as kubectl get
+// -w does.
 func (t *WatchTable) write(rows [][]string) error {
 	for _, row := range rows {
+		cutRow(row, t.widths, t.shrink)
 		if err := renderTable(t.w, "", nil, [][]string{row}, widen(t.widths, row)); err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ const (
 	hangIndent = "    "
 	// minMeasure is the narrowest column of text wrapping leaves: a tree
 	// nested deeper than that overflows rather than stacking one word a line.
-	minMeasure = 30
+	minMeasure = 20
 	// glue stands for a space that must not break a line while the text is
 	// wrapped (in a `code` span of explain's prose, a flag hint, the
 	// verdict, before a "$"): a private-use rune, which Safe shows escaped
@@ -40,6 +40,12 @@ const (
 // report's prose is: for the lines other packages print (fix's plan,
 // wait's progress).
 func Wrap(line string, width int) string { return strings.Join(wrapLine(line, width), "\n") }
+
+// WrapHanging is text already made safe wrapped to width after first, its
+// continuation lines after hang (help's prose and summaries).
+func WrapHanging(first, hang, text string, width int) []string {
+	return wrapText(first, hang, text, width)
+}
 
 // wrapLine breaks a line that is wider than width at its spaces; each
 // continuation begins with the line's indent, its tree drawn on (a branch
@@ -182,20 +188,20 @@ func glued(text string) string {
 // unglue restores the spaces glued glued.
 var unglue = strings.NewReplacer(glue, " ")
 
-// cutMark ends the last line a long line is cut to.
-const cutMark = " ... (-o wide)"
+// CutMark ends the last line a long line is cut to.
+const CutMark = " ... (-o wide)"
 
 // cut is a wrapped line's last line kept, words dropped from its end until
 // the mark saying where the rest is fits the width; when even its first
 // word does not leave room for the mark, the mark alone, under it.
 func cut(line string, width int) string {
 	indent := len(line) - len(strings.TrimLeft(line, " │"))
-	for twwidth.Width(line+cutMark) > width {
+	for twwidth.Width(line+CutMark) > width {
 		i := strings.LastIndexByte(strings.TrimRight(line, " "), ' ')
 		if i <= indent {
-			return line[:indent] + strings.TrimPrefix(cutMark, " ")
+			return line[:indent] + strings.TrimPrefix(CutMark, " ")
 		}
 		line = line[:i]
 	}
-	return line + cutMark
+	return line + CutMark
 }

@@ -37,8 +37,10 @@ func TestWrapLine(t *testing.T) {
 			"                          failed to KillContainer"}},
 		{"colours take no room", "  \x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35), 48, []string{"  \x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35)}},
 		{"a deep tree keeps a readable measure", strings.Repeat("│   ", 10) + "└── a b c d e f g h i j k l m n o p q r s t u v w x y z", 44, []string{
-			strings.Repeat("│   ", 10) + "└── a b c d e f g h i j k l m n o",
-			strings.Repeat("│   ", 10) + "        p q r s t u v w x y z"}},
+			strings.Repeat("│   ", 10) + "└── a b c d e f g h i j",
+			strings.Repeat("│   ", 10) + "        k l m n o p q r s t",
+			strings.Repeat("│   ", 10) + "        u v w x y z"}}, // minMeasure: 20 columns of text
+
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := wrapLine(c.line, c.width)
@@ -148,7 +150,7 @@ func TestConciseLinesAreCut(t *testing.T) {
 	}
 	_, block, _ := strings.Cut(concise.String(), "  2. warning NamespaceContentRemaining")
 	lines := strings.Split(block, "\n")
-	if len(lines) < conciseLines || !strings.HasSuffix(lines[conciseLines-1], cutMark) || !strings.HasPrefix(lines[conciseLines], "  timeline:") {
+	if len(lines) < conciseLines || !strings.HasSuffix(lines[conciseLines-1], CutMark) || !strings.HasPrefix(lines[conciseLines], "  timeline:") {
 		t.Errorf("the further cause is not cut to %d lines:\n%s", conciseLines, concise.String())
 	}
 	for _, l := range lines {
@@ -156,7 +158,7 @@ func TestConciseLinesAreCut(t *testing.T) {
 			t.Errorf("a cut line of %d columns: %q", twwidth.Width(l), l)
 		}
 	}
-	if got := strings.Join(strings.Fields(wide.String()), " "); !strings.Contains(got, strings.TrimSpace(long)) || strings.Contains(wide.String(), cutMark) {
+	if got := strings.Join(strings.Fields(wide.String()), " "); !strings.Contains(got, strings.TrimSpace(long)) || strings.Contains(wide.String(), CutMark) {
 		t.Errorf("-o wide cuts the summary:\n%s", wide.String())
 	}
 	if got := strings.Join(strings.Fields(concise.String()), " "); !strings.Contains(got, strings.TrimSpace(top)) {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,12 +129,23 @@ func run(t *testing.T, args ...string) result {
 
 func runWith(t *testing.T, args ...string) result {
 	t.Helper()
+	return runColumns(t, 0, args...)
+}
+
+// runColumns runs the plugin with $COLUMNS set (0: unset, the default
+// screens: 80 columns).
+func runColumns(t *testing.T, cols int, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, plugin, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.Env = append(os.Environ(), "NO_COLOR=", "COLUMNS=") // the default screens: 80 columns
+	columns := ""
+	if cols > 0 {
+		columns = strconv.Itoa(cols)
+	}
+	cmd.Env = append(os.Environ(), "NO_COLOR=", "COLUMNS="+columns)
 	return resultOf(t, cmd.Run(), &out, &errOut, args)
 }
 
