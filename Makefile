@@ -29,17 +29,11 @@ build: ## Build bin/kubectl-terminating
 lab-bin: ## Build the lab's etcd, kube-apiserver, kube-controller-manager, kubectl and kwok, and the version matrix's control planes (once)
 	test/e2e/lab/build.sh $(LAB_BIN)
 
-# The demo needs the lab's five binaries, not the version matrix (e2e's).
-# Modules are downloaded first, quietly: go build and go run print a line
-# for each module they download (build.sh logs its own).
+# The demo needs the lab's five binaries, not the version matrix (e2e's);
+# hack/demo.sh builds what it needs, each step with its time.
 .PHONY: demo
-demo: ## Start the lab, build a gallery of stuck objects and diagnose them
-	@echo "downloading the Go modules of the plugin and the lab (quietly; once)..."
-	@go mod download && cd test/e2e && go mod download
-	@echo "building bin/kubectl-terminating..."
-	@go build -ldflags "$(LDFLAGS)" -o bin/kubectl-terminating ./cmd/kubectl-terminating
-	@LAB_MATRIX= test/e2e/lab/build.sh $(LAB_BIN)
-	@hack/demo.sh
+demo: ## Replay the shipped diagnosis of a gallery of stuck objects, then start the lab, build the gallery and diagnose it live
+	@LDFLAGS="$(LDFLAGS)" hack/demo.sh
 
 .PHONY: fixtures
 fixtures: build lab-bin ## Rewrite pkg/cmd/testdata/snapshots from the lab's gallery (snapshots and live reports)

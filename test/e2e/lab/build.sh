@@ -9,8 +9,10 @@
 # modules' go.mod/go.sum, the versions and the Go version).
 #
 # It says which binary it builds ("building kube-apiserver v1.36.3 (2 of 5)")
-# and how long each took; go's own output (30 lines of "go: downloading" on
-# a cold module cache) goes to build.log beside $1, shown if a build fails.
+# and how long each took, on a terminal as it runs with the modules
+# downloaded so far (progress.sh); go's own output (30 lines of "go:
+# downloading" on a cold module cache) goes to build.log beside $1, shown if
+# a build fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mkdir -p "${1:-.lab/bin}" && cd "${1:-.lab/bin}" && pwd)
@@ -79,33 +81,31 @@ done
 
 [ ${#builds[@]} -gt 0 ] || exit 0
 
-# took SECONDS: "4m05s".
-took() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+. "$here/progress.sh"
+
+# build_one NAME VERSION MODULE DIR PACKAGE: one binary (see builds above).
+build_one() {
+  local name=$1 version=$2 mod=$3 dir=$4 pkg=$5
+  if [ "$mod" = - ]; then
+    GOBIN="$dir" go install "$pkg"
+  elif [[ $version == v1.* ]]; then # a Kubernetes release: its version ldflags
+    (cd "$mod" && go build -o "$dir/$name" -ldflags "$(ldflags "$version")" "$pkg")
+  else
+    (cd "$mod" && go build -o "$dir/$name" "$pkg")
+  fi
+}
 
 echo "building ${#builds[@]} lab binaries into $out"
 echo "  (up to $minutes minutes on two cores with empty Go caches, seconds with warm ones;"
 echo "  go's output goes to $log)"
 : >"$log"
+marker=$(mktemp)
+trap 'rm -f "$marker"' EXIT
+step_detail="downloads_since $marker"
 total=$SECONDS
 for i in "${!builds[@]}"; do
   IFS='|' read -r name version mod dir pkg stamp <<<"${builds[$i]}"
-  printf 'building %s %s (%d of %d)... ' "$name" "$version" $((i + 1)) ${#builds[@]}
-  start=$SECONDS
-  echo "== $name $version" >>"$log"
-  if [ "$mod" = - ]; then
-    GOBIN="$dir" go install "$pkg" >>"$log" 2>&1 || failed=1
-  elif [[ $version == v1.* ]]; then # a Kubernetes release: its version ldflags
-    (cd "$mod" && go build -o "$dir/$name" -ldflags "$(ldflags "$version")" "$pkg") >>"$log" 2>&1 || failed=1
-  else
-    (cd "$mod" && go build -o "$dir/$name" "$pkg") >>"$log" 2>&1 || failed=1
-  fi
-  if [ -n "${failed:-}" ]; then
-    echo "failed; the end of $log:" >&2
-    tail -n 20 "$log" >&2
-    exit 1
-  fi
+  step "building $name $version ($((i + 1)) of ${#builds[@]})" build_one "$name" "$version" "$mod" "$dir" "$pkg"
   [ -z "$stamp" ] || echo "$stamp" >"$dir/.stamp"
-  took $((SECONDS - start))
-  echo
 done
 echo "lab binaries built in $(took $((SECONDS - total)))"

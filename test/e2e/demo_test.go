@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// make demo, the README's first command (hack/demo.sh), run beside the
+// suite's lab with its own directory and plugin: the shipped diagnosis
+// replayed first, then the live gallery diagnosed; its lab stopped after.
+// The lab's binaries are the suite's (build.sh finds them up to date).
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "demo.sh"))
+	cmd.Env = append(os.Environ(), "DEMO_DIR="+dir, "DEMO_PLUGIN="+filepath.Join(dir, "kubectl-terminating"), "LAB_BIN="+labBins, "NO_COLOR=1", "COLUMNS=")
+	t.Cleanup(func() {
+		down := exec.Command(filepath.Join(dir, "tools", "lab"), "down", "-dir", filepath.Join(dir, "run"))
+		if out, err := down.CombinedOutput(); err != nil {
+			t.Errorf("lab down: %v\n%s", err, out)
+		}
+	})
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if err != nil {
+		t.Fatalf("make demo: %v\n%s", err, text)
+	}
+	replayed, live, found := strings.Cut(text, "Now the same gallery live:")
+	for _, want := range []string{"building bin/kubectl-terminating... ", "replaying a snapshot taken", "$ kubectl terminating list -A --snapshot", "NodeUnreachable"} {
+		if !found || !strings.Contains(replayed, want) {
+			t.Errorf("the replay lacks %q:\n%s", want, replayed)
+		}
+	}
+	for _, want := range []string{"lab binaries up to date", "$ kubectl terminating why pod/web-0 -n shop --kubeconfig", "critical NodeUnreachable", "FinalizerPending", "The lab is still running"} {
+		if !strings.Contains(live, want) {
+			t.Errorf("the live part lacks %q:\n%s", want, live)
+		}
+	}
+}
