@@ -22,11 +22,19 @@ marker=$(mktemp)
 trap 'rm -f "$marker"' EXIT
 
 cat <<EOT
-make demo: first the diagnosis of a lab's gallery of stuck objects, replayed from the
-snapshot the project ships, as soon as the plugin is built (about 3 minutes with empty Go
-caches on two cores, seconds with warm ones); then the same gallery live, on a local
-control plane built from Go modules (up to 15 more minutes the first time).
+make demo: the diagnosis of a lab's gallery of stuck objects: first one pod's, as the plugin
+printed it (recorded with the project); then the whole gallery replayed by the plugin from the
+snapshot the project ships, once it is built (about 2.5 minutes with empty Go caches on two
+cores, seconds with warm ones); then the same gallery live, on a local control plane built
+from Go modules (about 9 more minutes the first time).
+
+What the plugin says of one stuck pod of the gallery, as recorded ($snapshots/why-pod.txt:
+the tests check that the plugin, replaying its snapshot, prints exactly this):
+
+\$ kubectl terminating why pod/web-0 -n shop
 EOT
+cat "$snapshots/why-pod.txt"
+echo
 step_detail="downloads_since $marker"
 step "downloading the plugin's Go modules" go mod download
 step_detail=
@@ -35,10 +43,8 @@ step "building bin/kubectl-terminating" go build -ldflags "${LDFLAGS:-}" -o "$pl
 # Each command as a person types it (KUBECONFIG and PATH as said at the end).
 show() { printf '\n$ kubectl terminating %s\n' "$*"; "$plugin" "$@" || true; }
 echo
-echo "The gallery's diagnosis, replayed from a snapshot (pkg/cmd/testdata/snapshots; the tests"
-echo "check it is what the plugin says of the live gallery):"
+echo "The whole gallery, replayed by the plugin from the snapshot the project ships:"
 show list -A --snapshot "$snapshots/list-all.json.gz"
-show why pod/web-0 -n shop --snapshot "$snapshots/why-pod.json.gz"
 
 echo
 echo "Now the same gallery live:"

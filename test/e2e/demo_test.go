@@ -11,8 +11,9 @@ import (
 )
 
 // make demo, the README's first command (hack/demo.sh), run beside the
-// suite's lab with its own directory and plugin: the shipped diagnosis
-// replayed first, then the live gallery diagnosed; its lab stopped after.
+// suite's lab with its own directory and plugin: a diagnosis as recorded
+// before anything is built, the shipped snapshot replayed by the plugin,
+// then the live gallery diagnosed; its lab stopped after.
 // The lab's binaries are the suite's (build.sh finds them up to date).
 func TestDemo(t *testing.T) {
 	t.Parallel()
@@ -36,9 +37,15 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make demo: %v\n%s", err, text)
 	}
-	replayed, live, found := strings.Cut(text, "Now the same gallery live:")
-	for _, want := range []string{"building bin/kubectl-terminating... ", "replaying a snapshot taken", "$ kubectl terminating list -A --snapshot", "NodeUnreachable"} {
-		if !found || !strings.Contains(replayed, want) {
+	// First a diagnosis as recorded, before anything is built; then the
+	// plugin's replay; then the live lab.
+	recorded, replayed, built := strings.Cut(text, "building bin/kubectl-terminating... ")
+	replayed, live, found := strings.Cut(replayed, "Now the same gallery live:")
+	if !built || !found || !strings.Contains(recorded, "$ kubectl terminating why pod/web-0 -n shop\npod/web-0 -n shop  CRITICAL") || !strings.Contains(recorded, "critical NodeUnreachable") {
+		t.Errorf("no diagnosis before the build:\n%s", recorded)
+	}
+	for _, want := range []string{"replaying a snapshot taken", "$ kubectl terminating list -A --snapshot", "NodeUnreachable"} {
+		if !strings.Contains(replayed, want) {
 			t.Errorf("the replay lacks %q:\n%s", want, replayed)
 		}
 	}
