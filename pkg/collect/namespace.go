@@ -2,6 +2,8 @@ package collect
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -60,7 +62,34 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 			}
 		}
 		c.readPods(ctx, unread, map[string]int{t.Ref.Name: t.Contents.Counts[snapshot.Pods]})
+		c.readHeld(ctx, t.Contents, byUID)
 	}
+}
+
+// heldReads bounds how many held objects of one namespace are read in full.
+const heldReads = 50
+
+// readHeld reads in full the objects a namespace's scan found held by a
+// finalizer (metadata only so far; a few per finalizer), as a target named
+// on the command line is read: their status carries the controller's words
+// (said before the deletion too: a controller that keeps failing need not
+// write again), and the sources after this one follow what they name. Pods
+// are read apart; targets of the run were read already.
+func (c *Collector) readHeld(ctx context.Context, contents *snapshot.Contents, targets map[types.UID]*snapshot.Target) {
+	var held []*snapshot.Target
+	var gvrs []schema.GroupVersionResource
+	seen := map[*snapshot.Target]bool{}
+	for _, f := range slices.Sorted(maps.Keys(contents.Held)) {
+		for _, h := range contents.Held[f] {
+			gr := schema.ParseGroupResource(h.Ref.Resource) // resource.group
+			if seen[h] || h.Pod != nil || gr == snapshot.Pods || targets[h.Object.GetUID()] != nil || len(held) == heldReads {
+				continue
+			}
+			seen[h] = true
+			held, gvrs = append(held, h), append(gvrs, contents.Resources[gr])
+		}
+	}
+	c.parallel(len(held), func(i int) { c.readInFull(ctx, held[i], gvrs[i]) })
 }
 
 func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*meta.RESTMapping) *snapshot.Contents {

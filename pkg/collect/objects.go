@@ -62,13 +62,22 @@ func init() {
 	})
 }
 
-// readObject reads the typed form of a target whose kind has a typed reader.
+// readObject reads the typed form of a target whose kind has a typed
+// reader, and any other in full when its rules need its status.
 func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
+	if _, typed := typedReaders[gvr.GroupResource()]; typed || diagnose.Needs(t).Has(diagnose.ObjectEvidence) {
+		c.readInFull(ctx, t, gvr)
+	}
+}
+
+// readInFull reads a target in full: its typed form, or its unstructured
+// one, but a Secret's or a ConfigMap's data (metadataOnly).
+func (c *Collector) readInFull(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
 	if read, ok := typedReaders[gvr.GroupResource()]; ok {
 		read(c, ctx, t)
 		return
 	}
-	if diagnose.Needs(t).Has(diagnose.ObjectEvidence) && !metadataOnly[gvr.GroupResource()] {
+	if !metadataOnly[gvr.GroupResource()] {
 		c.readWhole(ctx, t, gvr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
@@ -259,5 +260,52 @@ func TestWhatStillNamesAnOperatorsObject(t *testing.T) {
 	r, _ = diagnose(t, "why", "eventbus/spare", "-n", ns)
 	if top := only(t, r).Causes[0]; strings.Contains(top.Summary, "still names") || hasEvidence(top, "named by") {
 		t.Errorf("spare: %s %v", top.Summary, top.Evidence)
+	}
+}
+
+// Issue 36: an operator's words on an object its namespace's deletion is
+// waiting for are read as when the object is named: the namespace's scan
+// reads the few objects each finalizer holds in full. Here the words were
+// written before any deletion (a controller that keeps failing need not
+// write again), which managedFields alone would not have led to.
+func TestANamespacesHeldObjectsSpeak(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "held-words")
+	db := scenario.Operator{Group: "db.heldwords.e2e.example.com", Kind: "Cluster", Plural: "clusters",
+		Manager: "db-operator", Finalizer: "db.heldwords.e2e.example.com/cleanup"}
+	if err := env.StatusCRD(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	words := "deletion blocked: backup of volume data-0 failed: AccessDenied: s3:PutObject"
+	if err := env.Adopt(ctx, db, ns, "orders", nil, map[string]any{"conditions": []any{
+		map[string]any{"type": "Stalled", "status": "True", "reason": "BackupFailed", "message": words, "lastTransitionTime": metaNow()}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		release(env.Dynamic.Resource(schema.GroupVersionResource{Group: db.Group, Version: "v1", Resource: db.Plural}).Namespace(ns), "orders")
+	})
+	time.Sleep(1100 * time.Millisecond) // the words before the deletion, to the second
+	deleted := time.Now()
+	if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, deleted)
+	r, res := diagnose(t, "why", "ns/"+ns)
+	it := only(t, r)
+	var held *item
+	for _, c := range it.Causes {
+		for i := range c.BlockedBy {
+			if c.BlockedBy[i].Object.Name == "orders" {
+				held = &c.BlockedBy[i]
+			}
+		}
+	}
+	if res.code != 2 || held == nil || len(held.Causes) == 0 {
+		t.Fatalf("exit %d, the held cluster not nested: %+v", res.code, it.Causes)
+	}
+	top := held.Causes[0]
+	if !strings.Contains(top.Summary+strings.Join(top.Evidence, "\n"), words) {
+		t.Errorf("the held cluster's words are not read: %s: %s\n%v", top.Code, top.Summary, top.Evidence)
 	}
 }

@@ -1,0 +1,94 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// The objects a namespace's scan finds held by a finalizer (metadata only)
+// are read in full, so that their status (an operator's words) is read as a
+// named target's is: once each, at most heldReads of them; never a
+// ConfigMap's data, nor a pod (read apart) or a target of the run again.
+func TestHeldObjectsAreReadInFull(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "rds.services.k8s.aws", Version: "v1alpha1", Resource: "dbinstances"}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	now := metav1.Now()
+	object := func(gvr schema.GroupVersionResource, kind, name string, status map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetAPIVersion(gvr.GroupVersion().String())
+		u.SetKind(kind)
+		u.SetNamespace("db")
+		u.SetName(name)
+		u.SetUID(types.UID(name))
+		u.SetDeletionTimestamp(&now)
+		u.SetFinalizers([]string{"finalizers.rds.services.k8s.aws/DBInstance"})
+		if status != nil {
+			u.Object["status"] = status
+		}
+		if kind == "ConfigMap" {
+			u.Object["data"] = map[string]any{"password": "s3cret"}
+		}
+		return u
+	}
+	words := map[string]any{"conditions": []any{map[string]any{"type": "ACK.Terminal", "status": "True", "message": "Cannot delete protected DB Instance"}}}
+	var full []runtime.Object
+	held := func(gvr schema.GroupVersionResource, kind, name string) *snapshot.Target {
+		u := object(gvr, kind, name, words)
+		full = append(full, u)
+		meta := object(gvr, kind, name, nil) // as the scan has it
+		delete(meta.Object, "data")
+		return &snapshot.Target{Ref: Found{GVR: gvr, Object: meta}.Ref(), Object: meta}
+	}
+	contents := &snapshot.Contents{Resources: map[schema.GroupResource]schema.GroupVersionResource{gvr.GroupResource(): gvr, cms.GroupResource(): cms},
+		Held: map[string][]*snapshot.Target{}}
+	f := "finalizers.rds.services.k8s.aws/DBInstance"
+	for i := range heldReads + 5 {
+		contents.Held[f] = append(contents.Held[f], held(gvr, "DBInstance", fmt.Sprintf("db-%02d", i)))
+	}
+	settings := held(cms, "ConfigMap", "settings")
+	named := held(gvr, "DBInstance", "named")
+	contents.Held["other.example.com/keep"] = []*snapshot.Target{contents.Held[f][0], settings, named}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "DBInstanceList", cms: "ConfigMapList"}, full...)
+	c := &Collector{Clients: &kube.Clients{Dynamic: dyn}, Now: time.Now}
+	c.readHeld(context.Background(), contents, map[types.UID]*snapshot.Target{"named": named})
+
+	read := 0
+	for _, h := range contents.Held[f] {
+		if _, ok := h.Object.Object["status"]; ok {
+			read++
+		}
+	}
+	if read != heldReads {
+		t.Errorf("%d held objects read in full, want %d (the bound)", read, heldReads)
+	}
+	if _, ok := contents.Held[f][0].Object.Object["status"]; !ok {
+		t.Errorf("the first held object was not read in full: %v %v", contents.Held[f][0].Object.Object, contents.Held[f][0].Skipped)
+	}
+	if _, ok := settings.Object.Object["data"]; ok {
+		t.Errorf("a ConfigMap's data was read: %v", settings.Object.Object)
+	}
+	if _, ok := named.Object.Object["status"]; ok {
+		t.Errorf("a target of the run was read again")
+	}
+	gets := 0
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() == "get" {
+			gets++
+		}
+	}
+	if gets != heldReads {
+		t.Errorf("%d GETs, want %d: each held object once", gets, heldReads)
+	}
+}
