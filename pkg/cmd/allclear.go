@@ -40,9 +40,14 @@ var (
 
 // elsewhere says what is being deleted outside the run's namespace, for a
 // report that found nothing in it: pods and namespaces, the objects most
-// often stuck, from two metadata lists. "" when nothing is, or when either
-// list is refused (it would be a guess).
+// often stuck, from two metadata lists. "" when nothing is, when either
+// list is refused (it would be a guess), or when the run looked for other
+// things (list configmaps, -l app=web: pods elsewhere are not what it
+// asked about).
 func (o *Options) elsewhere(ctx context.Context, clients *kube.Clients) string {
+	if !o.looksForPodsOrNamespaces(clients) {
+		return ""
+	}
 	pods, err := clients.Metadata.Resource(podsResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return ""
@@ -111,4 +116,19 @@ func (o *Options) insideNamespaces(ctx context.Context, c *collect.Collector, sc
 // isNamespace: the object found is a Namespace (core v1).
 func isNamespace(f collect.Found) bool {
 	return f.GVR.Group == "" && f.GVR.Resource == "namespaces"
+}
+
+// looksForPodsOrNamespaces: the run's types (none named: every type)
+// include pods or namespaces, and no selector narrows them.
+func (o *Options) looksForPodsOrNamespaces(clients *kube.Clients) bool {
+	if o.LabelSelector != "" || o.FieldSelector != "" {
+		return false
+	}
+	if len(o.requests) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(o.requests, func(r collect.Request) bool {
+		gvr, err := clients.Mapper.ResourceFor(schema.ParseGroupResource(r.Resource).WithVersion(""))
+		return err == nil && (gvr.GroupResource() == podsResource.GroupResource() || gvr.GroupResource() == namespacesResource.GroupResource())
+	})
 }

@@ -409,6 +409,11 @@ func TestNoAccidentalAllClear(t *testing.T) {
 		{[]string{"why"}, ExitOK, "No terminating objects found in default namespace.\nElsewhere: 3 pods being deleted in 1 other namespace, 1 other namespace being deleted (kubectl terminating list -A).\n"},
 		{[]string{"list", "-n", "quiet"}, ExitOK, "No terminating objects found in quiet namespace.\nElsewhere: 3 pods being deleted in 1 other namespace, 1 other namespace being deleted (kubectl terminating list -A).\n"},
 		{[]string{"list", "-n", "quiet", "-o", "json"}, ExitOK, ""},
+		// Pods named, or a type that holds them: elsewhere is what was asked about.
+		{[]string{"list", "po", "-n", "quiet"}, ExitOK, "No terminating objects found in quiet namespace.\nElsewhere: 3 pods being deleted in 1 other namespace, 1 other namespace being deleted (kubectl terminating list -A).\n"},
+		// Another type, or a selector: pods elsewhere are not what was asked about.
+		{[]string{"list", "leases", "-n", "quiet"}, ExitOK, "No terminating objects found in quiet namespace.\n"},
+		{[]string{"list", "-n", "quiet", "-l", "app=web"}, ExitOK, "No terminating objects found in quiet namespace.\n"},
 	} {
 		_, errOut, err := executeWith(t, fakes(t, cluster(), nil), func(*Options) {}, tc.args...)
 		if err != nil {

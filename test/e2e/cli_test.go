@@ -83,6 +83,11 @@ func TestObjectNotBeingDeleted(t *testing.T) {
 	if res.code != 0 || res.stdout != "" || !elsewhere.MatchString(res.stderr) {
 		t.Errorf("list -n %s: exit %d stdout %q stderr %q", quiet, res.code, res.stdout, res.stderr)
 	}
+	// Asked about configmaps: pods elsewhere are not what was asked about.
+	res = run(t, "list", "configmaps", "-n", quiet)
+	if res.code != 0 || res.stdout != "" || res.stderr != "No terminating objects found in "+quiet+" namespace.\n" {
+		t.Errorf("list configmaps -n %s: exit %d stdout %q stderr %q", quiet, res.code, res.stdout, res.stderr)
+	}
 }
 
 func TestOutputFormats(t *testing.T) {
