@@ -233,17 +233,24 @@ const settleTime = 30 * time.Second
 // NextVerdictTime is when the verdict of a diagnosed object may next change
 // with time alone, no object changing: its deletion deadline, the settle
 // time past it, the pod GC's delay past it (the rules' thresholds measured
-// from the deadline). Zero when all of them have passed.
+// from the deadline), or when a cause's verdict lapses (Cause.Until: a
+// controller seen at work that writes no more). Zero when all have passed.
 func NextVerdictTime(it report.Item, now time.Time) time.Time {
-	if it.DeletionTimestamp.IsZero() {
-		return time.Time{}
-	}
-	for _, past := range []time.Duration{0, settleTime, podGCDelay} {
-		if at := it.DeletionTimestamp.Add(past); at.After(now) {
-			return at
+	var next time.Time
+	soonest := func(at time.Time) {
+		if at.After(now) && (next.IsZero() || at.Before(next)) {
+			next = at
 		}
 	}
-	return time.Time{}
+	for _, c := range it.Causes {
+		soonest(c.Until)
+	}
+	if !it.DeletionTimestamp.IsZero() {
+		for _, past := range []time.Duration{0, settleTime, podGCDelay} {
+			soonest(it.DeletionTimestamp.Add(past))
+		}
+	}
+	return next
 }
 
 // causeLess orders two causes: more severe first, then closer to the root

@@ -59,6 +59,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		return report.Critical, confidence
 	}
 	working, isWorking := atWork(t.Object, tm, s.Now)
+	var until time.Time // when the verdict lapses with time alone
 	dependents, depEvidence := dependentsDeleted(s, t, tm)
 	evidence = append(evidence, depEvidence...)
 	stuck := slices.IndexFunc(dependents, func(it report.Item) bool { return it.Stuck })
@@ -86,6 +87,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		sev, confidence = saysWhy(0.8)
 	case isWorking:
 		sev, confidence = report.Info, 0.6
+		until = working.at.Add(settleTime) // then, with no new write, it is not at work any more
 		summary = fmt.Sprintf("progressing: field manager %s wrote %s %s ago, after the deletion began: the controller that removes %s is at work",
 			working.manager, working.what(), report.HumanDuration(s.Now.Sub(working.at)), report.FirstFew(names))
 		steps = []report.Step{read("Wait for the controller to finish; the plugin prints the diagnosis if it has not by then", waitCommand(t.Ref, 5*time.Minute))}
@@ -129,6 +131,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	steps = append(steps, removeByHand(t, finalizers)...)
 	c := cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)
 	c.BlockedBy = dependents
+	c.Until = until
 	c.About.Finalizers = names
 	c.About.Reason = quoted
 	switch { // what fix reads before it removes one

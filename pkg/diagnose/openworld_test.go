@@ -138,6 +138,16 @@ func TestWhoWroteAndWhen(t *testing.T) {
 		if !strings.Contains(c.Remediation[0].Command, "kubectl terminating wait") {
 			t.Errorf("first step %+v", c.Remediation[0])
 		}
+		// The verdict holds while the write is recent: list -w diagnoses
+		// again when it lapses (the write plus the settle time), before the
+		// deadline's own thresholds.
+		if at := NextVerdictTime(it, now); !at.Equal(now.Add(-5*time.Second + settleTime)) {
+			t.Errorf("next verdict time %s, want %s", at, now.Add(-5*time.Second+settleTime))
+		}
+		s.Now = now.Add(26 * time.Second) // the write 31 s old: not at work any more
+		if later := Diagnose(s).Items[0]; !later.Stuck || later.Causes[0].Until != (time.Time{}) {
+			t.Errorf("31 s after its write: stuck %t, %s, until %s", later.Stuck, later.Causes[0].Summary, later.Causes[0].Until)
+		}
 	})
 	t.Run("its words of failure still win", func(t *testing.T) {
 		u := heldWith(unknownFinalizer, condAt("ACK.Terminal", "True", "", "cannot delete", 5*time.Second))

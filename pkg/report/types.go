@@ -5,6 +5,7 @@ package report
 
 import (
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -170,6 +171,10 @@ type Cause struct {
 	BlockedBy []Item `json:"blockedBy,omitempty"`
 	// Docs is the address of the code's entry in the published catalogue (since v0.2).
 	Docs string `json:"docs,omitempty"`
+	// Until is when a verdict that holds for a while only lapses (a
+	// controller seen at work: its latest write plus the settle time), for
+	// list -w to diagnose again then; zero for none. Not in the JSON.
+	Until time.Time `json:"-"`
 }
 
 // About is what a cause is about: the finalizers, node, object or webhook it

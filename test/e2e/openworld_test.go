@@ -274,17 +274,9 @@ func TestANamespacesHeldObjectsSpeak(t *testing.T) {
 	ns := namespace(t, "held-words")
 	db := scenario.Operator{Group: "db.heldwords.e2e.example.com", Kind: "Cluster", Plural: "clusters",
 		Manager: "db-operator", Finalizer: "db.heldwords.e2e.example.com/cleanup"}
-	if err := env.StatusCRD(ctx, db); err != nil {
-		t.Fatal(err)
-	}
 	words := "deletion blocked: backup of volume data-0 failed: AccessDenied: s3:PutObject"
-	if err := env.Adopt(ctx, db, ns, "orders", nil, map[string]any{"conditions": []any{
-		map[string]any{"type": "Stalled", "status": "True", "reason": "BackupFailed", "message": words, "lastTransitionTime": metaNow()}}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		release(env.Dynamic.Resource(schema.GroupVersionResource{Group: db.Group, Version: "v1", Resource: db.Plural}).Namespace(ns), "orders")
-	})
+	adopted(t, db, ns, "orders", map[string]any{"conditions": []any{
+		map[string]any{"type": "Stalled", "status": "True", "reason": "BackupFailed", "message": words, "lastTransitionTime": metaNow()}}})
 	time.Sleep(1100 * time.Millisecond) // the words before the deletion, to the second
 	deleted := time.Now()
 	if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
@@ -308,4 +300,20 @@ func TestANamespacesHeldObjectsSpeak(t *testing.T) {
 	if !strings.Contains(top.Summary+strings.Join(top.Evidence, "\n"), words) {
 		t.Errorf("the held cluster's words are not read: %s: %s\n%v", top.Code, top.Summary, top.Evidence)
 	}
+}
+
+// adopted makes an operator's CRD and one object of it in ns with that
+// status, held by its finalizer, which is released when the test ends.
+func adopted(t *testing.T, op scenario.Operator, ns, name string, status map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.StatusCRD(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Adopt(ctx, op, ns, name, nil, status); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		release(env.Dynamic.Resource(schema.GroupVersionResource{Group: op.Group, Version: "v1", Resource: op.Plural}).Namespace(ns), name)
+	})
 }

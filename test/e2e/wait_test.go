@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
 
 // wait succeeds when the object goes away, and on timeout prints the
@@ -117,5 +119,38 @@ func TestWaitOnAnObjectThatDoesNotExist(t *testing.T) {
 	res = run(t, "wait", "configmap/no-such-thing", "-n", ns, "--timeout", "30s", "--ignore-not-found")
 	if res.code != 0 || res.stdout != "configmap/no-such-thing deleted\n" {
 		t.Errorf("--ignore-not-found: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+	}
+}
+
+// list -w diagnoses again when a verdict lapses with time alone: a
+// controller seen writing to the object after its deletion is at work
+// (progressing) only while its write is recent; once the controller stops
+// writing, the row turns stuck, although nothing changed in the cluster.
+func TestListWatchSeesAControllerStopWriting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "watch-lapse")
+	op := scenario.Operator{Group: "lapse.e2e.example.com", Kind: "Restore", Plural: "restores",
+		Manager: "restore-server", Finalizer: "lapse.e2e.example.com/cleanup"}
+	adopted(t, op, ns, "r", map[string]any{"phase": "InProgress"})
+	deleted := time.Now()
+	if err := env.Delete(ctx, op, ns, "r"); err != nil {
+		t.Fatal(err)
+	}
+	// Its one write after the deletion, past the settle time of the
+	// deadline: from there on only the write's age changes the verdict.
+	time.Sleep(time.Until(deleted.Add(32 * time.Second)))
+	if err := env.OperatorWrites(ctx, op, ns, "r", map[string]any{"phase": "InProgress", "progress": map[string]any{"itemsRestored": int64(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, "list", "restores."+op.Group, "-n", ns, "-w", "--timeout", "50s")
+	var rows []string
+	for _, l := range strings.Split(res.stdout, "\n") {
+		if strings.HasPrefix(l, "restore/r ") {
+			rows = append(rows, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	if res.code != 2 || len(rows) != 2 || !strings.Contains(rows[0], " info ") || strings.Contains(rows[1], " info ") {
+		t.Errorf("exit %d, rows %q: want the row at work (info), then stuck, exit 2\n%s\n%s", res.code, rows, res.stdout, res.stderr)
 	}
 }
