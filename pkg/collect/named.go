@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -32,8 +33,8 @@ var coreNamed = []string{"pod", "persistentvolumeclaim", "persistentvolume", "se
 // kind, or a kind of the target's own API group whose name is (or ends
 // with) the field's key (backupName -> Backup, storageLocation ->
 // BackupStorageLocation), or, for a key ending in Name or Ref, one of a few
-// core kinds. A name that resolves to no kind, or to no object, is
-// followed no further.
+// core kinds. A name that resolves to no kind is followed no further; one
+// that resolves to no object is recorded as such (Unfound).
 func (c *Collector) readNamed(ctx context.Context, s *snapshot.Snapshot) {
 	for _, t := range targetsAndHeld(s) {
 		if t.Named == nil && diagnose.Needs(t).Has(diagnose.NamedEvidence) {
@@ -44,7 +45,7 @@ func (c *Collector) readNamed(ctx context.Context, s *snapshot.Snapshot) {
 
 // followNamed reads what t names, and, below namedDepth, what those name.
 func (c *Collector) followNamed(ctx context.Context, t *snapshot.Target, seen map[types.UID]bool, depth int) {
-	t.Named = []*snapshot.Target{}
+	t.Named, t.Unfound = []*snapshot.Target{}, []snapshot.ObjectRef{}
 	group := t.Object.GroupVersionKind().Group
 	for _, ref := range snapshot.NamedIn(t.Object) {
 		m := c.namedMapping(ref, group)
@@ -62,6 +63,8 @@ func (c *Collector) followNamed(ctx context.Context, t *snapshot.Target, seen ma
 		u, err := c.get(ctx, m, namespaced, ns, ref.Name)
 		switch {
 		case apierrors.IsNotFound(err):
+			t.Unfound = append(t.Unfound, report.ObjectRef{APIVersion: m.GroupVersionKind.GroupVersion().String(), Kind: m.GroupVersionKind.Kind,
+				Resource: QualifiedResource(m.Resource), Namespace: ns, Name: ref.Name})
 			continue
 		case err != nil:
 			c.skipTarget(t, skipOf(QualifiedResource(m.Resource)+"/"+ref.Name, err))

@@ -119,6 +119,14 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		steps = []report.Step{read("Wait for the dependents to go; the plugin prints the diagnosis if they have not by then", waitCommand(t.Ref, 5*time.Minute))}
 	case len(said) > 0:
 		sev, confidence = saysWhy(0.65)
+	case depends.missing != nil: // what it depends on is gone: its controller may wait for it forever
+		confidence = 0.5
+		summary = fmt.Sprintf("the controller that removes %s may wait for %s (%s), which does not exist",
+			report.FirstFew(names), report.Name(*depends.missing), strings.Join(depends.missingPath[:len(depends.missingPath)-1], " -> "))
+		steps = []report.Step{
+			read("Read what the controller reports about the object", kubectlOn(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
+			repair(fmt.Sprintf("Recreate %s, or point the object elsewhere; the controller then finishes its cleanup", report.Name(*depends.missing)), ""),
+		}
 	case len(healthy) > 0:
 		confidence = 0.5
 		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it", report.FirstFew(healthy))

@@ -129,11 +129,15 @@ func finalizerNames(finalizers []heldBy) []string {
 }
 
 // trouble is an object a held object depends on that says it fails: the
-// way there (each field and the object it names) and its words.
+// way there (each field and the object it names) and its words. missing is
+// the first object it depends on that does not exist, with its way there.
 type trouble struct {
 	path  []string
 	at    *snapshot.Target
 	words []complaint
+
+	missing     *snapshot.ObjectRef
+	missingPath []string
 }
 
 // namedTrouble follows what a held object's spec names (and what those
@@ -148,19 +152,30 @@ func namedTrouble(t *snapshot.Target) (trouble, []string) {
 	}
 	queue := []step{{t: t}}
 	seen := map[*snapshot.Target]bool{t: true}
+	var found trouble
 	for len(queue) > 0 {
 		from := queue[0]
 		queue = queue[1:]
 		refs := snapshot.NamedIn(from.t.Object)
+		fieldOf := func(kind, name string) string {
+			if i := slices.IndexFunc(refs, func(r snapshot.NamedRef) bool { return r.Names(kind, name) }); i >= 0 {
+				return refs[i].Field
+			}
+			return "names"
+		}
+		for _, u := range from.t.Unfound {
+			field := fieldOf(u.Kind, u.Name)
+			evidence = append(evidence, fmt.Sprintf("%s %s: %s: not found", ownerOf(from.t, t), field, report.Name(u)))
+			if found.missing == nil {
+				found.missing, found.missingPath = &u, append(slices.Clone(from.path), field, report.Name(u))
+			}
+		}
 		for _, n := range from.t.Named {
 			if seen[n] {
 				continue
 			}
 			seen[n] = true
-			field := "names"
-			if i := slices.IndexFunc(refs, func(r snapshot.NamedRef) bool { return r.Names(n.Ref.Kind, n.Ref.Name) }); i >= 0 {
-				field = refs[i].Field
-			}
+			field := fieldOf(n.Ref.Kind, n.Ref.Name)
 			path := append(slices.Clone(from.path), field, report.Name(n.Ref))
 			evidence = append(evidence, fmt.Sprintf("%s %s: %s", ownerOf(from.t, t), field, report.Name(n.Ref)))
 			if words := wordsOf(n, nil); len(words) > 0 {
@@ -168,12 +183,13 @@ func namedTrouble(t *snapshot.Target) (trouble, []string) {
 				for _, w := range words {
 					evidence = append(evidence, report.Name(n.Ref)+": "+w.evidence)
 				}
-				return trouble{path: path, at: n, words: words}, evidence
+				found.path, found.at, found.words = path, n, words
+				return found, evidence
 			}
 			queue = append(queue, step{t: n, path: path})
 		}
 	}
-	return trouble{}, evidence
+	return found, evidence
 }
 
 // ownerOf names the object a reference is read from in the evidence:

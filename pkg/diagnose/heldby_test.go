@@ -178,6 +178,17 @@ func TestWhatAHeldObjectDependsOn(t *testing.T) {
 	if c := Diagnose(s).Items[0].Causes[0]; !strings.Contains(c.Summary, "looks healthy") {
 		t.Errorf("with the location available: %s", c.Summary)
 	}
+
+	// The location deleted: what the backup names does not exist.
+	backup.Named = []*snapshot.Target{}
+	backup.Unfound = []snapshot.ObjectRef{{APIVersion: "velero.io/v1", Kind: "BackupStorageLocation", Resource: "backupstoragelocations.velero.io", Namespace: "velero", Name: "default"}}
+	it = Diagnose(s).Items[0]
+	c = it.Causes[0]
+	want = "may wait for backupstoragelocation.velero.io/default (spec.backupName -> backup.velero.io/nightly -> spec.storageLocation), which does not exist"
+	if c.Severity != report.Warning || !strings.Contains(c.Summary, want) || !hasLine(c.Evidence, "backup.velero.io/nightly spec.storageLocation: backupstoragelocation.velero.io/default: not found") {
+		t.Errorf("%s: %s\nwant %q; evidence %q", c.Severity, c.Summary, want, c.Evidence)
+	}
+	expectGradedSteps(t, it)
 }
 
 // What of its kin still names a held object (an event source naming its

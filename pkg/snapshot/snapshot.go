@@ -286,6 +286,9 @@ type Target struct {
 	// backup, and that backup's storage location in turn), found. Nil: not
 	// read.
 	Named []*Target `json:"named"`
+	// Unfound are the objects the target's spec names, resolved to a kind,
+	// that do not exist (a restore's deleted backup). Nil: not read.
+	Unfound []ObjectRef `json:"unfound"`
 	// NamedBy are the objects of the target's namespace, of its API group's
 	// family (knative.dev for eventing.knative.dev), whose spec names it
 	// (NamingField): an event source naming its bus. Nil: not read.

@@ -65,12 +65,14 @@ func TestOperatorsNeverSeen(t *testing.T) {
 		map[string]any{"phase": "Unavailable", "message": `BackupStorageLocation "default" is unavailable: rpc error: code = Unknown desc = NoCredentialProviders: no valid providers in chain`}))
 	must(env.Adopt(ctx, backups, ns, "nightly-0300", map[string]any{"storageLocation": "default"}, map[string]any{"phase": "Completed"}))
 	must(env.Adopt(ctx, velero, ns, "from-nightly", map[string]any{"backupName": "nightly-0300"}, map[string]any{"phase": "Completed"}))
+	// A restore whose backup was deleted: no such backup.
+	must(env.Adopt(ctx, velero, ns, "from-deleted", map[string]any{"backupName": "deleted-0300"}, map[string]any{"phase": "Completed"}))
 	time.Sleep(1100 * time.Millisecond) // managedFields and deletionTimestamp are to the second: the writes come before the deletion
 	deleted := time.Now()
 	for _, o := range []struct {
 		op   scenario.Operator
 		name string
-	}{{rds, "orders-db"}, {velero, "nightly"}, {velero, "last-week"}, {cloud, "billing"}, {velero, "from-nightly"}} {
+	}{{rds, "orders-db"}, {velero, "nightly"}, {velero, "last-week"}, {cloud, "billing"}, {velero, "from-nightly"}, {velero, "from-deleted"}} {
 		must(env.Delete(ctx, o.op, ns, o.name))
 	}
 	// After the delete: ACK's delete call fails terminally, the cloud
@@ -98,6 +100,7 @@ func TestOperatorsNeverSeen(t *testing.T) {
 		"last-week":    {"restores", 2, "warning", "looks healthy but has not removed it, nor written to the object since its deletion began", velero.Finalizer},
 		"billing":      {"instances", 2, "critical", "it reports status.error.message: googleapi: Error 403", cloud.Finalizer},
 		"from-nightly": {"restores", 2, "critical", "depends on backupstoragelocation.velero.io/default (spec.backupName -> backup.velero.io/nightly-0300 -> spec.storageLocation), which reports status.message: BackupStorageLocation \"default\" is unavailable", velero.Finalizer},
+		"from-deleted": {"restores", 2, "warning", "may wait for backup.velero.io/deleted-0300 (spec.backupName), which does not exist", velero.Finalizer},
 	}
 	for name, w := range want {
 		r, res := diagnose(t, "why", w.resource+"/"+name, "-n", ns)
@@ -116,7 +119,7 @@ func TestOperatorsNeverSeen(t *testing.T) {
 	r, _ := diagnose(t, "why", "-n", ns)
 	for _, it := range r.Items {
 		w, ok := want[it.Object.Name]
-		if !ok || it.Object.Name == "from-nightly" {
+		if !ok || strings.HasPrefix(it.Object.Name, "from-") {
 			continue // a scan reads its metadata, not the spec that names its backup
 		}
 		delete(want, it.Object.Name)
@@ -124,7 +127,8 @@ func TestOperatorsNeverSeen(t *testing.T) {
 			t.Errorf("why -n: %s: %s: %s; want %s saying %q", it.Object.Name, top.Severity, top.Summary, w.severity, w.summary)
 		}
 	}
-	if delete(want, "from-nightly"); len(want) > 0 {
+	delete(want, "from-nightly")
+	if delete(want, "from-deleted"); len(want) > 0 {
 		t.Errorf("why -n did not report %v", want)
 	}
 }
