@@ -30,9 +30,10 @@ func NewWatchTable(w io.Writer, r Report, st Style) (*WatchTable, error) {
 	st.Watching = true
 	ambiguous := ambiguousKinds(r.Items)
 	header, rows := listRows(r.Items, ambiguous, st)
-	t := &WatchTable{w: w, st: st, widths: fitColumns(header, rows, st.fit(), listShrink(header)...), ambiguous: ambiguous}
+	shrink := listShrink(header)
+	t := &WatchTable{w: w, st: st, widths: fitColumns(header, rows, st.fit(), shrink...), ambiguous: ambiguous}
 	if st.fit() > 0 {
-		t.shrink = listShrink(header)
+		t.shrink = shrink
 	}
 	return t, WriteList(w, r, st)
 }
