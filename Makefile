@@ -98,6 +98,10 @@ bench: build lab-bin ## Measure the plugin against the one-liner and the floor a
 bench-smoke: build lab-bin ## The bench at a tiny size: every program must see the same objects (no figures judged)
 	cd test/e2e && go run ./cmd/bench -scale smoke -runs 1 -plugin $(CURDIR)/bin/kubectl-terminating -bin $(LAB_BIN)
 
+.PHONY: generate
+generate: ## Write the docs generated from the code (docs/causes.md from pkg/catalog/causes.yaml)
+	go run ./hack/gendocs
+
 .PHONY: golden
 golden: ## Rewrite the golden files after an intended output change
 	go test ./pkg/cmd/ ./pkg/report/ ./pkg/catalog/ -update

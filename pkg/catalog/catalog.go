@@ -1,6 +1,7 @@
 // Package catalog is the table of cause codes: the public contract runbooks
-// match on. A code, once shipped, keeps its name; docs/causes.md has an entry
-// for each (TestEveryCodeIsDocumented).
+// match on. A code, once shipped, keeps its name. Each is declared in
+// causes.yaml with its rank and documentation; docs/causes.md is generated
+// from it (TestCausesDocIsGenerated).
 package catalog
 
 import (
@@ -11,7 +12,8 @@ import (
 // Code is a stable cause code.
 type Code string
 
-// The cause codes. Keep in step with docs/causes.md.
+// The cause codes, each with its entry in causes.yaml
+// (TestEveryCodeConstantIsCatalogued).
 const (
 	WithinGracePeriod            Code = "WithinGracePeriod"
 	GracePeriodOverrun           Code = "GracePeriodOverrun"
@@ -63,18 +65,6 @@ const (
 	DiagnosisIncomplete Code = "DiagnosisIncomplete"
 )
 
-// Entry describes a code.
-type Entry struct {
-	// Title is a few words for tables and docs.
-	Title string
-	// Depth orders coexisting causes of equal severity: a lower depth is
-	// closer to the root cause (a dead node explains running containers).
-	Depth int
-	// Identity is what a cause of this code must name beside the code (in
-	// its report.About): objects held the same way are grouped by it.
-	Identity Identity
-}
-
 // Identity is a set of report.About fields a code's causes must fill.
 type Identity uint8
 
@@ -94,45 +84,6 @@ const (
 
 // Has reports whether i includes every field of x.
 func (i Identity) Has(x Identity) bool { return i&x == x }
-
-var entries = map[Code]Entry{
-	NodeNotFound:                 {"node object is gone", 10, ByNode},
-	NodeUnreachable:              {"node stopped reporting", 10, ByNode},
-	APIServiceUnavailable:        {"aggregated API unavailable", 10, ByObject},
-	NamespaceControllerInactive:  {"namespace controller not acting", 12, ByCodeAlone},
-	MirrorPodKubeletNotSyncing:   {"static pod's kubelet not syncing", 12, ByNode},
-	NodeNotReady:                 {"node not ready", 15, ByNode},
-	AdmissionWebhookDenied:       {"webhook refuses the request", 20, ByWebhook},
-	AdmissionPolicyDenied:        {"admission policy refuses the request", 20, ByObject},
-	ConversionWebhookFailing:     {"conversion webhook failing", 20, ByObject},
-	NegativeGracePeriod:          {"negative grace period", 25, ByCodeAlone},
-	ContainerKillFailed:          {"runtime cannot kill containers", 30, ByNode},
-	KubeletNoLongerManagesPod:    {"kubelet no longer manages the pod", 30, ByNode},
-	SandboxTeardownFailed:        {"sandbox (CNI) teardown failed", 30, ByNode},
-	VolumeTeardownPending:        {"volumes not unmounted", 30, ByNode},
-	ResourceClaimCleanupPending:  {"DRA claims not unprepared", 30, ByNode},
-	VolumeDetachFailed:           {"volume detach failed", 30, ByFinalizer},
-	VolumeDeleteFailed:           {"backend volume not deleted", 30, ByFinalizer},
-	LoadBalancerCleanupPending:   {"load balancer not deleted", 30, ByFinalizer},
-	NodeDrainBlocked:             {"drain cannot evict pods", 35, ByFinalizer | ByNode},
-	PVCInUse:                     {"claim still used by pods", 35, ByFinalizer},
-	SnapshotSourceInUse:          {"snapshot or restore in progress", 35, ByFinalizer},
-	ObjectInUse:                  {"still used by other objects", 35, ByFinalizer},
-	PVBound:                      {"volume still bound", 35, ByFinalizer},
-	ForegroundDeletionBlocked:    {"dependents still present", 40, ByFinalizer},
-	CRDInstancesRemaining:        {"custom resources remain", 40, ByFinalizer},
-	FinalizerPending:             {"finalizers not removed", 40, ByFinalizer},
-	PodStuckTerminating:          {"pods stuck terminating", 45, ByObject},
-	NamespaceDiscoveryFailure:    {"discovery failed", 50, ByCodeAlone},
-	NamespaceContentFailure:      {"content deletion failed", 55, ByCodeAlone},
-	NamespaceFinalizersRemaining: {"content held by finalizers", 58, ByCodeAlone},
-	NamespaceContentRemaining:    {"content remaining", 60, ByCodeAlone},
-	ContainersStillRunning:       {"containers still running", 70, ByNode},
-	CgroupCleanupPending:         {"kubelet cleanup pending", 75, ByNode},
-	GracePeriodOverrun:           {"past grace period", 80, ByCodeAlone},
-	DiagnosisIncomplete:          {"no rule explains it", 85, ByCodeAlone},
-	WithinGracePeriod:            {"inside grace period", 90, ByCodeAlone},
-}
 
 // Lookup returns the entry of a code and whether it is catalogued.
 func Lookup(c Code) (Entry, bool) {

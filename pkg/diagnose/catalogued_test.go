@@ -34,24 +34,13 @@ type cataloguing struct {
 	graded            func(catalog.Code, report.RiskLevel) bool
 }
 
-// catalogued is the real catalogue and docs/causes.md, as embedded.
+// catalogued is the real catalogue (pkg/catalog/causes.yaml, embedded).
 var catalogued = cataloguing{
 	known:      func(c catalog.Code) bool { _, ok := catalog.Lookup(c); return ok },
-	documented: func(c catalog.Code) bool { _, ok := catalog.Explain(c); return ok },
+	documented: func(c catalog.Code) bool { _, ok := catalog.Describe(c); return ok },
 	graded: func(c catalog.Code, level report.RiskLevel) bool {
-		return slices.ContainsFunc(documentedSteps(c), func(s report.Step) bool { return s.RiskLevel == level })
+		return slices.ContainsFunc(catalog.Remedies(c), func(s catalog.Step) bool { return s.Level == level })
 	},
-}
-
-// documentedSteps are the remediation steps of a code's docs entry, as
-// explain prints them.
-func documentedSteps(c catalog.Code) []report.Step {
-	e, _ := catalog.Describe(c)
-	var out []report.Step
-	for _, p := range e.Parts {
-		out = append(out, p.Steps...)
-	}
-	return out
 }
 
 // uncatalogued lists what is wrong with a report's causes, nested ones
@@ -99,7 +88,7 @@ func (cat cataloguing) problems(r report.Report) []string {
 			case s.RiskLevel.Weight() == 0:
 				out = append(out, fmt.Sprintf("%s: %s: step %q has riskLevel %q", name, c.Code, s.Action, s.RiskLevel))
 			case cat.documented(code) && !cat.graded(code, s.RiskLevel):
-				out = append(out, fmt.Sprintf("%s: %s: step %q is graded %s, which no step of the code's entry in docs/causes.md is", name, c.Code, s.Action, s.RiskLevel))
+				out = append(out, fmt.Sprintf("%s: %s: step %q is graded %s, which no step of the code's entry in the catalogue (causes.yaml) is", name, c.Code, s.Action, s.RiskLevel))
 			}
 			if s.Node == "" && runsOnANode(s.Command) {
 				out = append(out, fmt.Sprintf("%s: %s: step %q runs on a node it does not name: %s", name, c.Code, s.Action, s.Command))
@@ -136,9 +125,9 @@ func gradeOf(c catalog.Code, level report.RiskLevel) string { return string(c) +
 func ungraded() []string {
 	var out []string
 	for _, c := range catalog.Codes() {
-		for _, s := range documentedSteps(c) {
-			if _, ok := gradedByRules.Load(gradeOf(c, s.RiskLevel)); !ok {
-				out = append(out, fmt.Sprintf("docs/causes.md grades a step of %s %s (%q), a grade no rule gives its steps", c, s.RiskLevel, s.Action))
+		for _, s := range catalog.Remedies(c) {
+			if _, ok := gradedByRules.Load(gradeOf(c, s.Level)); !ok {
+				out = append(out, fmt.Sprintf("the catalogue (causes.yaml) grades a step of %s %s (%q), a grade no rule gives its steps", c, s.Level, s.Action))
 			}
 		}
 	}
@@ -274,7 +263,7 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		{"undocumented code", undocumented, func(*report.Cause) {}, "code " + string(emitted) + " has no entry in docs/causes.md"},
 		{"stale docs link", catalogued, func(c *report.Cause) { c.Docs = "" }, "not its docs entry"},
 		{"ungraded step", catalogued, func(c *report.Cause) { c.Remediation[0].RiskLevel = "" }, `has riskLevel ""`},
-		{"graded otherwise in the docs", gradedOtherwise, func(c *report.Cause) { c.Remediation = c.Remediation[:1] }, "which no step of the code's entry in docs/causes.md is"},
+		{"graded otherwise in the docs", gradedOtherwise, func(c *report.Cause) { c.Remediation = c.Remediation[:1] }, "which no step of the code's entry in the catalogue (causes.yaml) is"},
 		{"first step without a command", catalogued, func(c *report.Cause) { c.Remediation[0].Command = "" }, "the first step has no command to run"},
 		{"no step", catalogued, func(c *report.Cause) { c.Remediation = nil }, "the first step has no command to run"},
 		{"node-side command without its node", catalogued, func(c *report.Cause) {
