@@ -166,7 +166,7 @@ type refusal struct {
 	severity   report.Severity
 	confidence float64
 	summary    string
-	evidence   []string
+	evidence   []report.Fact
 	steps      []report.Step
 	about      report.About
 }
@@ -219,16 +219,16 @@ func matchConditions(conds []admissionregistrationv1.MatchCondition, r request, 
 
 func webhookRefusal(a snapshot.Admission, h hook, what string, conditions conditionsOutcome) (refusal, bool) {
 	id := fmt.Sprintf("%s %s webhook %s", h.kind, h.config, h.name)
-	evidence := []string{fmt.Sprintf("%s: matches %s, failurePolicy %s", id, what, h.failurePolicy)}
+	evidence := []report.Fact{report.Noted(fmt.Sprintf("%s: matches %s, failurePolicy %s", id, what, h.failurePolicy))}
 	for _, e := range conditions.evidence {
-		evidence = append(evidence, id+": "+e)
+		evidence = append(evidence, report.Noted(id+": "+e))
 	}
 	target, ready, known := "url "+h.url, 0, false
 	if h.service != nil {
 		target = fmt.Sprintf("service %s/%s", h.service.Namespace, h.service.Name)
 		ready, known = a.ServiceEndpoints[types.NamespacedName{Namespace: h.service.Namespace, Name: h.service.Name}]
 		if known {
-			evidence = append(evidence, fmt.Sprintf("%s: %d ready endpoints (EndpointSlices labelled kubernetes.io/service-name=%s)", target, ready, h.service.Name))
+			evidence = append(evidence, report.Noted(fmt.Sprintf("%s: %d ready endpoints (EndpointSlices labelled kubernetes.io/service-name=%s)", target, ready, h.service.Name)))
 		}
 	}
 	down := known && ready == 0
@@ -303,9 +303,9 @@ func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admiss
 	if conditions.result == celeval.False {
 		return refusal{}, false
 	}
-	evidence := []string{fmt.Sprintf("validatingadmissionpolicy %s: matchConstraints match %s", p.Name, what)}
-	evidence = append(evidence, conditions.evidence...)
-	evidence = append(evidence, fmt.Sprintf("validatingadmissionpolicybinding %s: validationActions %v", b.Name, b.Spec.ValidationActions))
+	evidence := []report.Fact{report.Noted(fmt.Sprintf("validatingadmissionpolicy %s: matchConstraints match %s", p.Name, what))}
+	evidence = append(evidence, notes(conditions.evidence)...)
+	evidence = append(evidence, report.Noted(fmt.Sprintf("validatingadmissionpolicybinding %s: validationActions %v", b.Name, b.Spec.ValidationActions)))
 	var failed, unknown []string
 	for _, v := range p.Spec.Validations {
 		res, err := celeval.Unknown, fmt.Errorf("the request's objects were not read")
@@ -321,12 +321,12 @@ func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admiss
 				msg = "failed expression: " + v.Expression
 			}
 			failed = append(failed, msg)
-			evidence = append(evidence, fmt.Sprintf("validation %s is false for this request: %s", v.Expression, msg))
+			evidence = append(evidence, report.Noted(fmt.Sprintf("validation %s is false for this request: %s", v.Expression, msg)))
 		case celeval.Unknown:
 			unknown = append(unknown, v.Expression)
-			evidence = append(evidence, fmt.Sprintf("validation %s cannot be evaluated here: %v", v.Expression, err))
+			evidence = append(evidence, report.Noted(fmt.Sprintf("validation %s cannot be evaluated here: %v", v.Expression, err)))
 		default:
-			evidence = append(evidence, fmt.Sprintf("validation %s is true for this request", v.Expression))
+			evidence = append(evidence, report.Noted(fmt.Sprintf("validation %s is true for this request", v.Expression)))
 		}
 	}
 	f := refusal{code: catalog.AdmissionPolicyDenied, evidence: evidence,

@@ -38,14 +38,14 @@ func unavailableGroupVersions(s *snapshot.Snapshot) []string {
 }
 
 func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
-	evidence := []string{
-		fmt.Sprintf("apiservice %s: condition Available=%s reason %s: %s", a.Name, a.Available, a.Reason, a.Message),
-		fmt.Sprintf("apiservice %s: served by service %s", a.Name, a.Service),
+	evidence := []report.Fact{
+		apiServiceAvailable(a),
+		report.Noted(fmt.Sprintf("apiservice %s: served by service %s", a.Name, a.Service)),
 	}
 	if a.ReadyEndpoints != nil {
-		evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", a.Service, *a.ReadyEndpoints))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("service %s: %d ready endpoints", a.Service, *a.ReadyEndpoints)))
 	}
-	evidence = append(evidence, "discovery of "+gv+" fails for every client: namespace deletion and garbage collection stall cluster-wide")
+	evidence = append(evidence, report.Noted("discovery of "+gv+" fails for every client: namespace deletion and garbage collection stall cluster-wide"))
 	c := cause(catalog.APIServiceUnavailable, report.Critical, 0.9,
 		fmt.Sprintf("aggregated API %s is unavailable (%s): discovery fails, so no namespace in the cluster can finish deleting", gv, a.Reason),
 		evidence,
@@ -65,4 +65,11 @@ func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
 // missing (the reasons the aggregator's availability controller gives).
 func backendGone(a snapshot.APIService) bool {
 	return (a.ReadyEndpoints != nil && *a.ReadyEndpoints == 0) || a.Reason == "ServiceNotFound" || a.Reason == "MissingEndpoints"
+}
+
+// apiServiceAvailable quotes an APIService's Available condition.
+func apiServiceAvailable(a snapshot.APIService) report.Fact {
+	return report.Fact{Text: fmt.Sprintf("apiservice %s: condition Available=%s reason %s: %s", a.Name, a.Available, a.Reason, a.Message),
+		Object: &report.ObjectRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Resource: "apiservices", Name: a.Name},
+		Field:  "status.conditions[Available]", Value: a.Available, Reason: a.Reason, Quote: a.Message}
 }

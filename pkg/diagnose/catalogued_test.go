@@ -77,6 +77,9 @@ func (cat cataloguing) problems(r report.Report) []string {
 		for _, missing := range unnamed(c) {
 			out = append(out, fmt.Sprintf("%s: %s does not name its %s (about: %+v)", name, c.Code, missing, c.About))
 		}
+		if !slices.Equal(c.Evidence, report.Lines(c.Facts)) {
+			out = append(out, fmt.Sprintf("%s: %s: its evidence %q is not its facts' lines %q", name, c.Code, c.Evidence, report.Lines(c.Facts)))
+		}
 		if c.Docs != catalog.DocsURL(code) {
 			out = append(out, fmt.Sprintf("%s: %s links %q, not its docs entry", name, c.Code, c.Docs))
 		}
@@ -265,6 +268,7 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		{"ungraded step", catalogued, func(c *report.Cause) { c.Remediation[0].RiskLevel = "" }, `has riskLevel ""`},
 		{"graded otherwise in the docs", gradedOtherwise, func(c *report.Cause) { c.Remediation = c.Remediation[:1] }, "which no step of the code's entry in the catalogue (causes.yaml) is"},
 		{"first step without a command", catalogued, func(c *report.Cause) { c.Remediation[0].Command = "" }, "the first step has no command to run"},
+		{"evidence that is not its facts", catalogued, func(c *report.Cause) { c.Evidence = append(c.Evidence, "said twice") }, "is not its facts' lines"},
 		{"no step", catalogued, func(c *report.Cause) { c.Remediation = nil }, "the first step has no command to run"},
 		{"node-side command without its node", catalogued, func(c *report.Cause) {
 			c.Remediation[0].Command, c.Remediation[0].Node = "kubectl get nodes; journalctl -u kubelet", ""

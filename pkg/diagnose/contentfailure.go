@@ -96,7 +96,7 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 		for _, name := range named {
 			c := cause(catalog.AdmissionWebhookDenied, settling(report.Critical, tm), 0.8,
 				fmt.Sprintf("webhook %s refuses the namespace controller's deletes in namespace %s", name, ns),
-				[]string{fmt.Sprintf(namedInCondition, name), "webhook configurations: not read"},
+				[]report.Fact{report.Noted(fmt.Sprintf(namedInCondition, name)), report.Noted("webhook configurations: not read")},
 				read("Find the webhook's configuration and check its backend",
 					pipe(kubectl("", "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "-o", "json"),
 						command("jq", "-r", `.items[] | select(any(.webhooks[]; .name == `+jsonText(name)+`)) | .kind + "/" + .metadata.name`))))
@@ -121,7 +121,7 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 		case isNamed:
 			f.severity, f.confidence = report.Critical, 0.95
 			f.summary = fmt.Sprintf("webhook %s refuses %s (the namespace controller's error names it)", h.name, what)
-			f.evidence = append(f.evidence, fmt.Sprintf(namedInCondition, h.name))
+			f.evidence = append(f.evidence, report.Noted(fmt.Sprintf(namedInCondition, h.name)))
 		case f.severity != report.Critical:
 			continue // a reachable webhook that matches may well allow the deletes
 		}
@@ -164,28 +164,28 @@ func orContent(resources []string) string {
 func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) report.Cause {
 	crd := crdOfKind(s, f.group, f.kind)
 	name := strings.ToLower(f.kind) + "s." + f.group // a guess, replaced by the CRD's name once read
-	evidence := []string{fmt.Sprintf("conversion webhook for %s/%s, Kind=%s failed: %s", f.group, f.version, f.kind, f.err)}
+	evidence := []report.Fact{report.Noted(fmt.Sprintf("conversion webhook for %s/%s, Kind=%s failed: %s", f.group, f.version, f.kind, f.err))}
 	why := f.err
 	check := read("Read the CRD's conversion settings", kubectlOn("", "get", "crd", name, "-o", "jsonpath={.spec.conversion}"))
 	if crd != nil {
 		name = crd.Name
-		evidence = append(evidence, fmt.Sprintf("customresourcedefinition %s: spec.conversion.strategy %s, storage version %s, served %v, status.storedVersions %v",
-			crd.Name, crd.ConversionStrategy, crd.StorageVersion, crd.Served, crd.StoredVersions))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("customresourcedefinition %s: spec.conversion.strategy %s, storage version %s, served %v, status.storedVersions %v",
+			crd.Name, crd.ConversionStrategy, crd.StorageVersion, crd.Served, crd.StoredVersions)))
 		if svc := crd.ConversionService; svc != "" {
 			nsName, svcName, _ := strings.Cut(svc, "/")
 			check = read("Check the conversion webhook's backend", endpointsCommand(nsName, svcName))
 			if p := crd.ConversionServiceEndpoints; p != nil {
 				n := *p
-				evidence = append(evidence, fmt.Sprintf("service %s: %d ready endpoints", svc, n))
+				evidence = append(evidence, report.Noted(fmt.Sprintf("service %s: %d ready endpoints", svc, n)))
 				if n == 0 {
 					why = fmt.Sprintf("its service %s has no ready endpoints", svc)
 				}
 			}
 		} else if crd.ConversionURL != "" {
-			evidence = append(evidence, "conversion webhook url: "+crd.ConversionURL)
+			evidence = append(evidence, report.Noted("conversion webhook url: "+crd.ConversionURL))
 		}
 	}
-	evidence = append(evidence, "the namespace controller lists and deletes in the preferred version: the apiserver must convert each stored object to it, and cannot")
+	evidence = append(evidence, report.Noted("the namespace controller lists and deletes in the preferred version: the apiserver must convert each stored object to it, and cannot"))
 	c := cause(catalog.ConversionWebhookFailing, settling(report.Critical, tm), 0.9,
 		fmt.Sprintf("the conversion webhook of CRD %s fails (%s): %s objects cannot be listed nor deleted", name, why, f.kind),
 		evidence,
@@ -210,7 +210,7 @@ func crdOfKind(s *snapshot.Snapshot, group, kind string) *snapshot.CRD {
 }
 
 // asCause turns an admission refusal into a cause.
-func (f refusal) asCause(tm timing, evidence ...string) report.Cause {
+func (f refusal) asCause(tm timing, evidence ...report.Fact) report.Cause {
 	c := cause(f.code, settling(f.severity, tm), f.confidence, f.summary, append(f.evidence, evidence...), f.steps...)
 	c.About = f.about
 	return c

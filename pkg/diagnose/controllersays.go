@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -28,8 +29,8 @@ const eventWindow = time.Hour
 
 // complaint is one thing a controller says about why it cannot finish.
 type complaint struct {
-	evidence string // the line quoted as evidence, verbatim
-	reason   string // the event's or condition's reason, or the status field
+	evidence report.Fact // what is quoted as evidence, verbatim
+	reason   string      // the event's or condition's reason, or the status field
 	message  string
 	at       time.Time
 	count    int32
@@ -72,14 +73,7 @@ func wordsOf(t *snapshot.Target, rows []catalog.Finalizer) []complaint {
 		if !direct && !failureLooking(c) {
 			continue
 		}
-		line := fmt.Sprintf("status.conditions[type=%s]: %s, reason %s", c.Type, c.Status, c.Reason)
-		if !c.at.IsZero() {
-			line += " since " + c.at.UTC().Format(time.RFC3339)
-		}
-		if c.Message != "" {
-			line += ": " + c.Message
-		}
-		out = append(out, complaint{evidence: line, reason: c.label(), message: c.Message, at: c.at, count: 1, direct: direct})
+		out = append(out, complaint{evidence: conditionFact(c), reason: c.label(), message: c.Message, at: c.at, count: 1, direct: direct})
 	}
 	written := statusWrittenAt(t.Object)
 	for _, w := range statusWords(t) {
@@ -87,7 +81,7 @@ func wordsOf(t *snapshot.Target, rows []catalog.Finalizer) []complaint {
 		if !written.IsZero() {
 			line += fmt.Sprintf(" (status last written %s)", written.UTC().Format(time.RFC3339))
 		}
-		out = append(out, complaint{evidence: line, reason: w.field, message: w.text, at: written, count: 1})
+		out = append(out, complaint{evidence: report.Fact{Text: line, Field: w.field, Quote: w.text, At: timeOf(written)}, reason: w.field, message: w.text, at: written, count: 1})
 	}
 	return out
 }
@@ -118,7 +112,9 @@ func eventComplaints(s *snapshot.Snapshot, uid types.UID, rows []catalog.Finaliz
 			continue
 		}
 		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool { return slices.Contains(r.FailureEvents, e.Reason) })
-		out = append(out, complaint{evidence: describeEvent(&e, s.Now) + eventSource(e), reason: e.Reason, message: e.Message, at: at, count: max(e.Count, 1), direct: direct})
+		fact := eventFact(&e, s.Now)
+		fact.Text += eventSource(e)
+		out = append(out, complaint{evidence: fact, reason: e.Reason, message: e.Message, at: at, count: max(e.Count, 1), direct: direct})
 	}
 	sortComplaints(out)
 	return out

@@ -45,20 +45,21 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 		}
 	}
 	cond := crd.Terminating
-	evidence := []string{fmt.Sprintf("metadata.finalizers: [%s]", strings.Join(finalizers, ", "))}
+	evidence := []report.Fact{report.FieldFact("metadata.finalizers", "["+strings.Join(finalizers, ", ")+"]")}
 	if cond != nil {
-		evidence = append(evidence, fmt.Sprintf("status.conditions[type=Terminating]: status %s, reason %s, since %s: %s",
-			cond.Status, cond.Reason, cond.LastTransitionTime.UTC().Format(time.RFC3339), cond.Message))
+		evidence = append(evidence, report.Fact{Text: fmt.Sprintf("status.conditions[type=Terminating]: status %s, reason %s, since %s: %s",
+			cond.Status, cond.Reason, cond.LastTransitionTime.UTC().Format(time.RFC3339), cond.Message),
+			Field: "status.conditions[Terminating]", Value: string(cond.Status), Reason: cond.Reason, Quote: cond.Message, At: timeOf(cond.LastTransitionTime.Time)})
 		if cond.Reason == "InstanceDeletionFailed" {
 			sev = settling(report.Critical, tm)
 		}
 	}
-	evidence = append(evidence, fmt.Sprintf("live scan: %s left: %s", report.Count(total, "instance"), countsByNamespace(c.ByNamespace)))
+	evidence = append(evidence, report.Noted(fmt.Sprintf("live scan: %s left: %s", report.Count(total, "instance"), countsByNamespace(c.ByNamespace))))
 	for _, f := range sortedKeys(c.Finalizers) {
-		evidence = append(evidence, fmt.Sprintf("finalizer %s on %s: removed by %s", f, report.Count(c.Finalizers[f], "instance"), catalog.FinalizerOwner(f).Owner))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("finalizer %s on %s: removed by %s", f, report.Count(c.Finalizers[f], "instance"), catalog.FinalizerOwner(f).Owner)))
 	}
 	for _, sk := range c.Skipped {
-		evidence = append(evidence, fmt.Sprintf("live scan: could not %s (%s)", sk.Check, sk.Reason))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("live scan: could not %s (%s)", sk.Check, sk.Reason)))
 	}
 	resource := crd.Plural + "." + crd.Group
 	remaining := cause(catalog.CRDInstancesRemaining, sev, 0.9, summary, evidence,

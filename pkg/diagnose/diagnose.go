@@ -131,6 +131,7 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 	}
 	for i := range causes {
 		causes[i].Docs = catalog.DocsURL(catalog.Code(causes[i].Code))
+		causes[i].Evidence = report.Lines(causes[i].Facts)
 	}
 	item.Causes = causes
 	if len(causes) > 0 {
@@ -142,9 +143,9 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 
 // incomplete is the honest answer when nothing explains an overdue object.
 func incomplete(t *snapshot.Target, tm timing) report.Cause {
-	evidence := []string{fmt.Sprintf("metadata.deletionTimestamp: %s (%s ago)", tm.deadline.UTC().Format(time.RFC3339), report.HumanDuration(tm.overdue))}
+	evidence := []report.Fact{report.FieldFact("metadata.deletionTimestamp", fmt.Sprintf("%s (%s ago)", tm.deadline.UTC().Format(time.RFC3339), report.HumanDuration(tm.overdue)))}
 	for _, sk := range t.Skipped {
-		evidence = append(evidence, fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason)))
 	}
 	return cause(catalog.DiagnosisIncomplete, settling(report.Warning, tm), 0.3,
 		fmt.Sprintf("%s is %s past its deletion deadline and no rule explains why", t.Ref.Kind, report.HumanDuration(tm.overdue)),
@@ -153,13 +154,13 @@ func incomplete(t *snapshot.Target, tm timing) report.Cause {
 			kubectl(t.Ref.Namespace, "get", "events", "--field-selector", "involvedObject.uid="+t.Ref.UID)))
 }
 
-func cause(code catalog.Code, sev report.Severity, confidence float64, summary string, evidence []string, steps ...report.Step) report.Cause {
+func cause(code catalog.Code, sev report.Severity, confidence float64, summary string, evidence []report.Fact, steps ...report.Step) report.Cause {
 	return report.Cause{
 		Code:        string(code),
 		Severity:    sev,
 		Confidence:  confidence,
 		Summary:     summary,
-		Evidence:    evidence,
+		Facts:       evidence,
 		Remediation: steps,
 	}
 }

@@ -62,16 +62,16 @@ func claimCauses(pod *corev1.Pod, claims []podClaim, tm timing) []report.Cause {
 		if pc.claim == nil || !pc.reserved {
 			continue // deleted, or no longer reserved for the pod: nothing left to unprepare
 		}
-		evidence := []string{
-			fmt.Sprintf("resourceclaim %s/%s: status.reservedFor names the pod; allocated by %s %s", pod.Namespace, pc.name, agree(len(pc.drivers), "driver", "drivers"), strings.Join(pc.drivers, ", ")),
-			fmt.Sprintf("status.phase: %s with every container stopped: the kubelet unprepares claims before it writes the terminal phase", pod.Status.Phase),
+		evidence := []report.Fact{
+			report.Noted(fmt.Sprintf("resourceclaim %s/%s: status.reservedFor names the pod; allocated by %s %s", pod.Namespace, pc.name, agree(len(pc.drivers), "driver", "drivers"), strings.Join(pc.drivers, ", "))),
+			{Text: fmt.Sprintf("status.phase: %s with every container stopped: the kubelet unprepares claims before it writes the terminal phase", pod.Status.Phase), Field: "status.phase", Value: string(pod.Status.Phase)},
 		}
 		sev, confidence := settling(report.Warning, tm), 0.5
 		summary := fmt.Sprintf("resource claim %s is not unprepared yet: its DRA driver's kubelet plugin on %s may be failing", pc.name, pod.Spec.NodeName)
 		if len(pc.missing) > 0 {
 			sev, confidence = report.Critical, 0.75
 			summary = fmt.Sprintf("DRA driver %s publishes no ResourceSlice on %s (its kubelet plugin is not running), so claim %s cannot be unprepared", strings.Join(pc.missing, ", "), pod.Spec.NodeName, pc.name)
-			evidence = append(evidence, fmt.Sprintf("resourceslices with spec.nodeName=%s: none of driver %s", pod.Spec.NodeName, strings.Join(pc.missing, ", ")))
+			evidence = append(evidence, report.Noted(fmt.Sprintf("resourceslices with spec.nodeName=%s: none of driver %s", pod.Spec.NodeName, strings.Join(pc.missing, ", "))))
 		}
 		causes = append(causes, cause(catalog.ResourceClaimCleanupPending, sev, confidence, summary, evidence,
 			read("Check the DRA driver's kubelet plugin on the node", then(kubectl("", "get", "resourceslices", "--field-selector", "spec.nodeName="+pod.Spec.NodeName), kubectl("", "get", "pods", "-A", "-o", "wide", "--field-selector", "spec.nodeName="+pod.Spec.NodeName))),

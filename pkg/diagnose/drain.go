@@ -77,12 +77,12 @@ func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 		return nil // drained: the finalizer's controller has no pod left to wait on
 	}
 	o := catalog.FinalizerOwner(f.name)
-	evidence := []string{
-		fmt.Sprintf("finalizer %s: removed by %s once node %s is drained", f.name, o.Owner, node),
-		fmt.Sprintf("pods still on node %s: %d (%d being deleted): %s", node, len(left), len(evicting), strings.Join(left[:min(len(left), 10)], ", ")),
+	evidence := []report.Fact{
+		report.Noted(fmt.Sprintf("finalizer %s: removed by %s once node %s is drained", f.name, o.Owner, node)),
+		report.Noted(fmt.Sprintf("pods still on node %s: %d (%d being deleted): %s", node, len(left), len(evicting), strings.Join(left[:min(len(left), 10)], ", "))),
 	}
 	for _, b := range blocked {
-		evidence = append(evidence, fmt.Sprintf("pod %s/%s: %s", b.pod.Namespace, b.pod.Name, b.reason))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("pod %s/%s: %s", b.pod.Namespace, b.pod.Name, b.reason)))
 	}
 	for _, c := range complaints(s, t, []heldBy{f}) {
 		evidence = append(evidence, c.evidence)

@@ -1,14 +1,11 @@
 package diagnose
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 // Event reasons and message fragments the kubelet writes
@@ -80,13 +77,4 @@ func eventTime(e corev1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.FirstTimestamp.Time
-}
-
-// describeEvent is the evidence line for one event.
-func describeEvent(e *corev1.Event, now time.Time) string {
-	count := ""
-	if e.Count > 1 {
-		count = fmt.Sprintf(" (x%d)", e.Count)
-	}
-	return fmt.Sprintf("event %s %s%s %s ago: %s", e.Type, e.Reason, count, report.HumanDuration(nonNegative(now.Sub(eventTime(*e)))), e.Message)
 }

@@ -69,7 +69,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	for _, u := range t.NamedBy {
 		field, _ := snapshot.NamingField(u.Object, t.Ref.Kind, t.Ref.Name)
 		users = append(users, fmt.Sprintf("%s (%s)", report.Name(u.Ref), field))
-		evidence = append(evidence, fmt.Sprintf("named by %s: %s: %s (%s)", refName(u.Ref), field, t.Ref.Name, deletionState(u)))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("named by %s: %s: %s (%s)", refName(u.Ref), field, t.Ref.Name, deletionState(u))))
 	}
 	switch {
 	case tm.overdue < settleTime:
@@ -155,7 +155,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 
 // ownerEvidence says who removes each finalizer, once for the finalizers
 // the catalogue says the same of (two hundred of one unknown operator).
-func ownerEvidence(finalizers []string) []string {
+func ownerEvidence(finalizers []string) []report.Fact {
 	type says struct{ owner, holdsWhile string }
 	var order []says
 	named := map[says][]string{}
@@ -167,10 +167,10 @@ func ownerEvidence(finalizers []string) []string {
 		}
 		named[o] = append(named[o], f)
 	}
-	evidence := make([]string, 0, len(order))
+	evidence := make([]report.Fact, 0, len(order))
 	for _, o := range order {
 		fs := named[o]
-		evidence = append(evidence, fmt.Sprintf("%s %s: removed by %s; holds while %s", agree(len(fs), "finalizer", "finalizers"), report.FirstFew(fs), o.owner, o.holdsWhile))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("%s %s: removed by %s; holds while %s", agree(len(fs), "finalizer", "finalizers"), report.FirstFew(fs), o.owner, o.holdsWhile)))
 	}
 	return evidence
 }
@@ -205,8 +205,8 @@ func findOwners(t *snapshot.Target, finalizers []string) report.Step {
 }
 
 // finalizerFields quotes the fields that hold the finalizers.
-func finalizerFields(t *snapshot.Target) []string {
-	var out []string
+func finalizerFields(t *snapshot.Target) []report.Fact {
+	var out []report.Fact
 	if ns := t.Namespace; ns != nil {
 		out = append(out, specFinalizers(ns))
 	}
@@ -218,8 +218,8 @@ func finalizerFields(t *snapshot.Target) []string {
 
 // metadataFinalizers quotes metadata.finalizers, the first few of a long
 // list (the item's finalizers hold them all).
-func metadataFinalizers(u *unstructured.Unstructured) string {
-	return fmt.Sprintf("metadata.finalizers: [%s]", report.FirstFew(u.GetFinalizers()))
+func metadataFinalizers(u *unstructured.Unstructured) report.Fact {
+	return report.FieldFact("metadata.finalizers", "["+report.FirstFew(u.GetFinalizers())+"]")
 }
 
 // removeCommand removes one finalizer: from metadata.finalizers with a JSON

@@ -31,7 +31,7 @@ func namedNodeCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []held
 	names := finalizerNames(finalizers)
 	for _, ref := range snapshot.NodeReferences(t.Object) {
 		n := nodeHealthOf(s, ref.Node)
-		evidence := append([]string{fmt.Sprintf("%s: %s", ref.Field, ref.Node)}, n.evidence()...)
+		evidence := append([]report.Fact{report.FieldFact(ref.Field, ref.Node)}, n.evidence()...)
 		evidence = append(evidence, nodeAgents(s, finalizers, ref.Node, n)...)
 		sev := report.Critical
 		if tm.overdue < settleTime {
@@ -60,7 +60,7 @@ func namedNodeCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []held
 // nodeAgents says, for a controller that runs as a DaemonSet (a node
 // agent: one pod per node), that its pod on a node gone or not reporting
 // cannot act.
-func nodeAgents(s *snapshot.Snapshot, finalizers []heldBy, node string, n nodeHealth) []string {
+func nodeAgents(s *snapshot.Snapshot, finalizers []heldBy, node string, n nodeHealth) []report.Fact {
 	if s.Controllers == nil || n.alive() {
 		return nil
 	}
@@ -68,13 +68,13 @@ func nodeAgents(s *snapshot.Snapshot, finalizers []heldBy, node string, n nodeHe
 	if n.missing {
 		state = "gone"
 	}
-	var out []string
+	var out []report.Fact
 	for _, f := range finalizers {
 		tokens := ownerWords(f.name)
 		for _, w := range s.Controllers.Workloads {
 			if strings.EqualFold(w.Kind, "DaemonSet") && len(tokens) > 0 && workloadMatches(w, tokens) {
-				out = append(out, fmt.Sprintf("DaemonSet %s/%s looks like the owner of %s: it runs one pod per node, and its pod on node %s cannot act (the node is %s)",
-					w.Namespace, w.Name, f.name, node, state))
+				out = append(out, report.Noted(fmt.Sprintf("DaemonSet %s/%s looks like the owner of %s: it runs one pod per node, and its pod on node %s cannot act (the node is %s)",
+					w.Namespace, w.Name, f.name, node, state)))
 			}
 		}
 	}
@@ -88,17 +88,17 @@ const maxNestedDependents = 5
 // ownerReferences name it) that are being deleted, the worst first, and
 // quotes them as evidence; none for an owner in foreground deletion, whose
 // rule nests them.
-func dependentsDeleted(s *snapshot.Snapshot, t *snapshot.Target, tm timing) ([]report.Item, []string) {
+func dependentsDeleted(s *snapshot.Snapshot, t *snapshot.Target, tm timing) ([]report.Item, []report.Fact) {
 	if slices.Contains(t.Object.GetFinalizers(), metav1.FinalizerDeleteDependents) {
 		return nil, nil // the foreground rule nests them
 	}
 	var items []report.Item
-	var evidence []string
+	var evidence []report.Fact
 	for _, d := range t.Dependents {
 		if d.Object.GetDeletionTimestamp() == nil {
 			continue
 		}
-		evidence = append(evidence, fmt.Sprintf("dependent %s: ownerReference to %s/%s, %s", refName(d.Ref), t.Ref.Kind, t.Ref.Name, deletionState(d)))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("dependent %s: ownerReference to %s/%s, %s", refName(d.Ref), t.Ref.Kind, t.Ref.Name, deletionState(d))))
 		items = append(items, nested(s, d, tm))
 	}
 	SortItems(items)
@@ -144,8 +144,8 @@ type trouble struct {
 // name in turn, as the collector read them) to the first object whose
 // status says it fails: a restore's backup's storage location
 // Unavailable, a claim's snapshot in error.
-func namedTrouble(t *snapshot.Target) (trouble, []string) {
-	var evidence []string
+func namedTrouble(t *snapshot.Target) (trouble, []report.Fact) {
+	var evidence []report.Fact
 	type step struct {
 		t    *snapshot.Target
 		path []string
@@ -165,7 +165,7 @@ func namedTrouble(t *snapshot.Target) (trouble, []string) {
 		}
 		for _, u := range from.t.Unfound {
 			field := fieldOf(u.Kind, u.Name)
-			evidence = append(evidence, fmt.Sprintf("%s %s: %s: not found", ownerOf(from.t, t), field, report.Name(u)))
+			evidence = append(evidence, report.Noted(fmt.Sprintf("%s %s: %s: not found", ownerOf(from.t, t), field, report.Name(u))))
 			if found.missing == nil {
 				found.missing, found.missingPath = &u, append(slices.Clone(from.path), field, report.Name(u))
 			}
@@ -177,11 +177,11 @@ func namedTrouble(t *snapshot.Target) (trouble, []string) {
 			seen[n] = true
 			field := fieldOf(n.Ref.Kind, n.Ref.Name)
 			path := append(slices.Clone(from.path), field, report.Name(n.Ref))
-			evidence = append(evidence, fmt.Sprintf("%s %s: %s", ownerOf(from.t, t), field, report.Name(n.Ref)))
+			evidence = append(evidence, report.Noted(fmt.Sprintf("%s %s: %s", ownerOf(from.t, t), field, report.Name(n.Ref))))
 			if words := wordsOf(n, nil); len(words) > 0 {
 				sortComplaints(words)
 				for _, w := range words {
-					evidence = append(evidence, report.Name(n.Ref)+": "+w.evidence)
+					evidence = append(evidence, ofObject(n.Ref, report.Name(n.Ref)+": ", w.evidence))
 				}
 				found.path, found.at, found.words = path, n, words
 				return found, evidence

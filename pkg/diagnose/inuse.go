@@ -50,14 +50,14 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	if state == ownerGone || state == ownerDown {
 		return nil // no controller removes it even once they are gone: that comes first
 	}
-	evidence := append([]string{fmt.Sprintf("finalizer %s: removed by %s once %s", f.name, row.Owner, row.HoldsWhile)}, liveness...)
+	evidence := append([]report.Fact{report.Noted(fmt.Sprintf("finalizer %s: removed by %s once %s", f.name, row.Owner, row.HoldsWhile))}, liveness...)
 	for _, c := range complaints(s, t, []heldBy{f}) {
 		evidence = append(evidence, c.evidence)
 	}
 	var items []report.Item
 	sev := report.Warning
 	for _, u := range users {
-		evidence = append(evidence, fmt.Sprintf("%s names %s/%s (%s), %s", report.Name(u.Ref), t.Ref.Kind, t.Ref.Name, fields[u], deletionState(u)))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("%s names %s/%s (%s), %s", report.Name(u.Ref), t.Ref.Kind, t.Ref.Name, fields[u], deletionState(u))))
 		it := nestedItem(s, u, tm)
 		items = append(items, it)
 		if it.Stuck && it.Severity.Weight() > sev.Weight() {

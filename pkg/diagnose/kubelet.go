@@ -99,7 +99,7 @@ func withKubelet(c containerState, v *kubeletView) containerState {
 	if !known {
 		return c
 	}
-	c.evidence = append(c.evidence, v.containersFact())
+	c.evidence = append(c.evidence, report.Noted(v.containersFact()))
 	c.running = names
 	return c
 }
@@ -160,10 +160,10 @@ func kubeletCgroupCheck(v *kubeletView) (report.Check, bool) {
 func kubeletForgot(pod *corev1.Pod, tm timing, v *kubeletView) report.Cause {
 	return cause(catalog.KubeletNoLongerManagesPod, report.Critical, 0.85,
 		fmt.Sprintf("the kubelet on %s no longer manages the pod: it reports no container, cgroup or volume of it, so it will write no status and send no final DELETE (%s past the deadline)", v.node, report.HumanDuration(tm.overdue)),
-		[]string{
-			v.says("/pods", "the pod is not among the pods it manages"),
-			v.says("/stats/summary", "no stats and no volume for the pod"),
-			fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (the kubelet's final DELETE sets 0)", tm.grace),
+		[]report.Fact{
+			report.Noted(v.says("/pods", "the pod is not among the pods it manages")),
+			report.Noted(v.says("/stats/summary", "no stats and no volume for the pod")),
+			report.FieldFact("metadata.deletionGracePeriodSeconds", fmt.Sprintf("%d (the kubelet's final DELETE sets 0)", tm.grace)),
 		},
 		onTheNode(pod.Spec.NodeName, read("Read the kubelet's log for the pod (why it dropped it: a final DELETE given up on, lost state)", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))))),
 		forceDelete(pod, report.RiskLow, "the kubelet reports nothing left of the pod on the node; only the API object goes"))
@@ -176,11 +176,11 @@ func kubeletVolumesCause(pod *corev1.Pod, tm timing, v *kubeletView, vols []snap
 	if tm.overdue < settleTime {
 		sev = report.Info
 	}
-	evidence := []string{v.says("/stats/summary", "still mounted for the pod: "+describeVolumes(vols))}
+	evidence := []report.Fact{report.Noted(v.says("/stats/summary", "still mounted for the pod: "+describeVolumes(vols)))}
 	for _, vol := range vols {
 		for _, pv := range known {
 			if pv.name == vol.Name {
-				evidence = append(evidence, fmt.Sprintf("spec.volumes[%s]: %s", pv.name, pv.source))
+				evidence = append(evidence, report.FieldFact("spec.volumes["+pv.name+"]", pv.source))
 			}
 		}
 	}

@@ -115,7 +115,8 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 		if (c.Type == corev1.NamespaceContentRemaining || c.Type == corev1.NamespaceFinalizersRemaining) && restProgressing {
 			continue // all that remains is progressing: podsInGraceCause and the content's own causes speak
 		}
-		evidence := []string{fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message)}
+		evidence := []report.Fact{{Text: fmt.Sprintf("status.conditions[type=%s]: status True, reason %s, since %s: %s", c.Type, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message),
+			Field: "status.conditions[" + string(c.Type) + "]", Value: string(c.Status), Reason: c.Reason, Quote: c.Message, At: timeOf(c.LastTransitionTime.Time)}}
 		evidence = append(evidence, conditionDetails(c)...)
 		if c.Type == corev1.NamespaceContentRemaining {
 			evidence = append(evidence, scanEvidence(t.Contents)...)
@@ -135,7 +136,7 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 	if !hasDeletionConditions(ns) && tm.terminating > controllerSilence {
 		causes = append(causes, cause(catalog.NamespaceControllerInactive, report.Critical, 0.7,
 			fmt.Sprintf("Terminating for %s without any deletion condition: the namespace controller is not acting on it", report.HumanDuration(tm.terminating)),
-			append([]string{"status.conditions: no NamespaceDeletion* or Namespace*Remaining condition", fmt.Sprintf("status.phase: %s", ns.Status.Phase), specFinalizers(ns)},
+			append([]report.Fact{report.Noted("status.conditions: no NamespaceDeletion* or Namespace*Remaining condition"), report.FieldFact("status.phase", string(ns.Status.Phase)), specFinalizers(ns)},
 				scanEvidence(t.Contents)...),
 			read("Check that kube-controller-manager runs and its namespace controller is enabled", "kubectl get pods -n kube-system -l component=kube-controller-manager"),
 			clearNamespaceFinalizers(ns.Name)))
@@ -161,20 +162,20 @@ func sum[K comparable](counts map[K]int) int {
 
 // conditionDetails structures a condition's message: counts by resource, by
 // finalizer (with the finalizer's owner), the failing group versions.
-func conditionDetails(c *corev1.NamespaceCondition) []string {
-	var out []string
+func conditionDetails(c *corev1.NamespaceCondition) []report.Fact {
+	var out []report.Fact
 	switch c.Type {
 	case corev1.NamespaceContentRemaining:
 		for _, r := range parseContentRemaining(c.Message) {
-			out = append(out, fmt.Sprintf("remaining %s: %d (as the namespace controller counted them)", r.name, r.count))
+			out = append(out, report.Noted(fmt.Sprintf("remaining %s: %d (as the namespace controller counted them)", r.name, r.count)))
 		}
 	case corev1.NamespaceFinalizersRemaining:
 		for _, r := range parseFinalizersRemaining(c.Message) {
-			out = append(out, fmt.Sprintf("finalizer %s on %d objects: removed by %s", r.name, r.count, catalog.FinalizerOwner(r.name).Owner))
+			out = append(out, report.Noted(fmt.Sprintf("finalizer %s on %d objects: removed by %s", r.name, r.count, catalog.FinalizerOwner(r.name).Owner)))
 		}
 	case corev1.NamespaceDeletionDiscoveryFailure:
 		for _, gv := range parseFailingGroups(c.Message) {
-			out = append(out, fmt.Sprintf("discovery fails for %s (usually an APIService that is not Available: kubectl get apiservice %s)", gv, apiServiceName(gv)))
+			out = append(out, report.Noted(fmt.Sprintf("discovery fails for %s (usually an APIService that is not Available: kubectl get apiservice %s)", gv, apiServiceName(gv))))
 		}
 	}
 	return out
@@ -204,12 +205,12 @@ func hasDeletionConditions(ns *corev1.Namespace) bool {
 	return false
 }
 
-func specFinalizers(ns *corev1.Namespace) string {
+func specFinalizers(ns *corev1.Namespace) report.Fact {
 	f := make([]string, 0, len(ns.Spec.Finalizers))
 	for _, x := range ns.Spec.Finalizers {
 		f = append(f, string(x))
 	}
-	return fmt.Sprintf("spec.finalizers: [%s]", strings.Join(f, ", "))
+	return report.FieldFact("spec.finalizers", "["+strings.Join(f, ", ")+"]")
 }
 
 // clearNamespaceFinalizers is the last resort, with its real cost stated.

@@ -120,41 +120,46 @@ func (n nodeHealth) alive() bool {
 }
 
 // evidence lists what was read about the node.
-func (n nodeHealth) evidence() []string {
-	var out []string
+func (n nodeHealth) evidence() []report.Fact {
+	node := nodeRef(n.name)
 	if n.missing {
-		return []string{fmt.Sprintf("node %s: not found", n.name)}
+		return []report.Fact{{Text: fmt.Sprintf("node %s: not found", n.name), Object: node}}
 	}
 	if n.node == nil {
 		return nil
 	}
+	node.UID = string(n.node.UID)
+	var out []report.Fact
+	lease := &report.ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases", Namespace: "kube-node-lease", Name: n.name}
 	if n.lease == nil {
-		out = append(out, fmt.Sprintf("lease kube-node-lease/%s: not found", n.name))
-	} else if n.lease.Spec.RenewTime != nil {
+		out = append(out, report.Fact{Text: fmt.Sprintf("lease kube-node-lease/%s: not found", n.name), Object: lease})
+	} else if renew := n.lease.Spec.RenewTime; renew != nil {
 		dur := "unset"
 		if n.lease.Spec.LeaseDurationSeconds != nil {
 			dur = fmt.Sprint(*n.lease.Spec.LeaseDurationSeconds)
 		}
-		out = append(out, fmt.Sprintf("lease kube-node-lease/%s: spec.renewTime %s (%s ago, leaseDurationSeconds %s)",
-			n.name, n.lease.Spec.RenewTime.UTC().Format(time.RFC3339), report.HumanDuration(n.leaseAge), dur))
+		lease.UID = string(n.lease.UID)
+		out = append(out, report.Fact{Text: fmt.Sprintf("lease kube-node-lease/%s: spec.renewTime %s (%s ago, leaseDurationSeconds %s)",
+			n.name, renew.UTC().Format(time.RFC3339), report.HumanDuration(n.leaseAge), dur),
+			Object: lease, Field: "spec.renewTime", Value: renew.UTC().Format(time.RFC3339), At: timeOf(renew.Time)})
 	}
-	if n.ready != nil {
-		e := fmt.Sprintf("node %s: condition Ready=%s reason %s since %s", n.name, n.ready.Status, n.ready.Reason,
-			n.ready.LastTransitionTime.UTC().Format(time.RFC3339))
-		if n.ready.Message != "" {
-			e += ": " + n.ready.Message
+	if r := n.ready; r != nil {
+		e := fmt.Sprintf("node %s: condition Ready=%s reason %s since %s", n.name, r.Status, r.Reason, r.LastTransitionTime.UTC().Format(time.RFC3339))
+		if r.Message != "" {
+			e += ": " + r.Message
 		}
-		out = append(out, e)
+		out = append(out, report.Fact{Text: e, Object: node, Field: "status.conditions[Ready]", Value: string(r.Status), Reason: r.Reason, Quote: r.Message, At: timeOf(r.LastTransitionTime.Time)})
 	}
 	var taints []string
 	for _, t := range n.node.Spec.Taints {
 		taints = append(taints, fmt.Sprintf("%s:%s", t.Key, t.Effect))
 	}
 	if len(taints) > 0 {
-		out = append(out, fmt.Sprintf("node %s: spec.taints [%s]", n.name, strings.Join(taints, ", ")))
+		value := "[" + strings.Join(taints, ", ") + "]"
+		out = append(out, report.Fact{Text: fmt.Sprintf("node %s: spec.taints %s", n.name, value), Object: node, Field: "spec.taints", Value: value})
 	}
 	if v := n.node.Status.NodeInfo.KubeletVersion; v != "" {
-		out = append(out, fmt.Sprintf("node %s: status.nodeInfo.kubeletVersion %s", n.name, v))
+		out = append(out, report.Fact{Text: fmt.Sprintf("node %s: status.nodeInfo.kubeletVersion %s", n.name, v), Object: node, Field: "status.nodeInfo.kubeletVersion", Value: v})
 	}
 	return out
 }
@@ -202,7 +207,7 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 		}
 		return []report.Cause{cause(catalog.NodeNotFound, sev, 0.9,
 			fmt.Sprintf("spec.nodeName %s names no Node: no kubelet will finish this pod", n.name),
-			append([]string{fmt.Sprintf("spec.nodeName: %s", n.name)}, n.evidence()...),
+			append([]report.Fact{report.FieldFact("spec.nodeName", n.name)}, n.evidence()...),
 			read("Wait: the pod GC controller force-deletes pods of deleted nodes within about a minute", waitCommand(report.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, podGCDelay)),
 			read("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", kubectlOn(pod.Namespace, "get", "pod", pod.Name, "-o", "jsonpath={.metadata.finalizers}")),
 			forceDelete(pod, report.RiskLow, "the node is gone, so nothing of the pod runs any more; a finalizer still holds the pod if one is set"))}

@@ -67,12 +67,12 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 	if len(stuck) > 1 {
 		summary = fmt.Sprintf("%d pods are stuck terminating; %s", len(stuck), summary)
 	}
-	evidence := []string{fmt.Sprintf("live scan of namespace %s: %s, %d stuck", t.Ref.Name, report.Count(len(t.Contents.Pods), "terminating pod"), len(stuck))}
+	evidence := []report.Fact{report.Noted(fmt.Sprintf("live scan of namespace %s: %s, %d stuck", t.Ref.Name, report.Count(len(t.Contents.Pods), "terminating pod"), len(stuck)))}
 	for _, it := range stuck {
-		evidence = append(evidence, fmt.Sprintf("pod %s: %s (%s)", it.Object.Name, it.Causes[0].Code, it.Severity))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("pod %s: %s (%s)", it.Object.Name, it.Causes[0].Code, it.Severity)))
 	}
 	return report.Cause{
-		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Evidence: evidence,
+		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Facts: evidence,
 		Remediation: []report.Step{
 			read("Resolve each pod's own root cause (nested below); the namespace controller then finishes", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name)),
 			clearNamespaceFinalizers(t.Ref.Name),
@@ -91,18 +91,18 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, ordered versions.State) report.Cause {
 	c := t.Contents
 	var latest time.Time
-	var evidence []string
+	var evidence []report.Fact
 	for _, p := range c.Pods {
 		it := nested(s, p, tm)
 		if d := it.DeletionTimestamp.Time; d.After(latest) {
 			latest = d
 		}
-		evidence = append(evidence, fmt.Sprintf("pod %s: deletion deadline %s, %s", p.Ref.Name, it.DeletionTimestamp.UTC().Format(time.RFC3339), it.Causes[0].Summary))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("pod %s: deletion deadline %s, %s", p.Ref.Name, it.DeletionTimestamp.UTC().Format(time.RFC3339), it.Causes[0].Summary)))
 	}
 	others := sum(c.Counts) - c.Counts[snapshot.Pods]
 	evidence = append(evidence,
-		fmt.Sprintf("live scan of namespace %s: %s left, %d being deleted; %s, %d of them not deleted yet", t.Ref.Name, report.Count(c.Counts[snapshot.Pods], "pod"), len(c.Pods), report.Count(others, "other object"), sum(c.NotDeleted)-c.NotDeleted[snapshot.Pods]),
-		ordered.Why)
+		report.Noted(fmt.Sprintf("live scan of namespace %s: %s left, %d being deleted; %s, %d of them not deleted yet", t.Ref.Name, report.Count(c.Counts[snapshot.Pods], "pod"), len(c.Pods), report.Count(others, "other object"), sum(c.NotDeleted)-c.NotDeleted[snapshot.Pods])),
+		report.Noted(ordered.Why))
 	deadline := "its pods are past their deadline and settling"
 	if latest.After(s.Now) {
 		deadline = fmt.Sprintf("the last pod's grace period ends in %s (%s)", report.HumanDuration(latest.Sub(s.Now)), latest.UTC().Format(time.RFC3339))
@@ -141,7 +141,7 @@ func forecastCauses(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 		}
 		c := cause(catalog.FinalizerPending, report.Info, 0.6,
 			fmt.Sprintf("forecast: once the pods are gone, %s carrying %s will be deleted, and %s: the namespace will then stay Terminating", report.Count(n, "object"), f, why),
-			append([]string{fmt.Sprintf("live scan of namespace %s: %s not deleted yet %s finalizer %s (removed by %s)", t.Ref.Name, report.Count(n, "object"), agree(n, "carries", "carry"), f, catalog.FinalizerOwner(f).Owner)}, evidence...),
+			append([]report.Fact{report.Noted(fmt.Sprintf("live scan of namespace %s: %s not deleted yet %s finalizer %s (removed by %s)", t.Ref.Name, report.Count(n, "object"), agree(n, "carries", "carry"), f, catalog.FinalizerOwner(f).Owner))}, evidence...),
 			findOwners(t, []string{f}),
 			repair("Bring back the controller that removes "+f+" before the pods are gone; it then removes the finalizer itself", ""))
 		c.About.Finalizers, c.About.Count = []string{f}, n
@@ -171,13 +171,13 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer string, thi
 		fc := top.Causes[0]
 		fc.Severity = top.Severity
 		fc.Summary = holding + ": " + fc.Summary
-		fc.Evidence = append([]string{scanned}, fc.Evidence...)
+		fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts...)
 		fc.BlockedBy = examples
 		return fc
 	}
 	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, tm)[0]
 	fc.Summary = holding + ": " + fc.Summary
-	fc.Evidence = append([]string{scanned}, fc.Evidence[1:]...)
+	fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts[1:]...)
 	fc.BlockedBy = examples
 	// Its last step, the removal by hand, is for every object the
 	// finalizer holds, not the example's alone: one pipeline per type.
@@ -212,7 +212,7 @@ func heldTypes(c *snapshot.Contents, finalizer string) []string {
 
 // scanEvidence lists the live counts by resource, to compare with what the
 // namespace controller last reported.
-func scanEvidence(c *snapshot.Contents) []string {
+func scanEvidence(c *snapshot.Contents) []report.Fact {
 	if c == nil {
 		return nil
 	}
@@ -221,15 +221,15 @@ func scanEvidence(c *snapshot.Contents) []string {
 		resources = append(resources, r)
 	}
 	sort.Slice(resources, func(i, j int) bool { return resources[i].String() < resources[j].String() })
-	out := []string{}
+	out := []report.Fact{}
 	for _, r := range resources {
-		out = append(out, fmt.Sprintf("live scan: %s: %s left", r, report.Count(c.Counts[r], "object")))
+		out = append(out, report.Noted(fmt.Sprintf("live scan: %s: %s left", r, report.Count(c.Counts[r], "object"))))
 	}
 	if len(resources) == 0 {
-		out = append(out, "live scan: no object left in the namespace")
+		out = append(out, report.Noted("live scan: no object left in the namespace"))
 	}
 	for _, sk := range c.Skipped {
-		out = append(out, fmt.Sprintf("live scan: could not %s (%s)", sk.Check, sk.Reason))
+		out = append(out, report.Noted(fmt.Sprintf("live scan: could not %s (%s)", sk.Check, sk.Reason)))
 	}
 	return out
 }

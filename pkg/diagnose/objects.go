@@ -28,16 +28,16 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	}
 	uid := t.Object.GetUID()
 	var blocking []*snapshot.Target
-	evidence := []string{metadataFinalizers(t.Object)}
+	evidence := []report.Fact{metadataFinalizers(t.Object)}
 	for _, d := range t.Dependents {
 		blocks := blocksOwnerDeletion(d, uid)
-		evidence = append(evidence, fmt.Sprintf("dependent %s: ownerReference to %s/%s, blockOwnerDeletion %t, %s", refName(d.Ref), t.Ref.Kind, t.Ref.Name, blocks, deletionState(d)))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("dependent %s: ownerReference to %s/%s, blockOwnerDeletion %t, %s", refName(d.Ref), t.Ref.Kind, t.Ref.Name, blocks, deletionState(d))))
 		if blocks {
 			blocking = append(blocking, d)
 		}
 	}
 	if len(blocking) == 0 {
-		evidence = append(evidence, fmt.Sprintf("live scan: %s, %s blockOwnerDeletion", report.Count(len(t.Dependents), "dependent"), agree(len(t.Dependents), "without", "none with")))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("live scan: %s, %s blockOwnerDeletion", report.Count(len(t.Dependents), "dependent"), agree(len(t.Dependents), "without", "none with"))))
 		return []report.Cause{cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
 			"no dependent blocks the deletion any more, yet the garbage collector has not removed foregroundDeletion: "+collectorBlocked(s),
 			append(evidence, unavailableAPIs(s)...),
@@ -57,7 +57,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	remain := report.Count(len(blocking), "dependent") + " with blockOwnerDeletion still " + agree(len(blocking), "exists", "exist")
 	summary := remain + ": " + chainSummary(items[0])
 	if len(chain) > 1 {
-		evidence = append(evidence, fmt.Sprintf("chain of objects waiting in foreground deletion: %s -> %s", report.Name(t.Ref), strings.Join(chain, " -> ")))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("chain of objects waiting in foreground deletion: %s -> %s", report.Name(t.Ref), strings.Join(chain, " -> "))))
 	}
 	// Judged by its leaves: while every blocking dependent is being deleted
 	// and none is stuck (pods inside their grace period, owners of such
@@ -67,7 +67,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		sev = report.Info
 		summary = fmt.Sprintf("progressing: the %s with blockOwnerDeletion %s being deleted and %s stuck (%s); the garbage collector removes foregroundDeletion once %s gone", report.Count(len(blocking), "dependent"), agree(len(blocking), "is", "are"), agree(len(blocking), "is not", "none is"), nestedSummary(root), agree(len(blocking), "it is", "they are"))
 	}
-	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Evidence: evidence,
+	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Facts: evidence,
 		About: report.About{Count: len(blocking)},
 		Remediation: []report.Step{
 			read("Diagnose the dependents (nested below, the worst first) and resolve their own blockers; the garbage collector then finishes",
@@ -84,7 +84,7 @@ func chainCut(t *snapshot.Target, sk report.Skip, tm timing) report.Cause {
 	here := kubectl(t.Ref.Namespace, "terminating", "why", report.Name(t.Ref), "-o", "wide")
 	return cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("waits on its dependents, which were not read: %s; what holds the chain is deeper, and a diagnosis from this object reads on", sk.Detail),
-		[]string{metadataFinalizers(t.Object), fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason)},
+		[]report.Fact{metadataFinalizers(t.Object), report.Noted(fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason))},
 		read("Diagnose the chain from this object, the deepest the walk reached", here),
 		dropForeground(t))
 }
@@ -106,11 +106,11 @@ func collectorBlocked(s *snapshot.Snapshot) string {
 }
 
 // unavailableAPIs quotes the unavailable APIServices as evidence.
-func unavailableAPIs(s *snapshot.Snapshot) []string {
-	var out []string
+func unavailableAPIs(s *snapshot.Snapshot) []report.Fact {
+	var out []report.Fact
 	for _, a := range s.APIServices {
 		if a.Available != "True" {
-			out = append(out, fmt.Sprintf("apiservice %s: condition Available=%s reason %s: %s", a.Name, a.Available, a.Reason, a.Message))
+			out = append(out, apiServiceAvailable(a))
 		}
 	}
 	return out
@@ -133,8 +133,8 @@ func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 		summary = "every dependent is orphaned, yet the garbage collector has not removed the orphan finalizer: " + collectorBlocked(s)
 	}
 	return []report.Cause{cause(catalog.FinalizerPending, settling(report.Warning, tm), 0.6, summary,
-		append([]string{"finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner",
-			fmt.Sprintf("live scan: %s still %s %s/%s in ownerReferences", report.Count(len(names), "dependent"), agree(len(names), "names", "name"), t.Ref.Kind, t.Ref.Name)}, unavailableAPIs(s)...),
+		append([]report.Fact{report.Noted("finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner"),
+			report.Noted(fmt.Sprintf("live scan: %s still %s %s/%s in ownerReferences", report.Count(len(names), "dependent"), agree(len(names), "names", "name"), t.Ref.Kind, t.Ref.Name))}, unavailableAPIs(s)...),
 		read("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False"),
 		removeFinalizer("Only if the garbage collector cannot recover: remove the orphan finalizer", t, "orphan", report.RiskHigh,
 			"the dependents keep an ownerReference to a deleted owner and may be garbage-collected later instead of orphaned"))}
@@ -146,12 +146,12 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	if len(t.ClaimUsers) == 0 {
 		return nil
 	}
-	var evidence []string
+	var evidence []report.Fact
 	var items []report.Item
 	sev := report.Warning
 	for _, u := range t.ClaimUsers {
 		p := u.Pod
-		evidence = append(evidence, fmt.Sprintf("pod %s/%s: phase %s on node %q, %s, references claim %s", p.Namespace, p.Name, p.Status.Phase, p.Spec.NodeName, deletionState(u), t.Ref.Name))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("pod %s/%s: phase %s on node %q, %s, references claim %s", p.Namespace, p.Name, p.Status.Phase, p.Spec.NodeName, deletionState(u), t.Ref.Name)))
 		if p.DeletionTimestamp != nil {
 			it := nested(s, u, tm)
 			items = append(items, it)
@@ -172,7 +172,7 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		sev = report.Info
 		summary = fmt.Sprintf("progressing: the %s that %s the claim %s being deleted and %s stuck (%s); the PVC protection controller releases the claim once %s gone", report.Count(len(items), "pod"), agree(len(items), "uses", "use"), agree(len(items), "is", "are"), agree(len(items), "is not", "none is"), nestedSummary(items[0]), agree(len(items), "it is", "they are"))
 	}
-	return []report.Cause{{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Evidence: evidence,
+	return []report.Cause{{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Facts: evidence,
 		About: report.About{Count: len(t.ClaimUsers)},
 		Remediation: []report.Step{
 			read("See the pods that use the claim and their nodes", kubectl(t.Ref.Namespace, append(append([]string{"get", "pods"}, targetNames(t.ClaimUsers)...), "-o", "wide")...)),
@@ -190,12 +190,12 @@ func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 	if pv == nil || pv.Status.Phase != corev1.VolumeBound {
 		return nil
 	}
-	evidence := []string{fmt.Sprintf("status.phase: %s", pv.Status.Phase), fmt.Sprintf("spec.persistentVolumeReclaimPolicy: %s", pv.Spec.PersistentVolumeReclaimPolicy)}
+	evidence := []report.Fact{report.FieldFact("status.phase", string(pv.Status.Phase)), report.FieldFact("spec.persistentVolumeReclaimPolicy", string(pv.Spec.PersistentVolumeReclaimPolicy))}
 	claim := "an unknown claim"
 	step1 := read("Find the claim bound to the volume", kubectlOn("", "get", "pv", pv.Name, "-o", "jsonpath={.spec.claimRef}"))
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		claim = fmt.Sprintf("claim %s/%s", ref.Namespace, ref.Name)
-		evidence = append(evidence, fmt.Sprintf("spec.claimRef: %s/%s (uid %s)", ref.Namespace, ref.Name, ref.UID))
+		evidence = append(evidence, report.FieldFact("spec.claimRef", fmt.Sprintf("%s/%s (uid %s)", ref.Namespace, ref.Name, ref.UID)))
 		step1 = fix("Delete the claim first (and the pods using it); the volume is released, then deleted", kubectlOn(ref.Namespace, "delete", "pvc", ref.Name), report.RiskDestructive,
 			"with reclaimPolicy Delete, the volume's data is deleted with it")
 	}
@@ -219,9 +219,9 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		return nil // a Bound volume waits for its claim first (PVBound)
 	}
 	owner := catalog.FinalizerOwner(f.name).Owner
-	evidence := []string{fmt.Sprintf("status.phase: %s", pv.Status.Phase), fmt.Sprintf("spec.persistentVolumeReclaimPolicy: %s", pv.Spec.PersistentVolumeReclaimPolicy)}
+	evidence := []report.Fact{report.FieldFact("status.phase", string(pv.Status.Phase)), report.FieldFact("spec.persistentVolumeReclaimPolicy", string(pv.Spec.PersistentVolumeReclaimPolicy))}
 	if csi := pv.Spec.CSI; csi != nil {
-		evidence = append(evidence, fmt.Sprintf("spec.csi: driver %s, volumeHandle %s", csi.Driver, csi.VolumeHandle))
+		evidence = append(evidence, report.FieldFact("spec.csi", fmt.Sprintf("driver %s, volumeHandle %s", csi.Driver, csi.VolumeHandle)))
 		owner += " of driver " + csi.Driver
 	}
 	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, f.name, owner, "backend volume", evidence,
@@ -236,7 +236,7 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 // records one of its finalizer's failure events (the catalogue's
 // failureEvents) on the object while it cannot. Without one the controller
 // may not be running (events expire: a warning only).
-func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, finalizer, controller, thing string, evidence []string, steps ...report.Step) []report.Cause {
+func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, finalizer, controller, thing string, evidence []report.Fact, steps ...report.Step) []report.Cause {
 	reasons := catalog.FinalizerOwner(finalizer).FailureEvents
 	var failure *corev1.Event
 	for _, reason := range reasons {
@@ -246,7 +246,7 @@ func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, c
 	}
 	if failure != nil {
 		return []report.Cause{cause(code, settling(report.Critical, tm), 0.9,
-			"the "+controller+" fails to delete the "+thing+": "+failure.Message, append(evidence, describeEvent(failure, s.Now)), steps...)}
+			"the "+controller+" fails to delete the "+thing+": "+failure.Message, append(evidence, eventFact(failure, s.Now)), steps...)}
 	}
 	return []report.Cause{cause(code, settling(report.Warning, tm), 0.5,
 		"the "+thing+" is not deleted yet and no failure is reported: the "+controller+" may not be running",
@@ -260,7 +260,8 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 		return nil
 	}
 	owner := catalog.FinalizerOwner(f.name).Owner
-	var evidence, failed []string
+	var evidence []report.Fact
+	var failed []string
 	attached := 0
 	for _, va := range t.Attachments {
 		line := fmt.Sprintf("volumeattachment %s: node %s, attacher %s, status.attached %t", va.Name, va.Spec.NodeName, va.Spec.Attacher, va.Status.Attached)
@@ -271,7 +272,7 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 		if va.Status.Attached {
 			attached++
 		}
-		evidence = append(evidence, line)
+		evidence = append(evidence, report.Fact{Text: line, Object: &report.ObjectRef{APIVersion: "storage.k8s.io/v1", Kind: "VolumeAttachment", Resource: "volumeattachments", Name: va.Name, UID: string(va.UID)}})
 	}
 	va := t.Attachments[0]
 	check := read("Read the attachment and the attacher's logs", kubectlOn("", "get", "volumeattachment", va.Name, "-o", "yaml"))
@@ -297,9 +298,9 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	if t.Service == nil {
 		return nil
 	}
-	evidence := []string{fmt.Sprintf("spec.type: %s", t.Service.Spec.Type)}
+	evidence := []report.Fact{report.FieldFact("spec.type", string(t.Service.Spec.Type))}
 	for _, in := range t.Service.Status.LoadBalancer.Ingress {
-		evidence = append(evidence, fmt.Sprintf("status.loadBalancer.ingress: %s%s", in.IP, in.Hostname))
+		evidence = append(evidence, report.FieldFact("status.loadBalancer.ingress", in.IP+in.Hostname))
 	}
 	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, f.name, "cloud-controller-manager", "cloud load balancer", evidence,
 		read("Read the service's events and the cloud-controller-manager's logs", kubectlOn(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
@@ -338,7 +339,7 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 	var causes []report.Cause
 	for _, f := range refusals(*s.Admission, r, what) {
 		if f.severity == report.Critical {
-			causes = append(causes, f.asCause(tm, "the finalizer's controller retries and logs the refusal; the object keeps its finalizers"))
+			causes = append(causes, f.asCause(tm, report.Noted("the finalizer's controller retries and logs the refusal; the object keeps its finalizers")))
 		}
 	}
 	said := invalidUpdates(complaints(s, t, finalizersOf(t)))
@@ -387,21 +388,21 @@ func mutationSuspect(a snapshot.Admission, h hook, r request, what string) (refu
 	id := fmt.Sprintf("%s %s webhook %s", h.kind, h.config, h.name)
 	if namesExactly(h.rules, r) {
 		f.confidence += 0.1
-		f.evidence = append(f.evidence, fmt.Sprintf("%s: its rules name %s and %s themselves, not a wildcard", id, r.resource, r.operation))
+		f.evidence = append(f.evidence, report.Noted(fmt.Sprintf("%s: its rules name %s and %s themselves, not a wildcard", id, r.resource, r.operation)))
 	}
 	if (h.objectSelector != nil && len(h.matchConditions) == 0) || (len(h.matchConditions) > 0 && conditions.result == celeval.True) {
 		f.confidence += 0.05
-		f.evidence = append(f.evidence, id+": its objectSelector or matchConditions select this object's update")
+		f.evidence = append(f.evidence, report.Noted(id+": its objectSelector or matchConditions select this object's update"))
 	}
 	if h.reinvoked {
 		f.confidence += 0.05
-		f.evidence = append(f.evidence, id+": reinvocationPolicy IfNeeded: called again whenever a later webhook changes the object, so its mutation is applied last")
+		f.evidence = append(f.evidence, report.Noted(id+": reinvocationPolicy IfNeeded: called again whenever a later webhook changes the object, so its mutation is applied last"))
 	}
 	if h.failurePolicy == admissionregistrationv1.Ignore {
-		f.evidence = append(f.evidence, id+": failurePolicy Ignore does not help: the webhook answers, and what it answers is applied")
+		f.evidence = append(f.evidence, report.Noted(id+": failurePolicy Ignore does not help: the webhook answers, and what it answers is applied"))
 	}
 	f.summary = fmt.Sprintf("mutating webhook %s (%s) changes %s: a mutation of an immutable field turns it into an invalid update the apiserver rejects whatever the webhook's failurePolicy, and the finalizer stays", h.name, h.config, what)
-	f.evidence = append(f.evidence, "the controller's refused patch is only in its logs (the job controller logs \"Error syncing orphan pod ... is invalid\"): no event names it")
+	f.evidence = append(f.evidence, report.Noted(refusedPatchUnseen))
 	f.steps = append([]report.Step{read("See what the webhook does to the object's updates", kubectlOn("", "get", h.kind, h.config, "-o", "yaml"))},
 		fix("Narrow the webhook so it leaves this update alone (an objectSelector, a matchCondition, or rules without UPDATE): the controller's next patch then goes through", "", report.RiskLow,
 			"the webhook no longer mutates those updates"),
@@ -409,6 +410,10 @@ func mutationSuspect(a snapshot.Admission, h hook, r request, what string) (refu
 			"removes that admission control for the whole cluster"))
 	return f, true
 }
+
+// refusedPatchUnseen is what a mutating suspect's evidence says until the
+// controller's words confirm it.
+const refusedPatchUnseen = "the controller's refused patch is only in its logs (the job controller logs \"Error syncing orphan pod ... is invalid\"): no event names it"
 
 // confirmSuspects ranks the mutating suspects, likeliest first; the
 // controller's words naming an invalid update confirm the likeliest (which
@@ -421,12 +426,12 @@ func confirmSuspects(suspects []refusal, said []complaint, what string) []refusa
 	top := &suspects[0]
 	top.severity, top.confidence = report.Critical, 0.85
 	top.summary = fmt.Sprintf("mutating webhook %s (%s) intercepts %s, and the controller reports: %s", top.about.Webhook, top.about.Object.Name, what, said[0].message)
-	top.evidence = slices.DeleteFunc(top.evidence, func(e string) bool { return strings.HasPrefix(e, "the controller's refused patch is only in its logs") })
+	top.evidence = slices.DeleteFunc(top.evidence, func(e report.Fact) bool { return e.Text == refusedPatchUnseen })
 	for _, c := range said {
 		top.evidence = append(top.evidence, c.evidence)
 	}
 	if len(suspects) > 1 {
-		top.evidence = append(top.evidence, fmt.Sprintf("%s the same update: ranked after this one, whose matching names the write more precisely", report.Count(len(suspects)-1, "other mutating webhook")+agree(len(suspects)-1, " intercepts", " intercept")))
+		top.evidence = append(top.evidence, report.Noted(fmt.Sprintf("%s the same update: ranked after this one, whose matching names the write more precisely", report.Count(len(suspects)-1, "other mutating webhook")+agree(len(suspects)-1, " intercepts", " intercept"))))
 	}
 	return suspects
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -39,16 +40,16 @@ func ownerTokens(finalizer string) []string {
 // ownerLiveness judges whether the controller behind a third-party finalizer
 // looks alive: a Deployment, StatefulSet or DaemonSet whose name, namespace
 // or app labels carry the finalizer's distinctive words, and its readiness.
-func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []string) {
+func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []report.Fact) {
 	if ctl == nil {
 		return ownerUnknown, nil
 	}
 	tokens := ownerWords(finalizer)
-	var evidence []string
+	var evidence []report.Fact
 	domain, _, _ := strings.Cut(finalizer, "/")
 	for _, g := range ctl.APIGroups {
 		if g == domain || strings.HasSuffix(domain, "."+g) || strings.HasSuffix(g, "."+domain) {
-			evidence = append(evidence, fmt.Sprintf("CRDs of API group %s are installed", g))
+			evidence = append(evidence, report.Noted(fmt.Sprintf("CRDs of API group %s are installed", g)))
 		}
 	}
 	if len(tokens) == 0 {
@@ -59,7 +60,7 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []s
 		if !workloadMatches(w, tokens) {
 			continue
 		}
-		evidence = append(evidence, fmt.Sprintf("%s %s/%s: %d/%d ready (looks like the owner of %s)", w.Kind, w.Namespace, w.Name, w.Ready, w.Desired, finalizer))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("%s %s/%s: %d/%d ready (looks like the owner of %s)", w.Kind, w.Namespace, w.Name, w.Ready, w.Desired, finalizer)))
 		switch {
 		case w.Ready > 0:
 			state = ownerHealthy
@@ -68,7 +69,7 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []s
 		}
 	}
 	if state == ownerGone {
-		evidence = append(evidence, fmt.Sprintf("no Deployment, StatefulSet or DaemonSet in the cluster is named or labelled %q: the controller that removes %s looks gone", strings.Join(tokens, "|"), finalizer))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("no Deployment, StatefulSet or DaemonSet in the cluster is named or labelled %q: the controller that removes %s looks gone", strings.Join(tokens, "|"), finalizer)))
 	}
 	return state, evidence
 }

@@ -60,10 +60,11 @@ func mirrorPodCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 	if len(nodeCauses) == 0 && (!f.node.alive() || tm.overdue < settleTime) {
 		return nil
 	}
-	evidence := []string{fmt.Sprintf("metadata.annotations[%s]: %s (a static pod's mirror)", snapshot.MirrorPodAnnotation, pod.Annotations[snapshot.MirrorPodAnnotation])}
+	evidence := []report.Fact{{Text: fmt.Sprintf("metadata.annotations[%s]: %s (a static pod's mirror)", snapshot.MirrorPodAnnotation, pod.Annotations[snapshot.MirrorPodAnnotation]),
+		Field: "metadata.annotations[" + snapshot.MirrorPodAnnotation + "]", Value: pod.Annotations[snapshot.MirrorPodAnnotation]}}
 	sev, summary := report.Warning, fmt.Sprintf("the kubelet on %s has not removed this static pod's mirror %s past the deadline", pod.Spec.NodeName, report.HumanDuration(tm.overdue))
 	for _, c := range nodeCauses {
-		evidence = append(evidence, c.Evidence...)
+		evidence = append(evidence, c.Facts...)
 		sev, summary = report.Critical, fmt.Sprintf("static pod mirror: only the kubelet on %s removes it, and it is not syncing (%s)", pod.Spec.NodeName, c.Summary)
 	}
 	return []report.Cause{cause(catalog.MirrorPodKubeletNotSyncing, sev, 0.8, summary, evidence,
@@ -100,7 +101,7 @@ func kubeletCauses(pod *corev1.Pod, tm timing, f podFacts, now time.Time) []repo
 	if f.kubelet.forgotten() && tm.grace > 0 {
 		var causes []report.Cause
 		for _, r := range f.refused {
-			causes = append(causes, r.asCause(tm, "the kubelet gave up its final DELETE: nothing retries it"))
+			causes = append(causes, r.asCause(tm, report.Noted("the kubelet gave up its final DELETE: nothing retries it")))
 		}
 		return append(causes, kubeletForgot(pod, tm, f.kubelet))
 	}
@@ -128,7 +129,7 @@ func kubeletCauses(pod *corev1.Pod, tm timing, f podFacts, now time.Time) []repo
 func stateCCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 	var causes []report.Cause
 	for _, r := range f.refused {
-		causes = append(causes, r.asCause(tm, "the kubelet only logs \"Failed to delete status for pod\" when its final DELETE is refused: no event"))
+		causes = append(causes, r.asCause(tm, report.Noted("the kubelet only logs \"Failed to delete status for pod\" when its final DELETE is refused: no event")))
 	}
 	if vols, known := f.kubelet.volumes(); known {
 		// The kubelet's own view of every volume replaces what the API hints.
@@ -167,10 +168,10 @@ func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []ref
 func forecast(ref report.ObjectRef, found []report.Cause, tm timing) []report.Cause {
 	out := []report.Cause{cause(catalog.WithinGracePeriod, report.Info, 1,
 		fmt.Sprintf("inside its grace period: %s left of %ds", report.HumanDuration(tm.remaining), tm.grace),
-		[]string{
-			fmt.Sprintf("metadata.deletionTimestamp: %s (the deadline)", tm.deadline.UTC().Format(time.RFC3339)),
-			fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d", tm.grace),
-			fmt.Sprintf("deletion requested at %s", tm.requestedAt.UTC().Format(time.RFC3339)),
+		[]report.Fact{
+			report.FieldFact("metadata.deletionTimestamp", tm.deadline.UTC().Format(time.RFC3339)+" (the deadline)"),
+			report.FieldFact("metadata.deletionGracePeriodSeconds", fmt.Sprint(tm.grace)),
+			report.Noted(fmt.Sprintf("deletion requested at %s", tm.requestedAt.UTC().Format(time.RFC3339))),
 		},
 		read("Wait for the grace period to end; if it is still there 30s after, the wait prints why", waitCommand(ref, tm.remaining+settleTime)))}
 	for _, c := range found {
@@ -184,7 +185,7 @@ func forecast(ref report.ObjectRef, found []report.Cause, tm timing) []report.Ca
 func negativeGrace(pod *corev1.Pod, tm timing) report.Cause {
 	return cause(catalog.NegativeGracePeriod, report.Critical, 0.9,
 		fmt.Sprintf("deletionGracePeriodSeconds is %d: the runtime waits without killing the containers", tm.grace),
-		[]string{fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (set by a pre-1.22 client)", tm.grace)},
+		[]report.Fact{report.FieldFact("metadata.deletionGracePeriodSeconds", fmt.Sprintf("%d (set by a pre-1.22 client)", tm.grace))},
 		forceDelete(pod, report.RiskHigh, "the pod's processes may still run on the node until the kubelet catches up"))
 }
 
@@ -196,10 +197,10 @@ func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvent
 		code, sev = catalog.GracePeriodOverrun, report.Info
 		summary = fmt.Sprintf("%s past the deadline; the kubelet is still stopping %s", report.HumanDuration(tm.overdue), strings.Join(c.running, ", "))
 	}
-	evidence := append([]string{fmt.Sprintf("status.phase: %s", pod.Status.Phase)}, c.evidence...)
+	evidence := append([]report.Fact{report.FieldFact("status.phase", string(pod.Status.Phase))}, c.evidence...)
 	for _, e := range []*corev1.Event{ev.killing, ev.exceeded, ev.preStopFailed} {
 		if e != nil {
-			evidence = append(evidence, describeEvent(e, now))
+			evidence = append(evidence, eventFact(e, now))
 		}
 	}
 	evidence = append(evidence, noEventSeen(reasonFailedKillPod))
@@ -211,7 +212,7 @@ func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvent
 func killFailed(pod *corev1.Pod, tm timing, c containerState, ev podEvents, now time.Time) report.Cause {
 	return cause(catalog.ContainerKillFailed, report.Critical, 0.85,
 		fmt.Sprintf("the container runtime on %s fails to kill %s (%s past the deadline)", pod.Spec.NodeName, strings.Join(c.running, ", "), report.HumanDuration(tm.overdue)),
-		append([]string{describeEvent(ev.killFailed, now)}, c.evidence...),
+		append([]report.Fact{eventFact(ev.killFailed, now)}, c.evidence...),
 		onTheNode(pod.Spec.NodeName, read("Check the runtime on the node", then(command("crictl", "pods", "--name", pod.Name), command("journalctl", "-u", "containerd", "--since", "-1h")))),
 		onTheNode(pod.Spec.NodeName, fix("Restart the container runtime on the node", "systemctl restart containerd", report.RiskHigh, "running containers on the node may restart if the runtime does not keep them (shim) alive")),
 		forceDelete(pod, report.RiskDestructive, "the processes may keep running on the node, holding ports, files and volumes; a StatefulSet replacement can run twice (split brain)"))
@@ -219,9 +220,9 @@ func killFailed(pod *corev1.Pod, tm timing, c containerState, ev podEvents, now 
 
 func sandboxFailed(pod *corev1.Pod, tm timing, ev podEvents, now time.Time, confidence float64) report.Cause {
 	sev, summary := report.Critical, fmt.Sprintf("the pod sandbox on %s cannot be torn down (usually the CNI plugin)", pod.Spec.NodeName)
-	evidence := []string{fmt.Sprintf("status.phase: %s while no container runs: the kubelet writes a terminal phase only after the sandbox is stopped", pod.Status.Phase)}
+	evidence := []report.Fact{{Text: fmt.Sprintf("status.phase: %s while no container runs: the kubelet writes a terminal phase only after the sandbox is stopped", pod.Status.Phase), Field: "status.phase", Value: string(pod.Status.Phase)}}
 	if ev.sandboxFailed != nil {
-		evidence = append(evidence, describeEvent(ev.sandboxFailed, now))
+		evidence = append(evidence, eventFact(ev.sandboxFailed, now))
 	} else {
 		sev = settling(report.Warning, tm)
 		summary = fmt.Sprintf("containers stopped but no terminal phase %s past the deadline: sandbox (CNI) or resource-claim teardown is probably failing", report.HumanDuration(tm.overdue))
@@ -233,29 +234,24 @@ func sandboxFailed(pod *corev1.Pod, tm timing, ev podEvents, now time.Time, conf
 		forceDelete(pod, report.RiskHigh, "the sandbox's network resources (IP address, routes) may leak on the node"))
 }
 
-// noEventSeen says honestly what a missing event means.
-func noEventSeen(reason string) string {
-	return fmt.Sprintf("no %s event seen (events expire after one hour by default: their absence proves nothing)", reason)
-}
-
 func kubeletCleanupPending(pod *corev1.Pod, tm timing, v *kubeletView) report.Cause {
 	confidence := 0.4
 	summary := fmt.Sprintf("containers stopped but the kubelet has not sent its final delete (%s past the deadline)", report.HumanDuration(tm.overdue))
-	evidence := []string{
-		fmt.Sprintf("status.phase: %s", pod.Status.Phase),
-		fmt.Sprintf("metadata.deletionGracePeriodSeconds: %d (the kubelet's final delete sets 0)", tm.grace),
-		"no container reports state.running",
+	evidence := []report.Fact{
+		report.FieldFact("status.phase", string(pod.Status.Phase)),
+		report.FieldFact("metadata.deletionGracePeriodSeconds", fmt.Sprintf("%d (the kubelet's final delete sets 0)", tm.grace)),
+		report.Noted("no container reports state.running"),
 	}
 	cgroup, known := v.cgroup()
 	switch {
 	case known && cgroup:
 		confidence = 0.85
 		summary = fmt.Sprintf("the kubelet on %s still reports the pod's cgroup: it sends its final delete once the cgroup is removed (%s past the deadline)", v.node, report.HumanDuration(tm.overdue))
-		evidence = append(evidence, v.says("/stats/summary", "reports the pod's cgroup (CPU and memory stats)"))
+		evidence = append(evidence, report.Noted(v.says("/stats/summary", "reports the pod's cgroup (CPU and memory stats)")))
 	case known:
 		confidence = 0.3
 		summary = fmt.Sprintf("the kubelet on %s reports the pod's cgroup gone but has not sent its final delete (%s past the deadline): a volume it cannot unmount is reported nowhere once the cgroup is gone", v.node, report.HumanDuration(tm.overdue))
-		evidence = append(evidence, v.says("/stats/summary", "no cgroup stats for the pod, and so no volume stats either"))
+		evidence = append(evidence, report.Noted(v.says("/stats/summary", "no cgroup stats for the pod, and so no volume stats either")))
 	}
 	return cause(catalog.CgroupCleanupPending, settling(report.Warning, tm), confidence, summary, evidence,
 		onTheNode(pod.Spec.NodeName, read("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))))),
@@ -269,7 +265,7 @@ func forceDelete(pod *corev1.Pod, level report.RiskLevel, risk string) report.St
 // containerState sorts the pod's containers (init, main, ephemeral) by state.
 type containerState struct {
 	running  []string
-	evidence []string
+	evidence []report.Fact
 }
 
 func containersOf(pod *corev1.Pod) containerState {
@@ -297,11 +293,11 @@ func containersOf(pod *corev1.Pod) containerState {
 			switch {
 			case st.State.Running != nil:
 				c.running = append(c.running, name)
-				c.evidence = append(c.evidence, fmt.Sprintf("%s[%s].state.running.startedAt: %s", g.field, name, st.State.Running.StartedAt.UTC().Format(time.RFC3339)))
+				c.evidence = append(c.evidence, report.FieldFact(fmt.Sprintf("%s[%s].state.running.startedAt", g.field, name), st.State.Running.StartedAt.UTC().Format(time.RFC3339)))
 			case st.State.Terminated != nil:
-				c.evidence = append(c.evidence, fmt.Sprintf("%s[%s].state.terminated: exitCode %d, reason %s", g.field, name, st.State.Terminated.ExitCode, st.State.Terminated.Reason))
+				c.evidence = append(c.evidence, report.FieldFact(fmt.Sprintf("%s[%s].state.terminated", g.field, name), fmt.Sprintf("exitCode %d, reason %s", st.State.Terminated.ExitCode, st.State.Terminated.Reason)))
 			case st.State.Waiting != nil:
-				c.evidence = append(c.evidence, fmt.Sprintf("%s[%s].state.waiting: %s", g.field, name, st.State.Waiting.Reason))
+				c.evidence = append(c.evidence, report.FieldFact(fmt.Sprintf("%s[%s].state.waiting", g.field, name), st.State.Waiting.Reason))
 			}
 		}
 	}

@@ -44,16 +44,16 @@ func claimSnapshotted(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 	var taking []snapshot.VolumeSnapshot
 	var failed *snapshot.VolumeSnapshot
 	var failure string // what the failed snapshot, or the snapshot-controller about it, says
-	evidence := []string{fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no VolumeSnapshot taken from the claim is still in progress", f.name)}
+	evidence := []report.Fact{report.Noted(fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no VolumeSnapshot taken from the claim is still in progress", f.name))}
 	for i, v := range snaps {
 		if v.SourceClaim != t.Ref.Name || (v.ReadyToUse != nil && *v.ReadyToUse) {
 			continue
 		}
 		taking = append(taking, v)
-		evidence = append(evidence, describeSnapshot(v))
+		evidence = append(evidence, report.Noted(describeSnapshot(v)))
 		said := eventComplaints(s, v.UID, nil)
 		for _, c := range said {
-			evidence = append(evidence, "volumesnapshot "+v.Name+": "+c.evidence)
+			evidence = append(evidence, ofObject(snapshotRef(v), "volumesnapshot "+v.Name+": ", c.evidence))
 		}
 		switch {
 		case failed != nil:
@@ -118,7 +118,7 @@ func snapshotRestoring(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	if len(restoring) == 0 {
 		return nil
 	}
-	evidence := []string{fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no claim is being restored from the snapshot", f.name)}
+	evidence := []report.Fact{report.Noted(fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no claim is being restored from the snapshot", f.name))}
 	var names []string
 	var failing *corev1.PersistentVolumeClaim
 	var failure complaint
@@ -128,10 +128,10 @@ func snapshotRestoring(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		for _, cond := range c.Status.Conditions {
 			line += fmt.Sprintf("; condition %s=%s %s %s", cond.Type, cond.Status, cond.Reason, cond.Message)
 		}
-		evidence = append(evidence, line)
+		evidence = append(evidence, report.Fact{Text: line, Object: ptr(claimRef(c))})
 		said := eventComplaints(s, c.UID, nil)
 		for _, w := range said {
-			evidence = append(evidence, "persistentvolumeclaim "+c.Name+": "+w.evidence)
+			evidence = append(evidence, ofObject(claimRef(c), "persistentvolumeclaim "+c.Name+": ", w.evidence))
 		}
 		if failing == nil && len(said) > 0 {
 			failing, failure = &restoring[i], said[0]

@@ -330,21 +330,21 @@ func volumeCauses(pod *corev1.Pod, vols []podVolume, tm timing) []report.Cause {
 }
 
 func mountedCause(pod *corev1.Pod, v podVolume, tm timing) report.Cause {
-	evidence := []string{
-		fmt.Sprintf("spec.volumes[%s]: %s", v.name, v.source),
-		fmt.Sprintf("node %s: status.volumesInUse lists %s", pod.Spec.NodeName, v.uniqueName),
+	evidence := []report.Fact{
+		report.FieldFact("spec.volumes["+v.name+"]", v.source),
+		report.Noted(fmt.Sprintf("node %s: status.volumesInUse lists %s", pod.Spec.NodeName, v.uniqueName)),
 	}
 	sev, confidence := settling(report.Warning, tm), 0.45
 	summary := fmt.Sprintf("volume %s is still mounted on %s: the kubelet removes the pod only after unmounting it", v.name, pod.Spec.NodeName)
 	if v.registered != nil && !*v.registered {
 		sev, confidence = report.Critical, 0.8
 		summary = fmt.Sprintf("CSI driver %s is not registered on %s (its node plugin is not running), so the kubelet cannot unmount volume %s", v.driver, pod.Spec.NodeName, v.name)
-		evidence = append(evidence, fmt.Sprintf("csinode %s: spec.drivers does not list %s", pod.Spec.NodeName, v.driver))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("csinode %s: spec.drivers does not list %s", pod.Spec.NodeName, v.driver)))
 	}
 	if v.detachError != "" {
-		evidence = append(evidence, fmt.Sprintf("volumeattachment of %s: status.detachError: %s", v.name, v.detachError))
+		evidence = append(evidence, report.Noted(fmt.Sprintf("volumeattachment of %s: status.detachError: %s", v.name, v.detachError)))
 	}
-	evidence = append(evidence, "status.volumesInUse is per node: another pod on the node using the same volume keeps it listed")
+	evidence = append(evidence, report.Noted("status.volumesInUse is per node: another pod on the node using the same volume keeps it listed"))
 	if v.driver == "" {
 		return cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
 			mountsOnNode(pod, "Look for the volume's mount and the kubelet's unmount errors on the node"),
@@ -361,17 +361,18 @@ func mountedCause(pod *corev1.Pod, v podVolume, tm timing) report.Cause {
 // volumes whose unmount leaves no trace in it (an NFS server gone hangs the
 // unmount for ever, with no event). The likeliest wait, not a certainty.
 func invisibleVolumesCause(pod *corev1.Pod, vols []podVolume, tm timing) report.Cause {
-	var names, evidence []string
+	var names []string
+	var evidence []report.Fact
 	for _, v := range vols {
 		names = append(names, fmt.Sprintf("%s (%s)", v.name, v.source))
-		evidence = append(evidence, fmt.Sprintf("spec.volumes[%s]: %s", v.name, v.source))
+		evidence = append(evidence, report.FieldFact("spec.volumes["+v.name+"]", v.source))
 		if v.registered != nil && !*v.registered {
-			evidence = append(evidence, fmt.Sprintf("csinode %s: spec.drivers does not list %s: its node plugin cannot unmount", pod.Spec.NodeName, v.driver))
+			evidence = append(evidence, report.Noted(fmt.Sprintf("csinode %s: spec.drivers does not list %s: its node plugin cannot unmount", pod.Spec.NodeName, v.driver)))
 		}
 	}
 	evidence = append(evidence,
-		fmt.Sprintf("status.phase: %s and metadata.deletionGracePeriodSeconds: %d: the kubelet stopped the containers but has not sent its final DELETE", pod.Status.Phase, tm.grace),
-		"node.status.volumesInUse lists only attachable volumes and unmount failures raise no event: these volumes' unmount is not visible through the API")
+		report.Noted(fmt.Sprintf("status.phase: %s and metadata.deletionGracePeriodSeconds: %d: the kubelet stopped the containers but has not sent its final DELETE", pod.Status.Phase, tm.grace)),
+		report.Noted("node.status.volumesInUse lists only attachable volumes and unmount failures raise no event: these volumes' unmount is not visible through the API"))
 	if !slices.ContainsFunc(vols, func(v podVolume) bool { return !v.local }) {
 		return localVolumesCause(pod, names, evidence, tm)
 	}
@@ -387,7 +388,7 @@ func invisibleVolumesCause(pod *corev1.Pod, vols []podVolume, tm timing) report.
 // the node itself. Their unmount fails while a process on the node holds
 // them, with no event and no trace in the API; the kubelet checks the
 // volumes before the cgroup, so this ranks above CgroupCleanupPending.
-func localVolumesCause(pod *corev1.Pod, names, evidence []string, tm timing) report.Cause {
+func localVolumesCause(pod *corev1.Pod, names []string, evidence []report.Fact, tm timing) report.Cause {
 	return cause(catalog.VolumeTeardownPending, settling(report.Warning, tm), 0.45,
 		fmt.Sprintf("the kubelet has not finished tearing down the pod, and its unmount of %s cannot be seen through the API: a process on the node with a file open or its working directory inside keeps it busy (\"target is busy\"), with no event", strings.Join(names, ", ")),
 		evidence,

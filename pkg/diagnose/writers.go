@@ -116,18 +116,20 @@ func atWork(u *unstructured.Unstructured, tm timing, now time.Time) (write, bool
 
 // writeEvidence quotes who added each finalizer and each controller's
 // latest write, with how long before now.
-func writeEvidence(u *unstructured.Unstructured, finalizers []string, now time.Time) []string {
-	var out []string
+func writeEvidence(u *unstructured.Unstructured, finalizers []string, now time.Time) []report.Fact {
+	var out []report.Fact
 	writes := writesOf(u)
 	for _, f := range finalizers {
 		for _, w := range writes {
 			if slices.Contains(w.finalizers, f) {
-				out = append(out, fmt.Sprintf("managedFields: finalizer %s was added by field manager %s (%s)", f, w.manager, w.operation))
+				out = append(out, report.Fact{Text: fmt.Sprintf("managedFields: finalizer %s was added by field manager %s (%s)", f, w.manager, w.operation),
+					Field: "metadata.managedFields", Value: w.manager, Reason: "added finalizer " + f, At: timeOf(w.at)})
 			}
 		}
 	}
 	for _, w := range controllerWrites(u) {
-		out = append(out, fmt.Sprintf("managedFields: %s last wrote %s %s ago (%s)", w.manager, w.what(), report.HumanDuration(now.Sub(w.at)), w.at.UTC().Format(time.RFC3339)))
+		out = append(out, report.Fact{Text: fmt.Sprintf("managedFields: %s last wrote %s %s ago (%s)", w.manager, w.what(), report.HumanDuration(now.Sub(w.at)), w.at.UTC().Format(time.RFC3339)),
+			Field: "metadata.managedFields", Value: w.manager, Reason: "last wrote " + w.what(), At: timeOf(w.at)})
 	}
 	return out
 }

@@ -310,10 +310,13 @@ func TestRecordShowsWhereItStopped(t *testing.T) {
 // (the fields of its status and spec the cause quotes).
 func TestLeavesBehindNamesWhatTheObjectSays(t *testing.T) {
 	it := held("gone", "service.kubernetes.io/load-balancer-cleanup")
-	it.Causes[0].Evidence = []string{"spec.type: LoadBalancer", "status.loadBalancer.ingress: 203.0.113.7", "finalizer ...: removed by ..."}
+	it.Causes[0].Facts = []report.Fact{report.FieldFact("spec.type", "LoadBalancer"), report.FieldFact("status.loadBalancer.ingress", "203.0.113.7"),
+		report.Noted("finalizer ...: removed by ..."), {Text: "node n1: spec.taints [x]", Field: "spec.taints", Object: &report.ObjectRef{Kind: "Node", Name: "n1"}}}
 	p := MakePlan(report.Report{Items: []report.Item{it}}, Limits{MaxRisk: report.RiskHigh})
 	got := p.Targets[0].Steps[0].LeavesBehind
-	if !strings.Contains(got, "the object says: spec.type: LoadBalancer; status.loadBalancer.ingress: 203.0.113.7") || !strings.Contains(got, "cloud load balancer") {
+	if !strings.Contains(got, "the object says: spec.type: LoadBalancer; status.loadBalancer.ingress: 203.0.113.7") || !strings.Contains(got, "cloud load balancer") ||
+		strings.Contains(got, "taints") { // another object's field is not what this one says
+
 		t.Errorf("leaves behind %q", got)
 	}
 }

@@ -193,9 +193,9 @@ func leavesBehind(s report.Step, c report.Cause) string {
 	row := catalog.FinalizerOwner(s.Apply.Finalizer)
 	out := fmt.Sprintf("%s no longer waits until %s: whatever it would have cleaned up first is left as it is", row.Owner, row.HoldsWhile)
 	var fields []string
-	for _, e := range c.Evidence {
-		if strings.HasPrefix(e, "status.") || strings.HasPrefix(e, "spec.") {
-			fields = append(fields, e)
+	for _, f := range c.Facts {
+		if f.Object == nil && (strings.HasPrefix(f.Field, "status.") || strings.HasPrefix(f.Field, "spec.")) {
+			fields = append(fields, f.Text)
 		}
 	}
 	if len(fields) > 0 {

@@ -159,8 +159,12 @@ type Cause struct {
 	Severity   Severity `json:"severity"`
 	Confidence float64  `json:"confidence"`
 	Summary    string   `json:"summary"`
-	// Evidence names the exact field, condition, event or object read.
+	// Evidence names the exact field, condition, event or object read: the
+	// lines of Facts, in their order (Diagnose writes them from the facts).
 	Evidence []string `json:"evidence"`
+	// Facts is the evidence as data (since v0.6): Facts[i] is Evidence[i]
+	// with the object, field, value and words it was read from.
+	Facts []Fact `json:"facts,omitempty"`
 	// Remediation is ordered from safest to riskiest.
 	Remediation []Step `json:"remediation"`
 	// About holds the arguments that identify the cause beside its code
@@ -175,6 +179,46 @@ type Cause struct {
 	// controller seen at work: its latest write plus the settle time), for
 	// list -w to diagnose again then; zero for none. Not in the JSON.
 	Until time.Time `json:"-"`
+}
+
+// Fact is one piece of evidence as data: what was read, where, and what
+// it said. Text is the line a person reads; the other fields are what a
+// script selects on (`.facts[] | select(.field == "status.conditions[Ready]")`).
+type Fact struct {
+	Text string `json:"text"`
+	// Object is the object read, when it is not the item itself (its node,
+	// a claim, a webhook configuration, what its spec names).
+	Object *ObjectRef `json:"object,omitempty"`
+	// Field is where it was read, as a path: "spec.nodeName",
+	// "status.conditions[Ready]", "metadata.finalizers", "status.error.message";
+	// "event" for an event about the object.
+	Field string `json:"field,omitempty"`
+	// Value is what the field holds: a condition's status, a phase, a name.
+	Value string `json:"value,omitempty"`
+	// Reason is the reason a controller gave, in a condition or an event.
+	Reason string `json:"reason,omitempty"`
+	// Quote is the cluster's own words, verbatim: a condition's or an
+	// event's message, a status error.
+	Quote string `json:"quote,omitempty"`
+	// At is when it was written or last happened, when that is known.
+	At *metav1.Time `json:"at,omitempty"`
+}
+
+// Noted is a fact known by its line alone.
+func Noted(text string) Fact { return Fact{Text: text} }
+
+// FieldFact is a field of the object and its value: "spec.type: LoadBalancer".
+func FieldFact(field, value string) Fact {
+	return Fact{Text: field + ": " + value, Field: field, Value: value}
+}
+
+// Lines are the facts' lines, in order.
+func Lines(facts []Fact) []string {
+	out := make([]string, len(facts))
+	for i, f := range facts {
+		out[i] = f.Text
+	}
+	return out
 }
 
 // About is what a cause is about: the finalizers, node, object or webhook it

@@ -195,11 +195,19 @@ type cause struct {
 	Confidence  float64  `json:"confidence"`
 	Summary     string   `json:"summary"`
 	Evidence    []string `json:"evidence"`
+	Facts       []fact   `json:"facts"`
 	Remediation []struct {
 		Action, Command, Risk, RiskLevel string
 	} `json:"remediation"`
 	BlockedBy []item `json:"blockedBy"`
 	Docs      string `json:"docs"`
+}
+
+// fact is one piece of evidence as data (since v0.6).
+type fact struct {
+	Text, Field, Value, Reason, Quote string
+	Object                            *struct{ Kind, Namespace, Name string }
+	At                                *string
 }
 
 type check struct{ Name, Status, Detail string }

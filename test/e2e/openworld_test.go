@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,20 @@ func TestOperatorsNeverSeen(t *testing.T) {
 		if name == "last-week" && !strings.Contains(top.Remediation[0].Command, "-e velero-server") {
 			t.Errorf("last-week: the finalizer's adder is not looked for: %q", top.Remediation[0].Command)
 		}
+		if name == "orders-db" {
+			expectTerminalFact(t, top)
+		}
+	}
+	// The controller's words, as a runbook selects them from the facts
+	// (docs/runbooks.md): the condition's field, status and message, and the
+	// backup storage location's words two references away.
+	res := runbook(t, nil, "controller-says.sh", "dbinstances/orders-db", "-n", ns)
+	if want := `"DBInstance/orders-db"  status.conditions[ACK.Terminal]  True  -  "api error InvalidParameterCombination: Cannot delete protected DB Instance, please disable deletion protection and try again."`; res.code != 2 || !strings.Contains(res.stdout, want+"\n") {
+		t.Errorf("controller-says.sh orders-db: exit %d, stdout %q, stderr %q; want the line %s", res.code, res.stdout, res.stderr, want)
+	}
+	res = runbook(t, nil, "controller-says.sh", "restores/from-nightly", "-n", ns)
+	if want := `"BackupStorageLocation/default"  status.message  -  -  "BackupStorageLocation \"default\" is unavailable: rpc error`; res.code != 2 || !strings.Contains(res.stdout, want) {
+		t.Errorf("controller-says.sh from-nightly: exit %d, stdout %q, stderr %q; want %s", res.code, res.stdout, res.stderr, want)
 	}
 	// The namespace's scan reads the same verdicts from the objects' metadata
 	// and, where a controller wrote since the deletion, their status.
@@ -131,6 +146,21 @@ func TestOperatorsNeverSeen(t *testing.T) {
 	if delete(want, "from-deleted"); len(want) > 0 {
 		t.Errorf("why -n did not report %v", want)
 	}
+}
+
+// expectTerminalFact checks that ACK's Terminal condition is evidence as
+// data: its field, status, words and time.
+func expectTerminalFact(t *testing.T, c cause) {
+	t.Helper()
+	for _, f := range c.Facts {
+		if f.Field == "status.conditions[ACK.Terminal]" {
+			if f.Object != nil || f.Value != "True" || !strings.HasPrefix(f.Quote, "api error InvalidParameterCombination") || f.At == nil || !slices.Contains(c.Evidence, f.Text) {
+				t.Errorf("the ACK.Terminal fact: %+v", f)
+			}
+			return
+		}
+	}
+	t.Errorf("no fact of status.conditions[ACK.Terminal] in %+v", c.Facts)
 }
 
 func metaNow() string { return time.Now().UTC().Format(time.RFC3339) }

@@ -59,7 +59,7 @@ func TestRunbooksAreInTheDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts, _ := filepath.Glob(filepath.Join(runbooks, "*.sh"))
-	if len(scripts) != 3 {
+	if len(scripts) != 4 {
 		t.Fatalf("scripts: %v", scripts)
 	}
 	for _, s := range scripts {
