@@ -35,9 +35,9 @@ func TestCatalogueIsChecked(t *testing.T) {
 	entry := func(steps string) string {
 		return "title: t\nintro: i\nsections:\n- title: s\n  causes:\n  - code: A\n    title: a\n    depth: 10\n    identity: [node]\n    parts:\n    - label: Remediation\n      steps:\n" + steps
 	}
-	good := entry("      - {id: look, action: look, level: none, risk: read-only}\n      - {id: force, action: force it, level: high}\n")
+	good := entry("      - {id: look, action: look, level: none, risk: 'none: read-only'}\n      - {id: force, action: 'remove {finalizer}', level: high, risk: 'high: skips it'}\n")
 	doc, err := load([]byte(good))
-	if err != nil || doc.Sections[0].Causes[0].Identity != ByNode || doc.Sections[0].Causes[0].Parts[0].Steps[1].Graded() != "high" {
+	if err != nil || doc.Sections[0].Causes[0].Identity != ByNode || doc.Sections[0].Causes[0].Parts[0].Steps[1].Risk != "high: skips it" {
 		t.Fatalf("a good catalogue: %v %+v", err, doc)
 	}
 	for name, bad := range map[string]string{
@@ -290,7 +290,7 @@ func TestDescribe(t *testing.T) {
 	if e.Parts[len(e.Parts)-1].Label != "Remediation, for an object that names the node" {
 		t.Fatalf("NodeUnreachable: %+v", e)
 	}
-	if s := remediation.Steps[1]; s.Action != "bring the kubelet or network back" || s.RiskLevel != "low" || s.Risk != "low: restores what failed; nothing is skipped or forced" {
+	if s := remediation.Steps[1]; s.ID != "restore-node" || !strings.HasPrefix(s.Action, "If the node can be brought back") || s.RiskLevel != "low" || s.Risk != "low: restores what failed; nothing is skipped or forced" {
 		t.Errorf("a step graded low: %+v", s)
 	}
 	e, _ = Describe(VolumeTeardownPending)
@@ -299,7 +299,8 @@ func TestDescribe(t *testing.T) {
 	}
 	e, _ = Describe(FinalizerPending)
 	for _, p := range e.Parts {
-		if strings.HasPrefix(p.Label, "Remediation") && (len(p.Steps) != 5 || len(p.Text) != 1 || !strings.HasPrefix(p.Text[0], "The command removes that one finalizer")) {
+		if p.Label == "Remediation, otherwise" && (len(p.Steps) != 5 || len(p.Text) != 1 || !strings.HasPrefix(p.Text[0], "The command removes that one finalizer") ||
+			p.Steps[3].Action != "Only if that controller is gone for good: remove FINALIZER by hand") {
 			t.Errorf("the sentences after the steps: %+v", p)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -54,23 +55,30 @@ type Part struct {
 	After string `json:"after,omitempty"`
 }
 
-// Step is a remediation step: what to do and what doing it risks.
+// Step is a remediation step: what to do and what doing it risks, as `why`
+// prints them. A {name} in either is an argument the rule fills in (the
+// finalizer, the pod); the docs show it as NAME.
 type Step struct {
 	// ID names the step within its code, for good.
 	ID     string `json:"id"`
 	Action string `json:"action"`
 	// Level grades the step as `why` grades it.
 	Level report.RiskLevel `json:"level"`
-	// Risk is what the step leaves behind or skips ("read-only").
-	Risk string `json:"risk,omitempty"`
+	// Risk is the step's grade and what it leaves behind or skips, as
+	// `why` prints it after "risk:": it starts with Level.
+	Risk string `json:"risk"`
 }
 
-// Graded is the step's grade as `why` words it: "high: the cleanup ...".
-func (s Step) Graded() string {
-	if s.Risk == "" {
-		return string(s.Level)
+// StepOf is the step id of code's entry.
+func StepOf(c Code, id string) (Step, bool) {
+	for _, p := range entries[c].Parts {
+		for _, s := range p.Steps {
+			if s.ID == id {
+				return s, true
+			}
+		}
 	}
-	return string(s.Level) + ": " + s.Risk
+	return Step{}, false
 }
 
 //go:embed causes.yaml
@@ -113,8 +121,8 @@ func load(data []byte) (Document, error) {
 			ids := map[string]bool{}
 			for _, p := range e.Parts {
 				for _, st := range p.Steps {
-					if st.ID == "" || ids[st.ID] || st.Action == "" || st.Level.Weight() == 0 {
-						return doc, fmt.Errorf("code %s: step %+v: no or a repeated id, no action, or no risk level", e.Code, st)
+					if st.ID == "" || ids[st.ID] || st.Action == "" || st.Level.Weight() == 0 || !strings.HasPrefix(st.Risk, string(st.Level)) {
+						return doc, fmt.Errorf("code %s: step %+v: no or a repeated id, no action, no risk level, or a risk that does not start with it", e.Code, st)
 					}
 					ids[st.ID] = true
 				}

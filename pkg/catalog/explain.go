@@ -29,7 +29,7 @@ func Describe(c Code) (report.Explanation, bool) {
 		}
 		part := report.Part{Label: plain(p.Label), Nested: p.Nested}
 		for _, s := range p.Steps {
-			part.Steps = append(part.Steps, report.Step{Action: plain(s.Action), Risk: plain(s.Graded()), RiskLevel: s.Level})
+			part.Steps = append(part.Steps, report.Step{ID: s.ID, Action: plain(shown(s.Action)), Risk: plain(shown(s.Risk)), RiskLevel: s.Level})
 		}
 		for _, paragraph := range strings.Split(p.Text+"\n"+p.After, "\n") {
 			if paragraph = strings.TrimSpace(paragraph); paragraph != "" {
@@ -48,6 +48,15 @@ func Remedies(c Code) []Step {
 		out = append(out, p.Steps...)
 	}
 	return out
+}
+
+// argument is a {name} of a step, which a rule fills in.
+var argument = regexp.MustCompile(`\{([a-z]+)\}`)
+
+// shown is a step's text as the docs show it: each argument as its name
+// in capitals ("remove FINALIZER by hand").
+func shown(s string) string {
+	return argument.ReplaceAllStringFunc(s, func(a string) string { return strings.ToUpper(a[1 : len(a)-1]) })
 }
 
 // emphasis is Markdown's bold and italics; link is [text](address).

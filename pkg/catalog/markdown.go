@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -29,8 +30,8 @@ func Markdown() string {
 }
 
 // entryMarkdown is one code's entry: "### Code", then "- **Label:** text"
-// per part (indented when nested), a remediation's steps joined by "; ",
-// each ending with its grade in parentheses.
+// per part (indented when nested), a remediation's steps numbered under its
+// label, each with its id and its grade in parentheses.
 func entryMarkdown(e Entry) string {
 	var b strings.Builder
 	b.WriteString("### " + string(e.Code) + "\n")
@@ -39,18 +40,17 @@ func entryMarkdown(e Entry) string {
 		if p.Nested {
 			indent = "  "
 		}
-		text := p.Text
-		if len(p.Steps) > 0 {
-			steps := make([]string, len(p.Steps))
+		if len(p.Steps) > 0 { // a numbered list under the label: id, action, risk
+			b.WriteString(indent + "- **" + p.Label + ":**\n")
 			for i, s := range p.Steps {
-				steps[i] = s.Action + " (" + s.Graded() + ")"
+				fmt.Fprintf(&b, "%s  %d. `%s`: %s (%s)\n", indent, i+1, s.ID, shown(s.Action), shown(s.Risk))
 			}
-			text = strings.Join(steps, "; ") + "."
 			if p.After != "" {
-				text += " " + p.After
+				b.WriteString("\n" + indent + "  " + strings.ReplaceAll(p.After, "\n", "\n"+indent+"  ") + "\n")
 			}
+			continue
 		}
-		lines := strings.Split(text, "\n")
+		lines := strings.Split(p.Text, "\n")
 		b.WriteString(indent + "- **" + p.Label + ":** " + lines[0] + "\n")
 		for _, l := range lines[1:] {
 			b.WriteString(indent + "  " + l + "\n")

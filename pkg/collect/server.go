@@ -11,7 +11,7 @@ func init() {
 }
 
 // readServerVersion reads /version once per run: the rules derive from it
-// what changed between releases (pkg/versions). Every user may read it
+// what changed between releases (pkg/kubeversion). Every user may read it
 // (system:public-info-viewer).
 func (c *Collector) readServerVersion(ctx context.Context, s *snapshot.Snapshot) {
 	if len(s.Targets) == 0 {

@@ -250,12 +250,10 @@ func webhookRefusal(a snapshot.Admission, h hook, what string, conditions condit
 	patch := kubectlOn("", "patch", h.kind, h.config, "--type=json", "-p",
 		jsonText([]patchOp{{Op: "replace", Path: fmt.Sprintf("/webhooks/%d/failurePolicy", h.index), Value: "Ignore"}}))
 	f.steps = []report.Step{
-		read("Check the webhook's backend", serviceCheckCommand(h)),
-		repair("Restore the webhook's backend (its Deployment, its Service's selector); the refused request is retried and goes through", ""),
-		fix("Or narrow the webhook (rules, objectSelector) so it no longer intercepts this request, or set its failurePolicy to Ignore while the backend is down", patch, report.RiskHigh,
-			"the webhook's checks are skipped for every matching request while it is Ignore"),
-		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectlOn("", "delete", h.kind, h.config), report.RiskHigh,
-			"removes that admission control for the whole cluster"),
+		step(catalog.AdmissionWebhookDenied, "check-backend", serviceCheckCommand(h)),
+		step(catalog.AdmissionWebhookDenied, "restore-backend", ""),
+		step(catalog.AdmissionWebhookDenied, "narrow-webhook", patch),
+		step(catalog.AdmissionWebhookDenied, "delete-configuration", kubectlOn("", "delete", h.kind, h.config)),
 	}
 	if down { // orphaned: fix may delete it
 		f.steps[3].Apply = &report.Action{Verb: report.ActionDelete, Object: *h.about().Object, ResourceVersion: h.configVersion}
@@ -332,9 +330,8 @@ func policyRefusal(p admissionregistrationv1.ValidatingAdmissionPolicy, b admiss
 	f := refusal{code: catalog.AdmissionPolicyDenied, evidence: evidence,
 		about: report.About{Object: &report.ObjectRef{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy", Resource: "validatingadmissionpolicies", Name: p.Name}},
 		steps: []report.Step{
-			read("Read the policy's expressions and the binding's parameters", kubectlOn("", "get", "validatingadmissionpolicy", p.Name, "-o", "yaml")),
-			fix("Fix the expression or narrow the binding so the request is allowed", kubectlOn("", "edit", "validatingadmissionpolicybinding", b.Name), report.RiskHigh,
-				"the policy stops guarding what the change excludes"),
+			step(catalog.AdmissionPolicyDenied, "read-policy", kubectlOn("", "get", "validatingadmissionpolicy", p.Name, "-o", "yaml")),
+			step(catalog.AdmissionPolicyDenied, "narrow-policy", kubectlOn("", "edit", "validatingadmissionpolicybinding", b.Name)),
 		}}
 	switch {
 	case len(failed) > 0:

@@ -49,10 +49,9 @@ func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
 	c := cause(catalog.APIServiceUnavailable, report.Critical, 0.9,
 		fmt.Sprintf("aggregated API %s is unavailable (%s): discovery fails, so no namespace in the cluster can finish deleting", gv, a.Reason),
 		evidence,
-		read("Check the APIService and its backend", then(kubectlOn("", "get", "apiservice", a.Name, "-o", "yaml"), kubectl(strings.SplitN(a.Service, "/", 2)[0], "get", "endpointslices"))),
-		repair("Restore the backend (its Deployment and Service); discovery recovers and the namespace controller finishes", ""),
-		fix("If the add-on was uninstalled, delete its leftover APIService", kubectlOn("", "delete", "apiservice", a.Name), report.RiskHigh,
-			"the API disappears for the whole cluster; clients and controllers that use it fail"))
+		step(catalog.APIServiceUnavailable, "check-apiservice", then(kubectlOn("", "get", "apiservice", a.Name, "-o", "yaml"), kubectl(strings.SplitN(a.Service, "/", 2)[0], "get", "endpointslices"))),
+		step(catalog.APIServiceUnavailable, "restore-backend", ""),
+		step(catalog.APIServiceUnavailable, "delete-apiservice", kubectlOn("", "delete", "apiservice", a.Name)))
 	c.About.Object = &report.ObjectRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Resource: "apiservices.apiregistration.k8s.io", Name: a.Name, UID: a.UID}
 	c.About.Reason = a.Reason
 	if backendGone(a) { // orphaned: fix may delete it

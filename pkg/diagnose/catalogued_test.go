@@ -27,20 +27,17 @@ import (
 // rules fails the run, naming the test line that made it.
 
 // cataloguing is what a code must have: a catalogue entry and a docs entry,
-// whose remediation grades every risk level the rules give its steps
-// (explain prints the docs' grades, why the rules': they must agree).
+// whose remediation declares every step the rules give (by its id).
 type cataloguing struct {
 	known, documented func(catalog.Code) bool
-	graded            func(catalog.Code, report.RiskLevel) bool
+	declared          func(catalog.Code, string) bool
 }
 
 // catalogued is the real catalogue (pkg/catalog/causes.yaml, embedded).
 var catalogued = cataloguing{
 	known:      func(c catalog.Code) bool { _, ok := catalog.Lookup(c); return ok },
 	documented: func(c catalog.Code) bool { _, ok := catalog.Describe(c); return ok },
-	graded: func(c catalog.Code, level report.RiskLevel) bool {
-		return slices.ContainsFunc(catalog.Remedies(c), func(s catalog.Step) bool { return s.Level == level })
-	},
+	declared:   func(c catalog.Code, id string) bool { _, ok := catalog.StepOf(c, id); return ok },
 }
 
 // uncatalogued lists what is wrong with a report's causes, nested ones
@@ -48,7 +45,7 @@ var catalogued = cataloguing{
 func uncatalogued(r report.Report) []string {
 	eachCause(r.Items, func(_ report.Item, c report.Cause) {
 		for _, s := range c.Remediation {
-			gradedByRules.Store(gradeOf(catalog.Code(c.Code), s.RiskLevel), true)
+			givenByRules.Store(givenKey(catalog.Code(c.Code), s.ID), true)
 		}
 	})
 	return catalogued.problems(r)
@@ -90,8 +87,10 @@ func (cat cataloguing) problems(r report.Report) []string {
 			switch {
 			case s.RiskLevel.Weight() == 0:
 				out = append(out, fmt.Sprintf("%s: %s: step %q has riskLevel %q", name, c.Code, s.Action, s.RiskLevel))
-			case cat.documented(code) && !cat.graded(code, s.RiskLevel):
-				out = append(out, fmt.Sprintf("%s: %s: step %q is graded %s, which no step of the code's entry in the catalogue (causes.yaml) is", name, c.Code, s.Action, s.RiskLevel))
+			case cat.documented(code) && !cat.declared(code, s.ID):
+				out = append(out, fmt.Sprintf("%s: %s: step %q (id %q) is not a step of the code's entry in the catalogue (causes.yaml)", name, c.Code, s.Action, s.ID))
+			case strings.ContainsAny(s.Action+s.Risk, "{}"):
+				out = append(out, fmt.Sprintf("%s: %s: step %s leaves an argument unfilled: %q", name, c.Code, s.ID, s.Action+" / "+s.Risk))
 			}
 			if s.Node == "" && runsOnANode(s.Command) {
 				out = append(out, fmt.Sprintf("%s: %s: step %q runs on a node it does not name: %s", name, c.Code, s.Action, s.Command))
@@ -116,21 +115,21 @@ func runsOnANode(command string) bool {
 	return false
 }
 
-// gradedByRules holds a gradeOf for each grade a rule gave a step of a
-// code, in the reports checked: a grade the docs give a code's steps and
-// no rule does is as wrong as the reverse (TestMain).
-var gradedByRules sync.Map
+// givenByRules holds a givenKey for each step a rule gave a cause of a
+// code, in the reports checked: a step the catalogue declares and no rule
+// gives is as wrong as the reverse (TestMain).
+var givenByRules sync.Map
 
-func gradeOf(c catalog.Code, level report.RiskLevel) string { return string(c) + " " + string(level) }
+func givenKey(c catalog.Code, id string) string { return string(c) + " " + id }
 
-// ungraded lists the grades of the docs' steps that no rule gave in the
-// reports checked.
-func ungraded() []string {
+// notGiven lists the catalogue's steps that no rule gave in the reports
+// checked.
+func notGiven() []string {
 	var out []string
 	for _, c := range catalog.Codes() {
 		for _, s := range catalog.Remedies(c) {
-			if _, ok := gradedByRules.Load(gradeOf(c, s.Level)); !ok {
-				out = append(out, fmt.Sprintf("the catalogue (causes.yaml) grades a step of %s %s (%q), a grade no rule gives its steps", c, s.Level, s.Action))
+			if _, ok := givenByRules.Load(givenKey(c, s.ID)); !ok {
+				out = append(out, fmt.Sprintf("the catalogue (causes.yaml) declares step %s of %s (%q), which no rule gave in the tests", s.ID, c, s.Action))
 			}
 		}
 	}
@@ -202,7 +201,7 @@ func TestMain(m *testing.M) {
 	checked.Lock()
 	defer checked.Unlock()
 	if flag.Lookup("test.run").Value.String() == "" { // every test ran: every rule's grades are in
-		checked.problems = append(checked.problems, ungraded()...)
+		checked.problems = append(checked.problems, notGiven()...)
 	}
 	if len(checked.problems) > 0 {
 		fmt.Fprintf(os.Stderr, "--- FAIL: reports of %d Diagnose calls checked against the catalogue: %d problem(s)\n", checked.reports, len(checked.problems))
@@ -254,8 +253,8 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 	emitted := catalog.Code(good.Items[0].Causes[0].Code)
 	undocumented := catalogued
 	undocumented.documented = func(c catalog.Code) bool { return c != emitted && catalogued.documented(c) }
-	gradedOtherwise := catalogued
-	gradedOtherwise.graded = func(catalog.Code, report.RiskLevel) bool { return false }
+	undeclared := catalogued
+	undeclared.declared = func(catalog.Code, string) bool { return false }
 	for _, tc := range []struct {
 		name  string
 		cat   cataloguing
@@ -266,7 +265,8 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		{"undocumented code", undocumented, func(*report.Cause) {}, "code " + string(emitted) + " has no entry in docs/causes.md"},
 		{"stale docs link", catalogued, func(c *report.Cause) { c.Docs = "" }, "not its docs entry"},
 		{"ungraded step", catalogued, func(c *report.Cause) { c.Remediation[0].RiskLevel = "" }, `has riskLevel ""`},
-		{"graded otherwise in the docs", gradedOtherwise, func(c *report.Cause) { c.Remediation = c.Remediation[:1] }, "which no step of the code's entry in the catalogue (causes.yaml) is"},
+		{"a step the catalogue does not declare", undeclared, func(c *report.Cause) { c.Remediation = c.Remediation[:1] }, "is not a step of the code's entry in the catalogue"},
+		{"an argument left unfilled", catalogued, func(c *report.Cause) { c.Remediation[0].Action += " {finalizer}" }, "leaves an argument unfilled"},
 		{"first step without a command", catalogued, func(c *report.Cause) { c.Remediation[0].Command = "" }, "the first step has no command to run"},
 		{"evidence that is not its facts", catalogued, func(c *report.Cause) { c.Evidence = append(c.Evidence, "said twice") }, "is not its facts' lines"},
 		{"no step", catalogued, func(c *report.Cause) { c.Remediation = nil }, "the first step has no command to run"},
@@ -275,10 +275,12 @@ func TestCataloguedCheckCatchesOmissions(t *testing.T) {
 		}, "runs on a node it does not name"},
 		{"unnamed node", catalogued, func(c *report.Cause) {
 			c.Code, c.Docs, c.About = "NodeUnreachable", catalog.DocsURL("NodeUnreachable"), report.About{}
+			c.Remediation = []report.Step{step(catalog.NodeUnreachable, "check-node", "kubectl get node n")}
 		},
 			"NodeUnreachable does not name its node"},
 		{"unnamed finalizer", catalogued, func(c *report.Cause) {
 			c.Code, c.Docs, c.About = "FinalizerPending", catalog.DocsURL("FinalizerPending"), report.About{Node: "n"}
+			c.Remediation = []report.Step{step(catalog.FinalizerPending, "read-object", "kubectl get pod p -o yaml")}
 		}, "FinalizerPending does not name its finalizers"},
 		{"nested", catalogued, func(c *report.Cause) {
 			nested := good.Items[0]

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
@@ -192,8 +193,8 @@ func forceDeleteCommand(pod *corev1.Pod) string {
 }
 
 // mountsOnNode looks, on the pod's node, for its mounts and its kubelet's unmount errors.
-func mountsOnNode(pod *corev1.Pod, action string) report.Step {
+func mountsOnNode(code catalog.Code, id string, pod *corev1.Pod) report.Step {
 	uid := string(pod.UID)
-	return onTheNode(pod.Spec.NodeName, read(action,
+	return onTheNode(pod.Spec.NodeName, step(code, id,
 		then(pipe(command("findmnt", "-l"), command("grep", uid)), pipe(command("journalctl", "-u", "kubelet"), command("grep", uid), command("grep", "-i", "unmount")))))
 }

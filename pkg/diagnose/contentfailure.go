@@ -97,9 +97,8 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 			c := cause(catalog.AdmissionWebhookDenied, settling(report.Critical, tm), 0.8,
 				fmt.Sprintf("webhook %s refuses the namespace controller's deletes in namespace %s", name, ns),
 				[]report.Fact{report.Noted(fmt.Sprintf(namedInCondition, name)), report.Noted("webhook configurations: not read")},
-				read("Find the webhook's configuration and check its backend",
-					pipe(kubectl("", "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "-o", "json"),
-						command("jq", "-r", `.items[] | select(any(.webhooks[]; .name == `+jsonText(name)+`)) | .kind + "/" + .metadata.name`))))
+				step(catalog.AdmissionWebhookDenied, "find-configuration", pipe(kubectl("", "get", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "-o", "json"),
+					command("jq", "-r", `.items[] | select(any(.webhooks[]; .name == `+jsonText(name)+`)) | .kind + "/" + .metadata.name`))))
 			c.About.Webhook = name
 			causes = append(causes, c)
 		}
@@ -166,14 +165,14 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 	name := strings.ToLower(f.kind) + "s." + f.group // a guess, replaced by the CRD's name once read
 	evidence := []report.Fact{report.Noted(fmt.Sprintf("conversion webhook for %s/%s, Kind=%s failed: %s", f.group, f.version, f.kind, f.err))}
 	why := f.err
-	check := read("Read the CRD's conversion settings", kubectlOn("", "get", "crd", name, "-o", "jsonpath={.spec.conversion}"))
+	check := step(catalog.ConversionWebhookFailing, "read-conversion", kubectlOn("", "get", "crd", name, "-o", "jsonpath={.spec.conversion}"))
 	if crd != nil {
 		name = crd.Name
 		evidence = append(evidence, report.Noted(fmt.Sprintf("customresourcedefinition %s: spec.conversion.strategy %s, storage version %s, served %v, status.storedVersions %v",
 			crd.Name, crd.ConversionStrategy, crd.StorageVersion, crd.Served, crd.StoredVersions)))
 		if svc := crd.ConversionService; svc != "" {
 			nsName, svcName, _ := strings.Cut(svc, "/")
-			check = read("Check the conversion webhook's backend", endpointsCommand(nsName, svcName))
+			check = step(catalog.ConversionWebhookFailing, "check-backend", endpointsCommand(nsName, svcName))
 			if p := crd.ConversionServiceEndpoints; p != nil {
 				n := *p
 				evidence = append(evidence, report.Noted(fmt.Sprintf("service %s: %d ready endpoints", svc, n)))
@@ -190,12 +189,9 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 		fmt.Sprintf("the conversion webhook of CRD %s fails (%s): %s objects cannot be listed nor deleted", name, why, f.kind),
 		evidence,
 		check,
-		repair("Restore the conversion webhook's backend (the add-on's Deployment and Service); lists and deletes then go through", ""),
-		fix("If the add-on is uninstalled for good and every object is stored in one version: stop converting",
-			kubectlOn("", "patch", "crd", name, "--type=merge", "-p", `{"spec":{"conversion":{"strategy":"None"}}}`), report.RiskHigh,
-			"objects stored in another version are then served unconverted, with the wrong schema, to every client"),
-		fix("Last resort: delete the CRD of the uninstalled add-on", kubectlOn("", "delete", "crd", name), report.RiskDestructive,
-			"deletes every object of that kind in every namespace, with its data"))
+		step(catalog.ConversionWebhookFailing, "restore-backend", ""),
+		step(catalog.ConversionWebhookFailing, "stop-converting", kubectlOn("", "patch", "crd", name, "--type=merge", "-p", `{"spec":{"conversion":{"strategy":"None"}}}`)),
+		step(catalog.ConversionWebhookFailing, "delete-crd", kubectlOn("", "delete", "crd", name)))
 	c.About.Object = &report.ObjectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Resource: "customresourcedefinitions", Name: name}
 	return c
 }

@@ -63,18 +63,15 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	}
 	resource := crd.Plural + "." + crd.Group
 	remaining := cause(catalog.CRDInstancesRemaining, sev, 0.9, summary, evidence,
-		read("List the instances that remain", kubectl("", "get", resource, "-A")),
-		repair("Resolve each instance's own blocker (nested below): usually bring back the controller that removes their finalizers", ""),
+		step(catalog.CRDInstancesRemaining, "list-instances", kubectl("", "get", resource, "-A")),
+		step(catalog.CRDInstancesRemaining, "resolve-instances", ""),
 	)
 	remaining.About.Count = total
 	for _, f := range sortedKeys(c.Finalizers) {
-		remaining.Remediation = append(remaining.Remediation, fix(
-			fmt.Sprintf("Only if %s is gone for good: remove %s from the %s it holds, one finalizer each (drop the final '| sh' to see the patches first)", catalog.FinalizerOwner(f).Owner, f, report.Count(c.Finalizers[f], "instance")),
-			removeFromEach(resource, "", f), report.RiskHigh, "skips the cleanup the finalizer protects (external resources) and leaves it undone"))
+		remaining.Remediation = append(remaining.Remediation, step(catalog.CRDInstancesRemaining, "remove-instance-finalizers", removeFromEach(resource, "", f), "owner", catalog.FinalizerOwner(f).Owner, "finalizer", f, "instances", report.Count(c.Finalizers[f], "instance")))
 	}
 	remaining.Remediation = append(remaining.Remediation,
-		never("Never remove "+crdCleanupFinalizer+" from the CRD by hand",
-			"the instances then stay in etcd, unreachable, and reappear if the CRD is created again"))
+		step(catalog.CRDInstancesRemaining, "never-remove-cleanup", ""))
 	remaining.BlockedBy = blockedBy
 	causes = append(causes, remaining)
 	return append(causes, held...)

@@ -6,14 +6,15 @@ package diagnose
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kubeversion"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/versions"
 )
 
 // Diagnose builds the report for every target of the snapshot, most severe first.
@@ -47,7 +48,7 @@ func serverOf(s *snapshot.Snapshot) *report.Server {
 	if s.Server != nil {
 		srv.GitVersion = s.Server.GitVersion
 	}
-	for _, g := range versions.Gates {
+	for _, g := range kubeversion.Gates {
 		srv.Assumptions = append(srv.Assumptions, g.On(minorOf(s)).Why)
 	}
 	return srv
@@ -58,7 +59,7 @@ func minorOf(s *snapshot.Snapshot) int {
 	if s.Server == nil {
 		return 0
 	}
-	return versions.Minor(s.Server.GitVersion)
+	return kubeversion.Minor(s.Server.GitVersion)
 }
 
 // diagnosed, when set (by this package's tests, which check every report
@@ -117,9 +118,10 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 		item.DeletionTimestamp = *ts
 	}
 
-	causes := explainTarget(s, t, tm)
-	if t.Pod != nil {
-		item.Checks = podChecks(t.Pod, tm, podFactsOf(s, t, tm))
+	x := subjectOf(s, t, tm)
+	causes := explainTarget(x)
+	if x.pod != nil {
+		item.Checks = podChecks(t.Pod, tm, *x.pod)
 		item.Node = t.Pod.Spec.NodeName
 	}
 	if len(causes) == 0 && tm.overdue > 0 {
@@ -150,8 +152,7 @@ func incomplete(t *snapshot.Target, tm timing) report.Cause {
 	return cause(catalog.DiagnosisIncomplete, settling(report.Warning, tm), 0.3,
 		fmt.Sprintf("%s is %s past its deletion deadline and no rule explains why", t.Ref.Kind, report.HumanDuration(tm.overdue)),
 		evidence,
-		read("Look at the object's events and the controllers that act on it",
-			kubectl(t.Ref.Namespace, "get", "events", "--field-selector", "involvedObject.uid="+t.Ref.UID)))
+		step(catalog.DiagnosisIncomplete, "read-events", kubectl(t.Ref.Namespace, "get", "events", "--field-selector", "involvedObject.uid="+t.Ref.UID)))
 }
 
 func cause(code catalog.Code, sev report.Severity, confidence float64, summary string, evidence []report.Fact, steps ...report.Step) report.Cause {
@@ -187,17 +188,22 @@ func ofFinalizers(causes []report.Cause, names ...string) []report.Cause {
 	return causes
 }
 
-// Remediation steps, by what carrying them out risks (report.RiskLevel).
+// Remediation steps are declared in the catalogue (pkg/catalog/causes.yaml),
+// each with its id, its action and what it risks; a rule names the step and
+// fills in the arguments and the command.
 
-// read is a step that only looks.
-func read(action, command string) report.Step {
-	return report.Step{Action: action, Command: command, Risk: "none: read-only", RiskLevel: report.RiskNone}
-}
-
-// never is advice against a change, with what the change would do: a step
-// that changes nothing (waiting is a read: kubectl terminating wait).
-func never(action, consequence string) report.Step {
-	return report.Step{Action: action, Risk: "none (doing it: " + consequence + ")", RiskLevel: report.RiskNone}
+// step is the remediation step id of code's catalogue entry, to run
+// command: its action and risk with each {name} filled from args (name,
+// value pairs). An id the catalogue does not declare gives a step with no
+// risk level, which the tests catch (TestEveryStepIsCatalogued).
+func step(code catalog.Code, id, command string, args ...string) report.Step {
+	s, _ := catalog.StepOf(code, id)
+	pairs := make([]string, 0, len(args))
+	for i := 0; i+1 < len(args); i += 2 {
+		pairs = append(pairs, "{"+args[i]+"}", args[i+1])
+	}
+	fill := strings.NewReplacer(pairs...)
+	return report.Step{ID: id, Action: fill.Replace(s.Action), Command: command, Risk: fill.Replace(s.Risk), RiskLevel: s.Level}
 }
 
 // onTheNode is a step whose command runs on the node (journalctl, crictl,
@@ -205,17 +211,6 @@ func never(action, consequence string) report.Step {
 func onTheNode(node string, s report.Step) report.Step {
 	s.Node = node
 	return s
-}
-
-// repair restores what failed (a backend, a controller, a plugin): nothing is
-// skipped or forced, the blocked work then finishes by itself.
-func repair(action, command string) report.Step {
-	return report.Step{Action: action, Command: command, Risk: "low: restores what failed; nothing is skipped or forced", RiskLevel: report.RiskLow}
-}
-
-// fix is any other change, graded and with its risk said.
-func fix(action, command string, level report.RiskLevel, risk string) report.Step {
-	return report.Step{Action: action, Command: command, Risk: string(level) + ": " + risk, RiskLevel: level}
 }
 
 // settling downgrades a warning to info while the object is within settleTime

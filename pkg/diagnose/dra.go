@@ -74,9 +74,9 @@ func claimCauses(pod *corev1.Pod, claims []podClaim, tm timing) []report.Cause {
 			evidence = append(evidence, report.Noted(fmt.Sprintf("resourceslices with spec.nodeName=%s: none of driver %s", pod.Spec.NodeName, strings.Join(pc.missing, ", "))))
 		}
 		causes = append(causes, cause(catalog.ResourceClaimCleanupPending, sev, confidence, summary, evidence,
-			read("Check the DRA driver's kubelet plugin on the node", then(kubectl("", "get", "resourceslices", "--field-selector", "spec.nodeName="+pod.Spec.NodeName), kubectl("", "get", "pods", "-A", "-o", "wide", "--field-selector", "spec.nodeName="+pod.Spec.NodeName))),
-			repair("Restore the driver's kubelet plugin (its DaemonSet pod on that node); the kubelet retries the unprepare", ""),
-			forceDelete(pod, report.RiskHigh, "the device stays prepared on the node and the claim reserved; it cannot be given to another pod until cleaned up")))
+			step(catalog.ResourceClaimCleanupPending, "check-plugin", then(kubectl("", "get", "resourceslices", "--field-selector", "spec.nodeName="+pod.Spec.NodeName), kubectl("", "get", "pods", "-A", "-o", "wide", "--field-selector", "spec.nodeName="+pod.Spec.NodeName))),
+			step(catalog.ResourceClaimCleanupPending, "restore-plugin", ""),
+			forceDelete(catalog.ResourceClaimCleanupPending, "force-delete", pod)))
 	}
 	return causes
 }

@@ -91,7 +91,7 @@ func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 		c := cause(catalog.NodeDrainBlocked, settling(report.Warning, tm), 0.5,
 			fmt.Sprintf("the drain of node %s is still waiting for %s (%d being deleted), and nothing refuses %s eviction", node, report.Count(len(left), "pod"), len(evicting), agree(len(left), "its", "their")),
 			evidence,
-			read("See the pods left on the node", onNode(node, ".")))
+			step(catalog.NodeDrainBlocked, "see-pods-left", onNode(node, ".")))
 		c.About.Node, c.About.Count = node, len(left)
 		return []report.Cause{c}
 	}
@@ -115,21 +115,16 @@ func drainSteps(t *snapshot.Target, f heldBy, blocked []evictionBlocker) []repor
 	if i := slices.IndexFunc(blocked, func(b evictionBlocker) bool { return b.pdb != nil }); i >= 0 {
 		pdb := blocked[i].pdb
 		steps = append(steps,
-			read("See the disruption budget that refuses the eviction", kubectlOn(pdb.Namespace, "get", "poddisruptionbudget", pdb.Name, "-o", "wide")),
-			repair("Let the budget allow a disruption: bring the workload's other replicas to Ready, or scale it up; the drain then evicts the pod", ""))
+			step(catalog.NodeDrainBlocked, "read-budget", kubectlOn(pdb.Namespace, "get", "poddisruptionbudget", pdb.Name, "-o", "wide")),
+			step(catalog.NodeDrainBlocked, "allow-disruption", ""))
 	}
 	for _, b := range blocked {
 		if b.annotation != "" {
-			steps = append(steps, fix(fmt.Sprintf("Let pod %s/%s be disrupted: remove its %s annotation", b.pod.Namespace, b.pod.Name, b.annotation),
-				kubectlOn(b.pod.Namespace, "annotate", "pod", b.pod.Name, b.annotation+"-"), report.RiskHigh,
-				"the pod is evicted now, whatever its owner's reason to stay"))
+			steps = append(steps, step(catalog.NodeDrainBlocked, "remove-annotation", kubectlOn(b.pod.Namespace, "annotate", "pod", b.pod.Name, b.annotation+"-"), "pod", b.pod.Namespace+"/"+b.pod.Name, "annotation", b.annotation))
 		}
 	}
-	steps = append(steps, fix(fmt.Sprintf("Or delete pod %s/%s yourself", first.pod.Namespace, first.pod.Name),
-		kubectlOn(first.pod.Namespace, "delete", "pod", first.pod.Name), report.RiskHigh,
-		"bypasses the disruption budget: the workload runs a replica short until it is rescheduled"))
-	return append(steps, never(fmt.Sprintf("Never remove %s to skip the drain", f.name),
-		"the controller skips its cleanup: the node's instance may keep running and its pods lose their node without an eviction"))
+	steps = append(steps, step(catalog.NodeDrainBlocked, "delete-pod", kubectlOn(first.pod.Namespace, "delete", "pod", first.pod.Name), "pod", first.pod.Namespace+"/"+first.pod.Name))
+	return append(steps, step(catalog.NodeDrainBlocked, "never-remove-finalizer", "", "finalizer", f.name))
 }
 
 // drained reports whether a drain must evict the pod: not finished, not a

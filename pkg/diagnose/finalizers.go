@@ -46,15 +46,15 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	}
 	evidence = append(evidence, writeEvidence(t.Object, names, s.Now)...)
 	summary := fmt.Sprintf("deletion waits for %s to be removed: %s", report.Count(len(finalizers), "finalizer"), report.FirstFew(names))
-	steps := []report.Step{findOwners(t, names), repair("Bring that controller back (scale it up, reinstall it); it removes the finalizer itself", "")}
+	steps := []report.Step{findOwners(catalog.FinalizerPending, t, names), step(catalog.FinalizerPending, "restore-owner", "")}
 	var quoted string // the reason of the complaint the summary quotes
 	saysWhy := func(confidence float64) (report.Severity, float64) {
 		top := said[0]
 		quoted = top.reason
 		summary = fmt.Sprintf("the controller that removes %s cannot finish the deletion: it reports %s: %s", report.FirstFew(names), top.reason, top.message)
 		steps = []report.Step{
-			read("Read what the controller reports about the object", kubectlOn(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
-			repair(fmt.Sprintf("Fix what the controller reports (%s); it then finishes its cleanup and removes the finalizer itself", top.reason), ""),
+			step(catalog.FinalizerPending, "describe-object", kubectlOn(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
+			step(catalog.FinalizerPending, "fix-what-it-reports", "", "reason", top.reason),
 		}
 		return report.Critical, confidence
 	}
@@ -78,8 +78,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	case stuck >= 0: // it waits for its own dependents, and one cannot go
 		sev, confidence = dependents[stuck].Severity, 0.75
 		summary = fmt.Sprintf("the controller that removes %s waits for the object's dependents, being deleted: %s", report.FirstFew(names), chainSummary(dependents[stuck]))
-		steps = []report.Step{read("Diagnose the dependent (nested below) and resolve what holds it; the controller then finishes",
-			kubectl(dependents[stuck].Object.Namespace, "terminating", "why", report.Name(dependents[stuck].Object), "-o", "wide"))}
+		steps = []report.Step{step(catalog.FinalizerPending, "diagnose-dependent", kubectl(dependents[stuck].Object.Namespace, "terminating", "why", report.Name(dependents[stuck].Object), "-o", "wide"))}
 	case len(down) > 0:
 		sev, confidence = report.Critical, 0.7
 		summary = fmt.Sprintf("the controller that removes %s has no ready replica: nothing removes the finalizer", report.FirstFew(down))
@@ -90,7 +89,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		until = working.at.Add(settleTime) // then, with no new write, it is not at work any more
 		summary = fmt.Sprintf("progressing: field manager %s wrote %s %s ago, after the deletion began: the controller that removes %s is at work",
 			working.manager, working.what(), report.HumanDuration(s.Now.Sub(working.at)), report.FirstFew(names))
-		steps = []report.Step{read("Wait for the controller to finish; the plugin prints the diagnosis if it has not by then", waitCommand(t.Ref, 5*time.Minute))}
+		steps = []report.Step{step(catalog.FinalizerPending, "wait", waitCommand(t.Ref, 5*time.Minute))}
 	case depends.at != nil: // what it depends on says it fails
 		sev, confidence = report.Critical, 0.7
 		top := depends.words[0]
@@ -98,16 +97,16 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		summary = fmt.Sprintf("the controller that removes %s depends on %s (%s), which reports %s: %s",
 			report.FirstFew(names), report.Name(depends.at.Ref), strings.Join(depends.path[:len(depends.path)-1], " -> "), top.reason, top.message)
 		steps = []report.Step{
-			read("Read what the object it depends on reports", kubectlOn(depends.at.Ref.Namespace, "describe", strings.ToLower(depends.at.Ref.Resource), depends.at.Ref.Name)),
-			repair(fmt.Sprintf("Fix what %s reports (%s); the controller then finishes its cleanup and removes the finalizer itself", report.Name(depends.at.Ref), top.reason), ""),
+			step(catalog.FinalizerPending, "describe-dependency", kubectlOn(depends.at.Ref.Namespace, "describe", strings.ToLower(depends.at.Ref.Resource), depends.at.Ref.Name)),
+			step(catalog.FinalizerPending, "fix-dependency", "", "object", report.Name(depends.at.Ref), "reason", top.reason),
 		}
 	case len(users) > 0: // its kin still name it: the controller may wait for them
 		sev, confidence = report.Critical, 0.6
 		summary = fmt.Sprintf("the controller that removes %s may wait for the %s that still %s the object: %s",
 			report.FirstFew(names), report.Count(len(users), "object"), agree(len(users), "names", "name"), strings.Join(users[:min(len(users), 3)], ", "))
 		steps = []report.Step{
-			read("Read what names it", kubectlOn(t.Ref.Namespace, "get", strings.ToLower(t.NamedBy[0].Ref.Resource), t.NamedBy[0].Ref.Name, "-o", "yaml")),
-			fix("Delete the objects that still use it, or point them elsewhere; the controller then finishes", "", report.RiskHigh, "what those objects do stops (their events, their workloads) until they are pointed elsewhere"),
+			step(catalog.FinalizerPending, "read-users", kubectlOn(t.Ref.Namespace, "get", strings.ToLower(t.NamedBy[0].Ref.Resource), t.NamedBy[0].Ref.Name, "-o", "yaml")),
+			step(catalog.FinalizerPending, "delete-users", ""),
 		}
 	case len(gone) > 0:
 		sev, confidence = report.Critical, 0.6
@@ -116,7 +115,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		sev, confidence = report.Info, 0.6
 		summary = fmt.Sprintf("progressing: the object's %s being deleted %s not stuck (%s); the controller removes %s once %s gone",
 			report.Count(len(dependents), "dependent"), agree(len(dependents), "is", "are"), nestedSummary(dependents[0]), report.FirstFew(names), agree(len(dependents), "it is", "they are"))
-		steps = []report.Step{read("Wait for the dependents to go; the plugin prints the diagnosis if they have not by then", waitCommand(t.Ref, 5*time.Minute))}
+		steps = []report.Step{step(catalog.FinalizerPending, "wait-dependents", waitCommand(t.Ref, 5*time.Minute))}
 	case len(said) > 0:
 		sev, confidence = saysWhy(0.65)
 	case depends.missing != nil: // what it depends on is gone: its controller may wait for it forever
@@ -124,8 +123,8 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		summary = fmt.Sprintf("the controller that removes %s may wait for %s (%s), which does not exist",
 			report.FirstFew(names), report.Name(*depends.missing), strings.Join(depends.missingPath[:len(depends.missingPath)-1], " -> "))
 		steps = []report.Step{
-			read("Read what the controller reports about the object", kubectlOn(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
-			repair(fmt.Sprintf("Recreate %s, or point the object elsewhere; the controller then finishes its cleanup", report.Name(*depends.missing)), ""),
+			step(catalog.FinalizerPending, "describe-object", kubectlOn(t.Ref.Namespace, "describe", strings.ToLower(t.Ref.Resource), t.Ref.Name)),
+			step(catalog.FinalizerPending, "recreate-missing", "", "object", report.Name(*depends.missing)),
 		}
 	case len(healthy) > 0:
 		confidence = 0.5
@@ -136,7 +135,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		}
 		summary += ": read its logs for the cleanup it is failing"
 	}
-	steps = append(steps, removeByHand(t, finalizers)...)
+	steps = append(steps, removeByHand(catalog.FinalizerPending, t, finalizers)...)
 	c := cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)
 	c.BlockedBy = dependents
 	c.Until = until
@@ -175,15 +174,12 @@ func ownerEvidence(finalizers []string) []report.Fact {
 	return evidence
 }
 
-// skipsCleanup is the risk of removing a finalizer by hand.
-const skipsCleanup = "skips the cleanup the finalizer protects (external resources, dependent objects) and leaves it undone"
-
 // findOwners is the read-only look for the controllers that remove
 // finalizers: the Deployments, StatefulSets and DaemonSets named or
 // labelled with their words, as ownerLiveness matches them, or with the
 // name of the field manager that added the finalizer; for finalizers with
 // no such words (Kubernetes' own), the object itself.
-func findOwners(t *snapshot.Target, finalizers []string) report.Step {
+func findOwners(code catalog.Code, t *snapshot.Target, finalizers []string) report.Step {
 	var words []string
 	for _, f := range finalizers {
 		if catalog.ThirdPartyFinalizer(f) {
@@ -192,16 +188,14 @@ func findOwners(t *snapshot.Target, finalizers []string) report.Step {
 		}
 	}
 	if len(words) == 0 {
-		return read("Read the object: its finalizers, and the status its controllers write",
-			kubectlOn(t.Ref.Namespace, "get", strings.ToLower(t.Ref.Resource), t.Ref.Name, "-o", "yaml"))
+		return step(code, "read-object", kubectlOn(t.Ref.Namespace, "get", strings.ToLower(t.Ref.Resource), t.Ref.Name, "-o", "yaml"))
 	}
 	slices.Sort(words)
 	grep := []string{"-Fi"}
 	for _, w := range slices.Compact(words) {
 		grep = append(grep, "-e", w)
 	}
-	return read(fmt.Sprintf("Find the controller that removes %s: the workloads named or labelled like it", report.FirstFew(finalizers)),
-		pipe(kubectl("", "get", "deployments,statefulsets,daemonsets", "-A", "--show-labels"), command("grep", grep...)))
+	return step(code, "find-owner", pipe(kubectl("", "get", "deployments,statefulsets,daemonsets", "-A", "--show-labels"), command("grep", grep...)), "finalizers", report.FirstFew(finalizers))
 }
 
 // finalizerFields quotes the fields that hold the finalizers.
@@ -236,8 +230,8 @@ func removeCommand(t *snapshot.Target, f heldBy) string {
 // removeFinalizer is the step that removes one finalizer from
 // metadata.finalizers: the command for a person, the action for fix, for
 // the version of the object the diagnosis read.
-func removeFinalizer(action string, t *snapshot.Target, f string, level report.RiskLevel, risk string) report.Step {
-	s := fix(action, removeFinalizerCommand(t.Ref, finalizerIndex(t.Object, f), f), level, risk)
+func removeFinalizer(code catalog.Code, id string, t *snapshot.Target, f string, args ...string) report.Step {
+	s := step(code, id, removeFinalizerCommand(t.Ref, finalizerIndex(t.Object, f), f), args...)
 	s.Apply = &report.Action{Verb: report.ActionRemoveFinalizer, Object: t.Ref, Finalizer: f, ResourceVersion: t.Object.GetResourceVersion()}
 	return s
 }

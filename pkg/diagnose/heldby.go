@@ -37,21 +37,23 @@ func namedNodeCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []held
 		if tm.overdue < settleTime {
 			sev = report.Info
 		}
-		look := read("Check the node", kubectlOn("", "get", "node", ref.Node, "-o", "wide"))
+		look := func(code catalog.Code) report.Step {
+			return step(code, "check-named-node", kubectlOn("", "get", "node", ref.Node, "-o", "wide"))
+		}
 		switch {
 		case n.missing:
 			causes = append(causes, aboutNode([]report.Cause{cause(catalog.NodeNotFound, sev, 0.7,
 				fmt.Sprintf("%s names node %s, which no longer exists: the cleanup %s waits for on that node cannot run", ref.Field, ref.Node, report.FirstFew(names)),
-				evidence, append([]report.Step{look}, removeByHand(t, finalizers)...)...)}, ref.Node)...)
+				evidence, append([]report.Step{look(catalog.NodeNotFound)}, removeByHand(catalog.NodeNotFound, t, finalizers)...)...)}, ref.Node)...)
 		case n.unreachable():
 			causes = append(causes, aboutNode([]report.Cause{cause(catalog.NodeUnreachable, sev, 0.7,
 				fmt.Sprintf("%s names node %s, which stopped reporting%s: nothing on it can finish the cleanup %s waits for", ref.Field, ref.Node, n.since(), report.FirstFew(names)),
-				evidence, append([]report.Step{look, repair("Bring the node back (its kubelet, its network): the cleanup then runs and the controller removes the finalizer itself", "")},
-					removeByHand(t, finalizers)...)...)}, ref.Node)...)
+				evidence, append([]report.Step{look(catalog.NodeUnreachable), step(catalog.NodeUnreachable, "restore-named-node", "")},
+					removeByHand(catalog.NodeUnreachable, t, finalizers)...)...)}, ref.Node)...)
 		case n.notReady():
 			causes = append(causes, aboutNode([]report.Cause{cause(catalog.NodeNotReady, settling(report.Warning, tm), 0.5,
 				fmt.Sprintf("%s names node %s, which is NotReady (%s): the cleanup %s waits for on that node may not run", ref.Field, ref.Node, n.ready.Reason, report.FirstFew(names)),
-				evidence, look, repair("Repair the node as its Ready condition says", ""))}, ref.Node)...)
+				evidence, look(catalog.NodeNotReady), step(catalog.NodeNotReady, "repair-named-node", ""))}, ref.Node)...)
 		}
 	}
 	return ofFinalizers(causes, names...)
@@ -107,14 +109,13 @@ func dependentsDeleted(s *snapshot.Snapshot, t *snapshot.Target, tm timing) ([]r
 
 // removeByHand is the last resort for each finalizer: removing it by hand,
 // for when its controller is gone for good.
-func removeByHand(t *snapshot.Target, finalizers []heldBy) []report.Step {
+func removeByHand(code catalog.Code, t *snapshot.Target, finalizers []heldBy) []report.Step {
 	var steps []report.Step
 	for _, f := range finalizers {
-		action := fmt.Sprintf("Only if that controller is gone for good: remove %s by hand", f.name)
 		if f.spec {
-			steps = append(steps, fix(action, removeCommand(t, f), report.RiskHigh, skipsCleanup))
+			steps = append(steps, step(code, "remove-finalizer", removeCommand(t, f), "finalizer", f.name))
 		} else {
-			steps = append(steps, removeFinalizer(action, t, f.name, report.RiskHigh, skipsCleanup))
+			steps = append(steps, removeFinalizer(code, "remove-finalizer", t, f.name, "finalizer", f.name))
 		}
 	}
 	return steps

@@ -91,11 +91,9 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 		del = ""
 	}
 	c := cause(catalog.ObjectInUse, settling(sev, tm), 0.9, summary, evidence,
-		read(fmt.Sprintf("See the %s that use it", report.Plural(noun)), get),
-		fix(fmt.Sprintf("Delete the %s that use it, or point them at another %s; %s then removes the finalizer", report.Plural(noun), strings.ToLower(t.Ref.Kind), row.Owner), del, report.RiskHigh,
-			fmt.Sprintf("what those %s run or provide stops", report.Plural(noun))),
-		never(fmt.Sprintf("Never remove %s while %s use it", f.name, report.Plural(noun)),
-			fmt.Sprintf("the %s keep naming a deleted %s and their controller can no longer reconcile them", report.Plural(noun), strings.ToLower(t.Ref.Kind))))
+		step(catalog.ObjectInUse, "see-users", get, "users", report.Plural(noun)),
+		step(catalog.ObjectInUse, "delete-users", del, "users", report.Plural(noun), "kind", strings.ToLower(t.Ref.Kind), "owner", row.Owner),
+		step(catalog.ObjectInUse, "never-remove-finalizer", "", "finalizer", f.name, "users", report.Plural(noun), "kind", strings.ToLower(t.Ref.Kind)))
 	c.About = report.About{Count: len(users), Object: &first.Ref}
 	c.BlockedBy = items
 	return []report.Cause{c}

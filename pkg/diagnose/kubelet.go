@@ -165,8 +165,8 @@ func kubeletForgot(pod *corev1.Pod, tm timing, v *kubeletView) report.Cause {
 			report.Noted(v.says("/stats/summary", "no stats and no volume for the pod")),
 			report.FieldFact("metadata.deletionGracePeriodSeconds", fmt.Sprintf("%d (the kubelet's final DELETE sets 0)", tm.grace)),
 		},
-		onTheNode(pod.Spec.NodeName, read("Read the kubelet's log for the pod (why it dropped it: a final DELETE given up on, lost state)", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))))),
-		forceDelete(pod, report.RiskLow, "the kubelet reports nothing left of the pod on the node; only the API object goes"))
+		onTheNode(pod.Spec.NodeName, step(catalog.KubeletNoLongerManagesPod, "read-kubelet-log", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))))),
+		forceDelete(catalog.KubeletNoLongerManagesPod, "force-delete", pod))
 }
 
 // kubeletVolumesCause: the kubelet itself still reports volumes mounted for
@@ -187,7 +187,7 @@ func kubeletVolumesCause(pod *corev1.Pod, tm timing, v *kubeletView, vols []snap
 	return cause(catalog.VolumeTeardownPending, sev, 0.85,
 		fmt.Sprintf("the kubelet on %s still has %s mounted for the pod past the deadline: it removes the pod only after unmounting", v.node, describeVolumes(vols)),
 		evidence,
-		mountsOnNode(pod, "Look for the pod's mounts and hung unmounts on the node"),
-		repair("Restore the storage backend or the node's path to it (server, portal, the CSI node plugin); the kubelet retries the unmount", ""),
-		forceDelete(pod, report.RiskDestructive, "the mount stays on the node (a hung NFS mount keeps processes in D state); a ReadWriteOnce volume may then be used from two nodes"))
+		mountsOnNode(catalog.VolumeTeardownPending, "check-mounts", pod),
+		step(catalog.VolumeTeardownPending, "restore-storage-reported", ""),
+		forceDelete(catalog.VolumeTeardownPending, "force-delete-hung", pod))
 }

@@ -67,6 +67,13 @@ func TestNamespaceRules(t *testing.T) {
 			evidence: "metrics.k8s.io/v1beta1",
 		},
 		{
+			name: "a group version that cannot be parsed",
+			ns: terminatingNamespace(10*time.Minute, allConditions(
+				nsCond(corev1.NamespaceDeletionGVParsingFailure, corev1.ConditionTrue, "GroupVersionParsingFailed", "Discovery failed for some groups, 1 failing: unexpected GroupVersion string: example.com/v1/extra"),
+			)...),
+			codes: []string{"NamespaceDiscoveryFailure"}, severity: report.Critical, evidence: "example.com/v1/extra",
+		},
+		{
 			name: "content deletion failed",
 			ns: terminatingNamespace(10*time.Minute, allConditions(
 				nsCond(corev1.NamespaceDeletionContentFailure, corev1.ConditionTrue, "ContentDeletionFailed", "Failed to delete all resource types, 1 remaining: unexpected items still remain in namespace: shop for gvr: /v1, Resource=pods"),

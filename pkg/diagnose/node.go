@@ -208,9 +208,9 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 		return []report.Cause{cause(catalog.NodeNotFound, sev, 0.9,
 			fmt.Sprintf("spec.nodeName %s names no Node: no kubelet will finish this pod", n.name),
 			append([]report.Fact{report.FieldFact("spec.nodeName", n.name)}, n.evidence()...),
-			read("Wait: the pod GC controller force-deletes pods of deleted nodes within about a minute", waitCommand(report.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, podGCDelay)),
-			read("If it stays, check that kube-controller-manager runs and that no finalizer holds the pod", kubectlOn(pod.Namespace, "get", "pod", pod.Name, "-o", "jsonpath={.metadata.finalizers}")),
-			forceDelete(pod, report.RiskLow, "the node is gone, so nothing of the pod runs any more; a finalizer still holds the pod if one is set"))}
+			step(catalog.NodeNotFound, "wait-pod-gc", waitCommand(report.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, podGCDelay)),
+			step(catalog.NodeNotFound, "check-pod-gc", kubectlOn(pod.Namespace, "get", "pod", pod.Name, "-o", "jsonpath={.metadata.finalizers}")),
+			forceDelete(catalog.NodeNotFound, "force-delete", pod))}
 	case n.unreachable():
 		return []report.Cause{cause(catalog.NodeUnreachable, report.Critical, 0.9,
 			fmt.Sprintf("node %s stopped reporting%s: no kubelet is running the pod's shutdown", n.name, n.since()),
@@ -219,8 +219,8 @@ func (n nodeHealth) causes(pod *corev1.Pod, tm timing) []report.Cause {
 		return []report.Cause{cause(catalog.NodeNotReady, report.Critical, 0.7,
 			fmt.Sprintf("node %s is NotReady (%s) while its kubelet still reports: the kubelet cannot finish the pod", n.name, n.ready.Reason),
 			n.evidence(),
-			onTheNode(n.name, fix("Repair the node's runtime or network as the Ready message says (for example restart containerd, then the kubelet)", "systemctl restart containerd kubelet", report.RiskHigh, "restarts every container on the node only if the runtime restarts them")),
-			forceDelete(pod, report.RiskDestructive, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))}
+			onTheNode(n.name, step(catalog.NodeNotReady, "repair-runtime", "systemctl restart containerd kubelet")),
+			forceDelete(catalog.NodeNotReady, "force-delete", pod))}
 	}
 	return nil
 }
@@ -239,16 +239,14 @@ func (n nodeHealth) since() string {
 // resourceVersion): fix never taints a node recreated under its name.
 func deadNodeSteps(pod *corev1.Pod, n nodeHealth) []report.Step {
 	node := n.name
-	taint := fix("Otherwise make sure the node is powered off or fenced, then mark it out of service: pods and volumes are released (non-graceful node shutdown)",
-		kubectlOn("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"), report.RiskDestructive,
-		"if the node is in fact still running, its workloads run twice and force-detached volumes may be corrupted")
+	taint := step(catalog.NodeUnreachable, "fence-node", kubectlOn("", "taint", "nodes", node, taintOutOfService+"=nodeshutdown:NoExecute"))
 	taint.Apply = &report.Action{Verb: report.ActionTaintOutOfService,
 		Object:          report.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: node, UID: string(n.node.UID)},
 		ResourceVersion: n.node.ResourceVersion}
 	return []report.Step{
-		read("Check whether the node is down or only cut off from the control plane", kubectlOn("", "get", "node", node, "-o", "wide")),
-		repair("If the node can be brought back, restore its kubelet or network: the pod then finishes deleting normally", ""),
+		step(catalog.NodeUnreachable, "check-node", kubectlOn("", "get", "node", node, "-o", "wide")),
+		step(catalog.NodeUnreachable, "restore-node", ""),
 		taint,
-		forceDelete(pod, report.RiskDestructive, "without fencing, a StatefulSet or ReadWriteOnce replacement can run beside the old pod (split brain, data corruption)"),
+		forceDelete(catalog.NodeUnreachable, "force-delete", pod),
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kubeversion"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/versions"
 )
 
 // contentCauses explains a namespace from the live scan of what is left in
@@ -74,8 +74,8 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 	return report.Cause{
 		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Facts: evidence,
 		Remediation: []report.Step{
-			read("Resolve each pod's own root cause (nested below); the namespace controller then finishes", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name)),
-			clearNamespaceFinalizers(t.Ref.Name),
+			step(catalog.PodStuckTerminating, "resolve-pods", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name)),
+			clearNamespaceFinalizers(catalog.PodStuckTerminating, t.Ref.Name),
 		},
 		About:     report.About{Object: &top.Object, Count: len(stuck)},
 		BlockedBy: stuck,
@@ -88,7 +88,7 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 // leaves the rest until they are gone, so it progresses whatever else it
 // still holds; without it every type is deleted at once, and what else it
 // holds is judged beside the pods. Stuck pods are PodStuckTerminating instead.
-func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, ordered versions.State) report.Cause {
+func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, ordered kubeversion.State) report.Cause {
 	c := t.Contents
 	var latest time.Time
 	var evidence []report.Fact
@@ -117,7 +117,7 @@ func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, order
 		summary = fmt.Sprintf("progressing: %s terminating normally and %s; the namespace controller deletes every type at once (no ordered namespace deletion on this release), so the %s not wait for %s", pods, deadline, report.Count(others, "other object")+agree(others, " does", " do"), them)
 	}
 	return cause(catalog.WithinGracePeriod, report.Info, 0.9, summary, evidence,
-		read("Wait for the pods to finish; watch them", command("kubectl", "terminating", "wait", "ns/"+t.Ref.Name, "--timeout", "5m")))
+		step(catalog.WithinGracePeriod, "wait-pods", command("kubectl", "terminating", "wait", "ns/"+t.Ref.Name, "--timeout", "5m")))
 }
 
 // forecastCauses: while a namespace progresses (its pods in grace), objects
@@ -142,8 +142,8 @@ func forecastCauses(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 		c := cause(catalog.FinalizerPending, report.Info, 0.6,
 			fmt.Sprintf("forecast: once the pods are gone, %s carrying %s will be deleted, and %s: the namespace will then stay Terminating", report.Count(n, "object"), f, why),
 			append([]report.Fact{report.Noted(fmt.Sprintf("live scan of namespace %s: %s not deleted yet %s finalizer %s (removed by %s)", t.Ref.Name, report.Count(n, "object"), agree(n, "carries", "carry"), f, catalog.FinalizerOwner(f).Owner))}, evidence...),
-			findOwners(t, []string{f}),
-			repair("Bring back the controller that removes "+f+" before the pods are gone; it then removes the finalizer itself", ""))
+			findOwners(catalog.FinalizerPending, t, []string{f}),
+			step(catalog.FinalizerPending, "restore-owner-early", "", "finalizer", f))
 		c.About.Finalizers, c.About.Count = []string{f}, n
 		out = append(out, c)
 	}
@@ -185,8 +185,7 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer string, thi
 	for _, r := range heldTypes(c, finalizer) {
 		each = append(each, removeFromEach(r, held.Ref.Namespace, finalizer))
 	}
-	fc.Remediation[len(fc.Remediation)-1] = fix(fmt.Sprintf("Only if that controller is gone for good: remove %s by hand from %s %s, one finalizer each (drop '| sh' to see the patches first)",
-		finalizer, agree(n, "the", "all"), things(n)), then(each...), report.RiskHigh, skipsCleanup)
+	fc.Remediation[len(fc.Remediation)-1] = step(catalog.FinalizerPending, "remove-finalizer-everywhere", then(each...), "finalizer", finalizer, "which", agree(n, "the", "all"), "objects", things(n))
 	return fc
 }
 

@@ -41,7 +41,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 		return []report.Cause{cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
 			"no dependent blocks the deletion any more, yet the garbage collector has not removed foregroundDeletion: "+collectorBlocked(s),
 			append(evidence, unavailableAPIs(s)...),
-			read("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False"))}
+			step(catalog.ForegroundDeletionBlocked, "check-gc", "kubectl get apiservices | grep False"))}
 	}
 	var items []report.Item
 	sev := settling(report.Warning, tm)
@@ -70,8 +70,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Facts: evidence,
 		About: report.About{Count: len(blocking)},
 		Remediation: []report.Step{
-			read("Diagnose the dependents (nested below, the worst first) and resolve their own blockers; the garbage collector then finishes",
-				kubectl(items[0].Object.Namespace, "terminating", "why", report.Name(items[0].Object), "-o", "wide")),
+			step(catalog.ForegroundDeletionBlocked, "diagnose-dependents", kubectl(items[0].Object.Namespace, "terminating", "why", report.Name(items[0].Object), "-o", "wide")),
 			dropForeground(t),
 		},
 		BlockedBy: items}}
@@ -85,14 +84,13 @@ func chainCut(t *snapshot.Target, sk report.Skip, tm timing) report.Cause {
 	return cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("waits on its dependents, which were not read: %s; what holds the chain is deeper, and a diagnosis from this object reads on", sk.Detail),
 		[]report.Fact{metadataFinalizers(t.Object), report.Noted(fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason))},
-		read("Diagnose the chain from this object, the deepest the walk reached", here),
+		step(catalog.ForegroundDeletionBlocked, "diagnose-chain", here),
 		dropForeground(t))
 }
 
 // dropForeground lets an owner go without waiting for its dependents.
 func dropForeground(t *snapshot.Target) report.Step {
-	return removeFinalizer("Or let the owner go without waiting: remove foregroundDeletion; the garbage collector then deletes the dependents in the background",
-		t, "foregroundDeletion", report.RiskLow, "the owner disappears while its dependents are still being deleted")
+	return removeFinalizer(catalog.ForegroundDeletionBlocked, "remove-foreground", t, "foregroundDeletion")
 }
 
 // collectorBlocked says what may hold the garbage collector back: an
@@ -135,9 +133,8 @@ func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 	return []report.Cause{cause(catalog.FinalizerPending, settling(report.Warning, tm), 0.6, summary,
 		append([]report.Fact{report.Noted("finalizer orphan: removed by the garbage collector (kube-controller-manager) once no dependent names the object as its owner"),
 			report.Noted(fmt.Sprintf("live scan: %s still %s %s/%s in ownerReferences", report.Count(len(names), "dependent"), agree(len(names), "names", "name"), t.Ref.Kind, t.Ref.Name))}, unavailableAPIs(s)...),
-		read("Check kube-controller-manager's garbage collector and the APIServices", "kubectl get apiservices | grep False"),
-		removeFinalizer("Only if the garbage collector cannot recover: remove the orphan finalizer", t, "orphan", report.RiskHigh,
-			"the dependents keep an ownerReference to a deleted owner and may be garbage-collected later instead of orphaned"))}
+		step(catalog.FinalizerPending, "check-gc", "kubectl get apiservices | grep False"),
+		removeFinalizer(catalog.FinalizerPending, "remove-orphan", t, "orphan"))}
 }
 
 // claimInUseCause: the PVC protection controller keeps a claim while a pod,
@@ -175,11 +172,9 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	return []report.Cause{{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Facts: evidence,
 		About: report.About{Count: len(t.ClaimUsers)},
 		Remediation: []report.Step{
-			read("See the pods that use the claim and their nodes", kubectl(t.Ref.Namespace, append(append([]string{"get", "pods"}, targetNames(t.ClaimUsers)...), "-o", "wide")...)),
-			fix("Delete or finish the pods that use the claim (scale their workload down); the claim goes after them", "", report.RiskHigh,
-				"the workload loses its storage and stops"),
-			never("Never remove kubernetes.io/pvc-protection while a pod uses the claim",
-				"the volume can be deleted under a running pod: data loss"),
+			step(catalog.PVCInUse, "see-pods", kubectl(t.Ref.Namespace, append(append([]string{"get", "pods"}, targetNames(t.ClaimUsers)...), "-o", "wide")...)),
+			step(catalog.PVCInUse, "delete-pods", ""),
+			step(catalog.PVCInUse, "never-remove-protection", ""),
 		},
 		BlockedBy: items}}
 }
@@ -192,17 +187,16 @@ func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 	}
 	evidence := []report.Fact{report.FieldFact("status.phase", string(pv.Status.Phase)), report.FieldFact("spec.persistentVolumeReclaimPolicy", string(pv.Spec.PersistentVolumeReclaimPolicy))}
 	claim := "an unknown claim"
-	step1 := read("Find the claim bound to the volume", kubectlOn("", "get", "pv", pv.Name, "-o", "jsonpath={.spec.claimRef}"))
+	step1 := step(catalog.PVBound, "find-claim", kubectlOn("", "get", "pv", pv.Name, "-o", "jsonpath={.spec.claimRef}"))
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		claim = fmt.Sprintf("claim %s/%s", ref.Namespace, ref.Name)
 		evidence = append(evidence, report.FieldFact("spec.claimRef", fmt.Sprintf("%s/%s (uid %s)", ref.Namespace, ref.Name, ref.UID)))
-		step1 = fix("Delete the claim first (and the pods using it); the volume is released, then deleted", kubectlOn(ref.Namespace, "delete", "pvc", ref.Name), report.RiskDestructive,
-			"with reclaimPolicy Delete, the volume's data is deleted with it")
+		step1 = step(catalog.PVBound, "delete-claim", kubectlOn(ref.Namespace, "delete", "pvc", ref.Name))
 	}
 	c := cause(catalog.PVBound, settling(report.Warning, tm), 0.9,
 		fmt.Sprintf("the volume is still Bound to %s: the PV protection controller keeps it until the claim releases it", claim), evidence,
 		step1,
-		never("Never remove kubernetes.io/pv-protection from a Bound volume", "the claim is left pointing at a deleted volume; its pods fail to mount"))
+		step(catalog.PVBound, "never-remove-protection", ""))
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		c.About.Object = &report.ObjectRef{APIVersion: "v1", Kind: "PersistentVolumeClaim", Resource: "persistentvolumeclaims", Namespace: ref.Namespace, Name: ref.Name, UID: string(ref.UID)}
 	}
@@ -225,10 +219,9 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		owner += " of driver " + csi.Driver
 	}
 	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, f.name, owner, "backend volume", evidence,
-		read("Read the volume's events and the provisioner's logs", kubectlOn("", "describe", "pv", pv.Name)),
-		repair("Fix what blocks the provisioner (its controller not running, credentials, the backend volume still attached or in use) or delete the volume in the storage backend", ""),
-		removeFinalizer("Only once the backend volume is deleted, or to keep it on purpose: remove the finalizer", t, f.name, report.RiskHigh,
-			"a backend volume still there is orphaned: it keeps its data and its cost, and nothing in the cluster points at it any more"))
+		step(catalog.VolumeDeleteFailed, "read-volume", kubectlOn("", "describe", "pv", pv.Name)),
+		step(catalog.VolumeDeleteFailed, "fix-provisioner", ""),
+		removeFinalizer(catalog.VolumeDeleteFailed, "remove-finalizer", t, f.name))
 }
 
 // externalCleanupCause: a controller deletes something outside the cluster
@@ -275,13 +268,12 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 		evidence = append(evidence, report.Fact{Text: line, Object: &report.ObjectRef{APIVersion: "storage.k8s.io/v1", Kind: "VolumeAttachment", Resource: "volumeattachments", Name: va.Name, UID: string(va.UID)}})
 	}
 	va := t.Attachments[0]
-	check := read("Read the attachment and the attacher's logs", kubectlOn("", "get", "volumeattachment", va.Name, "-o", "yaml"))
-	force := removeFinalizer("Only once the disk is detached at the backend: remove the finalizer", t, f.name, report.RiskDestructive,
-		"if the disk is still attached, a new attachment elsewhere fails, or two nodes write to it (corruption)")
+	check := step(catalog.VolumeDetachFailed, "read-attachment", kubectlOn("", "get", "volumeattachment", va.Name, "-o", "yaml"))
+	force := removeFinalizer(catalog.VolumeDetachFailed, "remove-finalizer", t, f.name)
 	if len(failed) > 0 {
 		return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Critical, tm), 0.9,
 			"detach failed: "+strings.Join(failed, "; "), evidence, check,
-			repair("Fix what the error names: the "+owner+" (the CSI controller), its credentials, or the disk at the storage backend", ""),
+			step(catalog.VolumeDetachFailed, "fix-attacher", "", "owner", owner),
 			force)}
 	}
 	if attached == 0 {
@@ -289,7 +281,7 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 	}
 	return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("the volume is still attached (%s) and no detach error is reported: the %s may not be running", report.Count(attached, "attachment"), owner), evidence, check,
-		read("Check that the CSI controller (external-attacher sidecar) runs", ""), force)}
+		step(catalog.VolumeDetachFailed, "check-attacher", ""), force)}
 }
 
 // loadBalancerCause: the cloud service controller deletes the cloud load
@@ -303,10 +295,9 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		evidence = append(evidence, report.FieldFact("status.loadBalancer.ingress", in.IP+in.Hostname))
 	}
 	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, f.name, "cloud-controller-manager", "cloud load balancer", evidence,
-		read("Read the service's events and the cloud-controller-manager's logs", kubectlOn(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
-		repair("Fix what blocks the cloud controller (credentials, quota, a resource still using the load balancer) or delete the load balancer in the cloud console", ""),
-		removeFinalizer("Only once the load balancer is gone from the cloud: remove the finalizer", t, f.name, report.RiskHigh,
-			"a load balancer still in the cloud is orphaned: it keeps costing and may keep serving traffic"))
+		step(catalog.LoadBalancerCleanupPending, "read-events", kubectlOn(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
+		step(catalog.LoadBalancerCleanupPending, "fix-cloud", ""),
+		removeFinalizer(catalog.LoadBalancerCleanupPending, "remove-finalizer", t, f.name))
 }
 
 // finalizerUpdateRefusals judges admission on the UPDATE a controller sends
@@ -403,11 +394,9 @@ func mutationSuspect(a snapshot.Admission, h hook, r request, what string) (refu
 	}
 	f.summary = fmt.Sprintf("mutating webhook %s (%s) changes %s: a mutation of an immutable field turns it into an invalid update the apiserver rejects whatever the webhook's failurePolicy, and the finalizer stays", h.name, h.config, what)
 	f.evidence = append(f.evidence, report.Noted(refusedPatchUnseen))
-	f.steps = append([]report.Step{read("See what the webhook does to the object's updates", kubectlOn("", "get", h.kind, h.config, "-o", "yaml"))},
-		fix("Narrow the webhook so it leaves this update alone (an objectSelector, a matchCondition, or rules without UPDATE): the controller's next patch then goes through", "", report.RiskLow,
-			"the webhook no longer mutates those updates"),
-		fix("Last resort: delete the webhook configuration of an add-on that was uninstalled", kubectlOn("", "delete", h.kind, h.config), report.RiskHigh,
-			"removes that admission control for the whole cluster"))
+	f.steps = append([]report.Step{step(catalog.AdmissionWebhookDenied, "see-mutation", kubectlOn("", "get", h.kind, h.config, "-o", "yaml"))},
+		step(catalog.AdmissionWebhookDenied, "narrow-mutation", ""),
+		step(catalog.AdmissionWebhookDenied, "delete-configuration", kubectlOn("", "delete", h.kind, h.config)))
 	return f, true
 }
 

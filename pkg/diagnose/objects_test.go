@@ -127,9 +127,31 @@ func TestVolumeBoundAndDetach(t *testing.T) {
 		t.Errorf("summaries: %q / %q", it.Causes[0].Summary, it.Causes[1].Summary)
 	}
 
+	// Still attached, no error reported: the attacher may not run. A Bound
+	// volume whose claim is not known: find it first.
+	pv.Attachments[0].Status.DetachError = nil
+	pv.Volume.Spec.ClaimRef = nil
+	it = Diagnose(snapOf(pv)).Items[0]
+	expectCauses(t, it, []string{"VolumeDetachFailed", "PVBound"}, report.Warning, "status.attached true")
+	if ids := stepIDs(it.Causes[0]); !slices.Equal(ids, []string{"read-attachment", "check-attacher", "remove-finalizer"}) {
+		t.Errorf("the attacher's steps: %v", ids)
+	}
+	if ids := stepIDs(it.Causes[1]); ids[0] != "find-claim" {
+		t.Errorf("the bound volume's steps: %v", ids)
+	}
+
 	pv.Volume.Status.Phase = corev1.VolumeReleased
 	pv.Attachments[0].Status = storagev1.VolumeAttachmentStatus{}
 	expectCauses(t, Diagnose(snapOf(pv)).Items[0], []string{"FinalizerPending"}, report.Warning, "")
+}
+
+// stepIDs are the ids of a cause's remediation steps, in order.
+func stepIDs(c report.Cause) []string {
+	var out []string
+	for _, s := range c.Remediation {
+		out = append(out, s.ID)
+	}
+	return out
 }
 
 func TestLoadBalancerCleanup(t *testing.T) {

@@ -35,9 +35,8 @@ func podFactsOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) podFacts {
 
 // podRuleCauses mirrors the kubelet's gate before it removes a pod and
 // explains what holds it (its finalizers are the generic rule's).
-func podRuleCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
-	pod := t.Pod
-	f := podFactsOf(s, t, tm)
+func podRuleCauses(x subject) []report.Cause {
+	s, pod, tm, f := x.s, x.t.Pod, x.tm, *x.pod
 	var causes []report.Cause
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
@@ -68,10 +67,9 @@ func mirrorPodCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 		sev, summary = report.Critical, fmt.Sprintf("static pod mirror: only the kubelet on %s removes it, and it is not syncing (%s)", pod.Spec.NodeName, c.Summary)
 	}
 	return []report.Cause{cause(catalog.MirrorPodKubeletNotSyncing, sev, 0.8, summary, evidence,
-		onTheNode(pod.Spec.NodeName, read("Check the kubelet on the node", "systemctl status kubelet; journalctl -u kubelet --since -1h")),
-		fix("Fix the kubelet; to remove the static pod for good, delete its manifest from the kubelet's staticPodPath (usually /etc/kubernetes/manifests)", "", report.RiskHigh, "the static pod (often a control-plane component) stops on that node"),
-		fix("Force-delete the mirror pod from the API", forceDeleteCommand(pod), report.RiskLow,
-			"only the API object goes: the static pod keeps running, and the kubelet recreates the mirror once it syncs while the manifest remains"))}
+		onTheNode(pod.Spec.NodeName, step(catalog.MirrorPodKubeletNotSyncing, "check-kubelet", "systemctl status kubelet; journalctl -u kubelet --since -1h")),
+		step(catalog.MirrorPodKubeletNotSyncing, "fix-kubelet", ""),
+		step(catalog.MirrorPodKubeletNotSyncing, "force-delete-mirror", forceDeleteCommand(pod)))}
 }
 
 // podFacts is what the snapshot says about one pod's shutdown.
@@ -91,37 +89,67 @@ type podFacts struct {
 }
 
 // kubeletCauses explains a live kubelet that has not finished the pod, by the
-// step it is stuck at: killing containers (B), tearing down the sandbox (B'),
-// or unmounting volumes and sending its final DELETE (C).
+// step it is stuck at (kubeletSteps): the first that holds explains it.
 func kubeletCauses(pod *corev1.Pod, tm timing, f podFacts, now time.Time) []report.Cause {
 	if tm.overdue == 0 {
 		return nil
 	}
-	c, ev := f.containers, f.events
-	if f.kubelet.forgotten() && tm.grace > 0 {
-		var causes []report.Cause
-		for _, r := range f.refused {
-			causes = append(causes, r.asCause(tm, report.Noted("the kubelet gave up its final DELETE: nothing retries it")))
+	at := kubeletAt{pod: pod, tm: tm, f: f, now: now}
+	for _, st := range kubeletSteps {
+		if st.holds(at) {
+			return st.causes(at)
 		}
-		return append(causes, kubeletForgot(pod, tm, f.kubelet))
-	}
-	switch {
-	case ev.killFailed != nil && len(c.running) > 0:
-		return []report.Cause{killFailed(pod, tm, c, ev, now)}
-	case len(c.running) > 0:
-		return []report.Cause{containersRunning(pod, c, tm, ev, now)}
-	case ev.sandboxFailed != nil && !isTerminalPhase(pod.Status.Phase):
-		return []report.Cause{sandboxFailed(pod, tm, ev, now, 0.85)}
-	case !isTerminalPhase(pod.Status.Phase) && f.node.terminalPhaseGate():
-		// State B': killPod or the claims' unprepare failed.
-		if dra := claimCauses(pod, f.claims, tm); len(dra) > 0 {
-			return append(dra, sandboxFailed(pod, tm, ev, now, 0.3))
-		}
-		return []report.Cause{sandboxFailed(pod, tm, ev, now, 0.5)}
-	case tm.grace > 0:
-		return stateCCauses(pod, tm, f)
 	}
 	return nil
+}
+
+// kubeletAt is a pod whose live kubelet has not finished it, past its
+// deadline.
+type kubeletAt struct {
+	pod *corev1.Pod
+	tm  timing
+	f   podFacts
+	now time.Time
+}
+
+// kubeletSteps are where a live kubelet can be stuck, in the order it shuts
+// a pod down: it no longer manages the pod (--kubelet); killing containers
+// (state B); tearing down the sandbox or unpreparing claims (B'); unmounting
+// volumes and sending its final DELETE (C).
+var kubeletSteps = []struct {
+	name   string
+	holds  func(kubeletAt) bool
+	causes func(kubeletAt) []report.Cause
+}{
+	{"the kubelet no longer manages the pod", func(a kubeletAt) bool { return a.f.kubelet.forgotten() && a.tm.grace > 0 }, func(a kubeletAt) []report.Cause {
+		var causes []report.Cause
+		for _, r := range a.f.refused {
+			causes = append(causes, r.asCause(a.tm, report.Noted("the kubelet gave up its final DELETE: nothing retries it")))
+		}
+		return append(causes, kubeletForgot(a.pod, a.tm, a.f.kubelet))
+	}},
+	{"the runtime fails to kill containers", func(a kubeletAt) bool { return a.f.events.killFailed != nil && len(a.f.containers.running) > 0 }, func(a kubeletAt) []report.Cause {
+		return []report.Cause{killFailed(a.pod, a.tm, a.f.containers, a.f.events, a.now)}
+	}},
+	{"containers still running", func(a kubeletAt) bool { return len(a.f.containers.running) > 0 }, func(a kubeletAt) []report.Cause {
+		return []report.Cause{containersRunning(a.pod, a.f.containers, a.tm, a.f.events, a.now)}
+	}},
+	{"the sandbox's teardown failed", func(a kubeletAt) bool {
+		return a.f.events.sandboxFailed != nil && !isTerminalPhase(a.pod.Status.Phase)
+	}, func(a kubeletAt) []report.Cause {
+		return []report.Cause{sandboxFailed(a.pod, a.tm, a.f.events, a.now, 0.85)}
+	}},
+	{"no terminal phase: the sandbox or the claims (state B')", func(a kubeletAt) bool {
+		return !isTerminalPhase(a.pod.Status.Phase) && a.f.node.terminalPhaseGate()
+	}, func(a kubeletAt) []report.Cause {
+		if dra := claimCauses(a.pod, a.f.claims, a.tm); len(dra) > 0 {
+			return append(dra, sandboxFailed(a.pod, a.tm, a.f.events, a.now, 0.3))
+		}
+		return []report.Cause{sandboxFailed(a.pod, a.tm, a.f.events, a.now, 0.5)}
+	}},
+	{"volumes, the cgroup and the final DELETE (state C)", func(a kubeletAt) bool { return a.tm.grace > 0 }, func(a kubeletAt) []report.Cause {
+		return stateCCauses(a.pod, a.tm, a.f)
+	}},
 }
 
 // stateCCauses: everything observable is done; the final DELETE is refused by
@@ -173,7 +201,7 @@ func forecast(ref report.ObjectRef, found []report.Cause, tm timing) []report.Ca
 			report.FieldFact("metadata.deletionGracePeriodSeconds", fmt.Sprint(tm.grace)),
 			report.Noted(fmt.Sprintf("deletion requested at %s", tm.requestedAt.UTC().Format(time.RFC3339))),
 		},
-		read("Wait for the grace period to end; if it is still there 30s after, the wait prints why", waitCommand(ref, tm.remaining+settleTime)))}
+		step(catalog.WithinGracePeriod, "wait", waitCommand(ref, tm.remaining+settleTime)))}
 	for _, c := range found {
 		c.Severity = report.Info
 		c.Summary = "once the grace period ends: " + c.Summary
@@ -186,7 +214,7 @@ func negativeGrace(pod *corev1.Pod, tm timing) report.Cause {
 	return cause(catalog.NegativeGracePeriod, report.Critical, 0.9,
 		fmt.Sprintf("deletionGracePeriodSeconds is %d: the runtime waits without killing the containers", tm.grace),
 		[]report.Fact{report.FieldFact("metadata.deletionGracePeriodSeconds", fmt.Sprintf("%d (set by a pre-1.22 client)", tm.grace))},
-		forceDelete(pod, report.RiskHigh, "the pod's processes may still run on the node until the kubelet catches up"))
+		forceDelete(catalog.NegativeGracePeriod, "force-delete", pod))
 }
 
 func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvents, now time.Time) report.Cause {
@@ -205,17 +233,17 @@ func containersRunning(pod *corev1.Pod, c containerState, tm timing, ev podEvent
 	}
 	evidence = append(evidence, noEventSeen(reasonFailedKillPod))
 	return cause(code, sev, 0.6, summary, evidence,
-		read("Look at the pod's events and the kubelet on its node", kubectlOn(pod.Namespace, "describe", "pod", pod.Name)),
-		forceDelete(pod, report.RiskDestructive, "the containers may keep running on the node; a StatefulSet replacement can then run twice (split brain)"))
+		step(code, "read-events", kubectlOn(pod.Namespace, "describe", "pod", pod.Name)),
+		forceDelete(code, "force-delete", pod))
 }
 
 func killFailed(pod *corev1.Pod, tm timing, c containerState, ev podEvents, now time.Time) report.Cause {
 	return cause(catalog.ContainerKillFailed, report.Critical, 0.85,
 		fmt.Sprintf("the container runtime on %s fails to kill %s (%s past the deadline)", pod.Spec.NodeName, strings.Join(c.running, ", "), report.HumanDuration(tm.overdue)),
 		append([]report.Fact{eventFact(ev.killFailed, now)}, c.evidence...),
-		onTheNode(pod.Spec.NodeName, read("Check the runtime on the node", then(command("crictl", "pods", "--name", pod.Name), command("journalctl", "-u", "containerd", "--since", "-1h")))),
-		onTheNode(pod.Spec.NodeName, fix("Restart the container runtime on the node", "systemctl restart containerd", report.RiskHigh, "running containers on the node may restart if the runtime does not keep them (shim) alive")),
-		forceDelete(pod, report.RiskDestructive, "the processes may keep running on the node, holding ports, files and volumes; a StatefulSet replacement can run twice (split brain)"))
+		onTheNode(pod.Spec.NodeName, step(catalog.ContainerKillFailed, "inspect-runtime", then(command("crictl", "pods", "--name", pod.Name), command("journalctl", "-u", "containerd", "--since", "-1h")))),
+		onTheNode(pod.Spec.NodeName, step(catalog.ContainerKillFailed, "restart-runtime", "systemctl restart containerd")),
+		forceDelete(catalog.ContainerKillFailed, "force-delete", pod))
 }
 
 func sandboxFailed(pod *corev1.Pod, tm timing, ev podEvents, now time.Time, confidence float64) report.Cause {
@@ -229,9 +257,9 @@ func sandboxFailed(pod *corev1.Pod, tm timing, ev podEvents, now time.Time, conf
 		evidence = append(evidence, noEventSeen(reasonFailedKillPod))
 	}
 	return cause(catalog.SandboxTeardownFailed, sev, confidence, summary, evidence,
-		read("Check the CNI plugin's pods and logs on the node", onNode(pod.Spec.NodeName, "calico|cilium|flannel|weave|cni")),
-		fix("Restore the CNI plugin on the node (restart its pod, fix its credentials); the kubelet retries the teardown", "", report.RiskLow, "restarting the CNI pod briefly disrupts networking setup for new pods on that node"),
-		forceDelete(pod, report.RiskHigh, "the sandbox's network resources (IP address, routes) may leak on the node"))
+		step(catalog.SandboxTeardownFailed, "check-cni", onNode(pod.Spec.NodeName, "calico|cilium|flannel|weave|cni")),
+		step(catalog.SandboxTeardownFailed, "restore-cni", ""),
+		forceDelete(catalog.SandboxTeardownFailed, "force-delete", pod))
 }
 
 func kubeletCleanupPending(pod *corev1.Pod, tm timing, v *kubeletView) report.Cause {
@@ -254,12 +282,12 @@ func kubeletCleanupPending(pod *corev1.Pod, tm timing, v *kubeletView) report.Ca
 		evidence = append(evidence, report.Noted(v.says("/stats/summary", "no cgroup stats for the pod, and so no volume stats either")))
 	}
 	return cause(catalog.CgroupCleanupPending, settling(report.Warning, tm), confidence, summary, evidence,
-		onTheNode(pod.Spec.NodeName, read("Read the kubelet's log on the node at -v=3 for volume, cgroup or status errors", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))))),
-		forceDelete(pod, report.RiskHigh, "unmounts and cgroup cleanup may be left undone on the node"))
+		onTheNode(pod.Spec.NodeName, step(catalog.CgroupCleanupPending, "read-kubelet-log", pipe(command("journalctl", "-u", "kubelet"), command("grep", string(pod.UID))))),
+		forceDelete(catalog.CgroupCleanupPending, "force-delete", pod))
 }
 
-func forceDelete(pod *corev1.Pod, level report.RiskLevel, risk string) report.Step {
-	return fix("Force-delete the pod from the API", forceDeleteCommand(pod), level, risk)
+func forceDelete(code catalog.Code, id string, pod *corev1.Pod) report.Step {
+	return step(code, id, forceDeleteCommand(pod))
 }
 
 // containerState sorts the pod's containers (init, main, ephemeral) by state.

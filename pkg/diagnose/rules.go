@@ -77,7 +77,26 @@ type rule struct {
 	name    string
 	applies func(t *snapshot.Target) bool
 	needs   func(t *snapshot.Target) Evidence
-	explain func(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause
+	explain func(subject) []report.Cause
+}
+
+// subject is what the rules judge: a target, its timing and, for a pod,
+// the facts of its shutdown, gathered once for the rules and the checklist.
+type subject struct {
+	s   *snapshot.Snapshot
+	t   *snapshot.Target
+	tm  timing
+	pod *podFacts // nil for any other kind
+}
+
+// subjectOf gathers what the rules judge t by.
+func subjectOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) subject {
+	x := subject{s: s, t: t, tm: tm}
+	if t.Pod != nil {
+		f := podFactsOf(s, t, tm)
+		x.pod = &f
+	}
+	return x
 }
 
 // rules are the registry, in the order their causes are gathered (the
@@ -92,9 +111,9 @@ var rules []rule
 func init() {
 	rules = []rule{
 		{name: "pod reclaim", applies: isPod, needs: podNeeds, explain: podRuleCauses},
-		{name: "finalizers", applies: hasFinalizers, needs: finalizerNeeds, explain: ownFinalizerCauses},
+		{name: "finalizers", applies: hasFinalizers, needs: finalizerNeeds, explain: func(x subject) []report.Cause { return ownFinalizerCauses(x.s, x.t, x.tm) }},
 		{name: "finalizer removal admission", applies: hasMetadataFinalizers, needs: func(*snapshot.Target) Evidence { return AdmissionEvidence },
-			explain: finalizerUpdateRefusals},
+			explain: func(x subject) []report.Cause { return finalizerUpdateRefusals(x.s, x.t, x.tm) }},
 	}
 }
 
@@ -110,11 +129,11 @@ func Needs(t *snapshot.Target) Evidence {
 }
 
 // explainTarget gathers every applicable rule's causes.
-func explainTarget(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+func explainTarget(x subject) []report.Cause {
 	var causes []report.Cause
 	for _, r := range rules {
-		if r.applies(t) {
-			causes = append(causes, r.explain(s, t, tm)...)
+		if r.applies(x.t) {
+			causes = append(causes, r.explain(x)...)
 		}
 	}
 	return causes

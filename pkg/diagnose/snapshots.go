@@ -75,11 +75,10 @@ func claimSnapshotted(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 		summary = fmt.Sprintf("VolumeSnapshot %s, taken from the claim, cannot finish: %s", first.Name, failure)
 	}
 	c := cause(catalog.SnapshotSourceInUse, sev, confidence, summary, evidence,
-		read("Read the snapshot's status and events", kubectlOn(first.Namespace, "describe", "volumesnapshot", first.Name)),
-		repair("Fix what the snapshot reports (its VolumeSnapshotClass, the CSI driver's snapshotter); once it is ready to use the claim is released", ""),
-		fix(fmt.Sprintf("Or give the snapshot up: delete VolumeSnapshot %s", first.Name), kubectlOn(first.Namespace, "delete", "volumesnapshot", first.Name), report.RiskHigh,
-			"the snapshot is lost; the claim goes once no other snapshot is taken from it"),
-		never(fmt.Sprintf("Never remove %s while a snapshot is taken from the claim", f.name), "the volume may be deleted under a snapshot still copying it"))
+		step(catalog.SnapshotSourceInUse, "read-snapshot", kubectlOn(first.Namespace, "describe", "volumesnapshot", first.Name)),
+		step(catalog.SnapshotSourceInUse, "fix-snapshot", ""),
+		step(catalog.SnapshotSourceInUse, "delete-snapshot", kubectlOn(first.Namespace, "delete", "volumesnapshot", first.Name), "snapshot", first.Name),
+		step(catalog.SnapshotSourceInUse, "never-remove-pvc-protection", "", "finalizer", f.name))
 	var refs []report.ObjectRef
 	for _, v := range taking {
 		refs = append(refs, snapshotRef(v))
@@ -147,11 +146,10 @@ func snapshotRestoring(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	}
 	c := cause(catalog.SnapshotSourceInUse, sev, confidence, summary,
 		evidence,
-		read("Read why the claim is not provisioned (its events: ProvisioningFailed...)", kubectlOn(first.Namespace, "describe", "persistentvolumeclaim", first.Name)),
-		repair("Fix what keeps the claim Pending (its StorageClass, the CSI provisioner, a consumer pod for WaitForFirstConsumer); once it is Bound the snapshot is released", ""),
-		fix(fmt.Sprintf("Or give the restore up: delete claim %s", first.Name), kubectlOn(first.Namespace, "delete", "persistentvolumeclaim", first.Name), report.RiskHigh,
-			"the restore is abandoned"),
-		never(fmt.Sprintf("Never remove %s while a claim is restored from it", f.name), "the restore may read a snapshot being deleted"))
+		step(catalog.SnapshotSourceInUse, "read-claim", kubectlOn(first.Namespace, "describe", "persistentvolumeclaim", first.Name)),
+		step(catalog.SnapshotSourceInUse, "fix-claim", ""),
+		step(catalog.SnapshotSourceInUse, "delete-claim", kubectlOn(first.Namespace, "delete", "persistentvolumeclaim", first.Name), "claim", first.Name),
+		step(catalog.SnapshotSourceInUse, "never-remove-snapshot-protection", "", "finalizer", f.name))
 	var refs []report.ObjectRef
 	for _, r := range restoring {
 		refs = append(refs, claimRef(r))

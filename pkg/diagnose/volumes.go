@@ -347,14 +347,14 @@ func mountedCause(pod *corev1.Pod, v podVolume, tm timing) report.Cause {
 	evidence = append(evidence, report.Noted("status.volumesInUse is per node: another pod on the node using the same volume keeps it listed"))
 	if v.driver == "" {
 		return cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
-			mountsOnNode(pod, "Look for the volume's mount and the kubelet's unmount errors on the node"),
-			repair("Restore the node's path to the storage backend; the kubelet retries the unmount", ""),
-			forceDelete(pod, report.RiskDestructive, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
+			mountsOnNode(catalog.VolumeTeardownPending, "check-mount", pod),
+			step(catalog.VolumeTeardownPending, "restore-storage-path", ""),
+			forceDelete(catalog.VolumeTeardownPending, "force-delete", pod))
 	}
 	return cause(catalog.VolumeTeardownPending, sev, confidence, summary, evidence,
-		read("Check the CSI driver's node plugin on the node", then(kubectlOn("", "get", "csinode", pod.Spec.NodeName, "-o", "yaml"), onNode(pod.Spec.NodeName, "csi"))),
-		repair("Restore the CSI node plugin (its DaemonSet pod on that node); the kubelet then unmounts and removes the pod", ""),
-		forceDelete(pod, report.RiskDestructive, "the volume stays mounted on the node; a ReadWriteOnce volume cannot attach elsewhere and the data may be corrupted if it is written from two places"))
+		step(catalog.VolumeTeardownPending, "check-csi-plugin", then(kubectlOn("", "get", "csinode", pod.Spec.NodeName, "-o", "yaml"), onNode(pod.Spec.NodeName, "csi"))),
+		step(catalog.VolumeTeardownPending, "restore-csi-plugin", ""),
+		forceDelete(catalog.VolumeTeardownPending, "force-delete", pod))
 }
 
 // invisibleVolumesCause: everything the API shows is done, and the pod has
@@ -379,9 +379,9 @@ func invisibleVolumesCause(pod *corev1.Pod, vols []podVolume, tm timing) report.
 	return cause(catalog.VolumeTeardownPending, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("the kubelet has not finished tearing down the pod, and its unmount of %s cannot be seen through the API: a network volume whose server is unreachable hangs the unmount with no event", strings.Join(names, ", ")),
 		evidence,
-		mountsOnNode(pod, "Look for the pod's mounts and hung unmounts on the node"),
-		repair("Restore the storage backend or the node's path to it (server, portal, monitors, the CSI node plugin); the kubelet retries the unmount", ""),
-		forceDelete(pod, report.RiskDestructive, "the mount stays on the node (a hung NFS mount keeps processes in D state); a ReadWriteOnce volume may then be used from two nodes"))
+		mountsOnNode(catalog.VolumeTeardownPending, "check-mounts", pod),
+		step(catalog.VolumeTeardownPending, "restore-storage", ""),
+		forceDelete(catalog.VolumeTeardownPending, "force-delete-hung", pod))
 }
 
 // localVolumesCause: the only volumes left are those the kubelet mounts on
@@ -392,10 +392,9 @@ func localVolumesCause(pod *corev1.Pod, names []string, evidence []report.Fact, 
 	return cause(catalog.VolumeTeardownPending, settling(report.Warning, tm), 0.45,
 		fmt.Sprintf("the kubelet has not finished tearing down the pod, and its unmount of %s cannot be seen through the API: a process on the node with a file open or its working directory inside keeps it busy (\"target is busy\"), with no event", strings.Join(names, ", ")),
 		evidence,
-		mountsOnNode(pod, "Look for the pod's mounts and the kubelet's unmount errors on the node"),
-		onTheNode(pod.Spec.NodeName, read("List the processes that hold the pod's mounts; once their owner stops them (a shell left in the directory, a backup agent), the kubelet's next retry unmounts",
-			pipe(command("findmnt", "-lno", "TARGET"), command("grep", string(pod.UID)), command("xargs", "-r", "-n1", "fuser", "-vm")))),
-		forceDelete(pod, report.RiskHigh, "the tmpfs stays mounted on the node, holding its memory, until the kubelet unmounts it or the node reboots"))
+		mountsOnNode(catalog.VolumeTeardownPending, "check-local-mounts", pod),
+		onTheNode(pod.Spec.NodeName, step(catalog.VolumeTeardownPending, "find-mount-holders", pipe(command("findmnt", "-lno", "TARGET"), command("grep", string(pod.UID)), command("xargs", "-r", "-n1", "fuser", "-vm")))),
+		forceDelete(catalog.VolumeTeardownPending, "force-delete-tmpfs", pod))
 }
 
 // volumesCheck is the "volumes unmounted" line of the checklist.

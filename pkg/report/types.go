@@ -259,6 +259,10 @@ func (a About) Key() string {
 
 // Step is one remediation step.
 type Step struct {
+	// ID names the step within its cause's code, for good (since v0.6): the
+	// catalogue declares it (docs/causes.md), so a script can select a step
+	// whatever its wording.
+	ID      string `json:"id,omitempty"`
 	Action  string `json:"action"`
 	Command string `json:"command,omitempty"`
 	// Node is where the command runs when that is a node, not the machine

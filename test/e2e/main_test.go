@@ -197,7 +197,7 @@ type cause struct {
 	Evidence    []string `json:"evidence"`
 	Facts       []fact   `json:"facts"`
 	Remediation []struct {
-		Action, Command, Risk, RiskLevel string
+		ID, Action, Command, Risk, RiskLevel string
 	} `json:"remediation"`
 	BlockedBy []item `json:"blockedBy"`
 	Docs      string `json:"docs"`

@@ -62,6 +62,12 @@ func TestPodOnDeadNode(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.stdout)
 		}
 	}
+	// A runbook names the step it trusts by its id (docs/runbooks.md).
+	picked := runSuggested(t, `kubectl terminating why pod/web-0 -n `+ns+` -o json |
+  jq -r '.items[].causes[] | select(.code == "NodeUnreachable") | .remediation[] | select(.id == "check-node") | .command'`)
+	if picked.stdout != "kubectl get node dead-1 -o wide\n" {
+		t.Errorf("the check-node step by its id: %q (stderr %q)", picked.stdout, picked.stderr)
+	}
 	wide := run(t, "why", "pod/web-0", "-n", ns, "-o", "wide")
 	for _, want := range []string{"out-of-service", "--grace-period=0 --force", "risk: destructive: "} {
 		if !strings.Contains(wide.prose(), want) {

@@ -1,4 +1,4 @@
-package versions
+package kubeversion
 
 import (
 	"fmt"

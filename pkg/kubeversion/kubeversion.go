@@ -1,8 +1,9 @@
-// Package versions holds what the rules must know about the Kubernetes
+// Package kubeversion holds what the rules must know about the Kubernetes
 // release a cluster runs: the feature gates whose default changes a verdict,
 // each with the releases it changed in and where that was read. Data, not
-// code: docs/versions.md lists the same table (TestDocsListEveryGate).
-package versions
+// code: docs/versions.md lists the same table (TestDocsListEveryGate). Not to
+// be confused with pkg/version, the plugin's own build version.
+package kubeversion
 
 import (
 	"fmt"
