@@ -555,6 +555,15 @@ func TestOneScanPerRun(t *testing.T) {
 			t.Errorf("why -A listed %s %d times, want once", resource, n)
 		}
 	}
+	// Read alone, without conditions to stand in, the namespace is scanned
+	// in full and says why; the run's scan listed every type anyway.
+	if r := alone.ContentsRead; r == nil || r.Index || !strings.Contains(r.Why, "has not written its") {
+		t.Errorf("read alone: %+v", r)
+	}
+	if r := all.ContentsRead; r == nil || r.Index || r.Why != "" || r.Types != alone.ContentsRead.Types {
+		t.Errorf("read from the run's scan: %+v", r)
+	}
+	alone.ContentsRead, all.ContentsRead = nil, nil
 	a, _ := json.Marshal(alone)
 	b, _ := json.Marshal(all)
 	if string(a) != string(b) {

@@ -57,6 +57,9 @@ type Options struct {
 	ReplayMaxSize resource.QuantityValue
 	// Kubelet also reads what the pods' kubelets report (nodes/proxy).
 	Kubelet bool
+	// FullScan lists every type of a terminating namespace even where its
+	// controller's conditions name what is left.
+	FullScan bool
 
 	// Set by Complete.
 	command   string // why, list
@@ -112,6 +115,7 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or past it and progressing).")
 	o.addSaveSnapshotFlag(cmd)
 	cmd.Flags().BoolVar(&o.Kubelet, "kubelet", false, "Also ask each stuck pod's kubelet (node proxy) what it still holds. Needs get on nodes/proxy, a powerful permission (docs/rbac.md): off by default.")
+	cmd.Flags().BoolVar(&o.FullScan, "full-scan", false, "List every type of a terminating namespace, even where its controller's conditions name what is left (they are used when current).")
 	o.addReplayFlags(cmd)
 	o.addOutputFlags(cmd)
 }
@@ -390,7 +394,7 @@ func (o *Options) nothingFound() string {
 // collector reads through the clients, saying what it reads (showProgress
 // draws it on a terminal).
 func (o *Options) collector(clients *kube.Clients) *collect.Collector {
-	return &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet, Progress: &collect.Progress{}}
+	return &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet, FullScan: o.FullScan, Progress: &collect.Progress{}}
 }
 
 // colour only on a terminal, and never with --no-color or NO_COLOR.

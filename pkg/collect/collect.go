@@ -38,6 +38,9 @@ type Collector struct {
 	// Kubelet: also read what the pods' kubelets report, through the node
 	// proxy (--kubelet; nodes/proxy is a powerful permission, so opt-in).
 	Kubelet bool
+	// FullScan: list every type of a terminating namespace, even where its
+	// controller's conditions name what is left (--full-scan).
+	FullScan bool
 
 	mu    sync.Mutex
 	skips []report.Skip

@@ -2,9 +2,11 @@ package collect
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -51,8 +53,9 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 		}
 		if rec := c.recorded(t.Ref.Name, mappings); rec != nil {
 			t.Contents = rec.contents(t.Ref.Name, mappings, byUID)
+			t.Contents.Read.Types = len(mappings)
 		} else {
-			t.Contents = c.scanNamespace(ctx, t.Ref.Name, mappings)
+			t.Contents = c.namespaceContents(ctx, t, mappings)
 		}
 		c.skipTarget(t, t.Contents.Skipped...) // what the scan could not list is a read this report lacks
 		var unread []*snapshot.Target          // pods already read as targets of the run are not read again
@@ -90,6 +93,68 @@ func (c *Collector) readHeld(ctx context.Context, contents *snapshot.Contents, t
 		}
 	}
 	c.parallel(len(held), func(i int) { c.readInFull(ctx, held[i], gvrs[i]) })
+}
+
+// namespaceContents lists what is left in a terminating namespace: only the
+// types its controller's conditions name, and pods, when they can stand in
+// for a scan of every type (diagnose.ContentIndex) and what is listed agrees
+// with them (no type holds more than they count); every namespaced type
+// otherwise, or with --full-scan.
+func (c *Collector) namespaceContents(ctx context.Context, t *snapshot.Target, mappings []*meta.RESTMapping) *snapshot.Contents {
+	why := "--full-scan"
+	if !c.FullScan && t.Namespace != nil {
+		var left map[schema.GroupResource]int
+		if left, why = diagnose.ContentIndex(t.Namespace); why == "" {
+			named, missing := indexed(mappings, left)
+			if missing == "" {
+				contents := c.scanNamespace(ctx, t.Ref.Name, named)
+				if why = disagreement(contents, left); why == "" {
+					contents.Read = snapshot.ContentsRead{Index: true, Types: len(named)}
+					return contents
+				}
+			} else {
+				why = "its conditions name " + missing + ", which discovery does not list"
+			}
+		}
+	}
+	contents := c.scanNamespace(ctx, t.Ref.Name, mappings)
+	contents.Read = snapshot.ContentsRead{Types: len(mappings), Why: why}
+	return contents
+}
+
+// indexed are the mappings of pods and of the types left names; missing is
+// a type left names that no mapping serves.
+func indexed(mappings []*meta.RESTMapping, left map[schema.GroupResource]int) (named []*meta.RESTMapping, missing string) {
+	served := map[schema.GroupResource]bool{}
+	for _, m := range mappings {
+		gr := m.Resource.GroupResource()
+		if _, ok := left[gr]; ok || gr == snapshot.Pods {
+			named, served[gr] = append(named, m), true
+		}
+	}
+	for _, gr := range slices.SortedFunc(maps.Keys(left), func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) }) {
+		if !served[gr] {
+			return nil, gr.String()
+		}
+	}
+	return named, ""
+}
+
+// disagreement says how the listed contents contradict the conditions'
+// counts, "" when they do not: what is left only shrinks.
+func disagreement(contents *snapshot.Contents, left map[schema.GroupResource]int) string {
+	if contents.Counts[snapshot.Pods] > 0 {
+		return diagnose.PodsFirst
+	}
+	for _, gr := range slices.SortedFunc(maps.Keys(contents.Counts), func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) }) {
+		if n := contents.Counts[gr]; gr != snapshot.Pods && n > left[gr] {
+			return fmt.Sprintf("%s holds %d objects, more than the %d its conditions count: they are stale", gr, n, left[gr])
+		}
+	}
+	if len(contents.Skipped) > 0 {
+		return "a type its conditions name could not be listed"
+	}
+	return ""
 }
 
 func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*meta.RESTMapping) *snapshot.Contents {

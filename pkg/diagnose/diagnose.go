@@ -117,6 +117,10 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 	if ts := t.Object.GetDeletionTimestamp(); ts != nil {
 		item.DeletionTimestamp = *ts
 	}
+	if t.Contents != nil && t.Contents.Read.Types > 0 {
+		read := t.Contents.Read
+		item.ContentsRead = &read
+	}
 
 	x := subjectOf(s, t, tm)
 	causes := explainTarget(x)

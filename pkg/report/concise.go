@@ -116,6 +116,7 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 		}
 	}
 	writeTimeline(p, it, "", conciseTimeline, "-o wide")
+	writeContentsRead(p, it, "")
 	writeItemSkips(p, it, "")
 	return p.err
 }

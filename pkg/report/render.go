@@ -211,6 +211,7 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 		}
 	}
 	writeTimeline(p, it, indent, maxTimeline, "all of them in -o json")
+	writeContentsRead(p, it, indent)
 	writeItemSkips(p, it, indent)
 	return p.err
 }
@@ -324,6 +325,21 @@ func writeTimeline(p *printer, it Item, indent string, limit int, where string) 
 }
 
 func isDeletionRequest(m Moment) bool { return strings.HasPrefix(m.Event, DeletionRequested) }
+
+// writeContentsRead says which types a namespace's contents were listed
+// from: those its controller's conditions name, or every type, and why.
+func writeContentsRead(p *printer, it Item, indent string) {
+	r := it.ContentsRead
+	switch {
+	case r == nil:
+	case r.Index:
+		p.linef("%s  read: the types the namespace controller's conditions name as left, and pods: %s (--full-scan lists every type)", indent, Count(r.Types, "type"))
+	case r.Why != "":
+		p.linef("%s  read: every namespaced type (%d): %s", indent, r.Types, r.Why)
+	default:
+		p.linef("%s  read: every namespaced type (%d)", indent, r.Types)
+	}
+}
 
 func writeItemSkips(p *printer, it Item, indent string) {
 	for _, s := range it.Skipped {

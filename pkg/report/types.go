@@ -138,6 +138,10 @@ type Item struct {
 	Checks []Check `json:"checks,omitempty"`
 	// Skipped lists the checks not made for this object, and why.
 	Skipped []Skip `json:"skipped,omitempty"`
+	// ContentsRead says, for a terminating namespace, which types its
+	// contents were listed from (since v0.6): those its controller's
+	// conditions name, or every namespaced type, and why.
+	ContentsRead *ContentsRead `json:"contentsRead,omitempty"`
 	// Timeline lists what is known to have happened, oldest first.
 	Timeline []Moment `json:"timeline,omitempty"`
 }
@@ -151,6 +155,9 @@ type Moment struct {
 // ObjectRef names the diagnosed object (defined with the evidence model,
 // which names its targets the same way).
 type ObjectRef = snapshot.ObjectRef
+
+// ContentsRead says which types a namespace's contents were listed from.
+type ContentsRead = snapshot.ContentsRead
 
 // Cause is one reason the object is still there.
 type Cause struct {

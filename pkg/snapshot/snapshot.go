@@ -346,6 +346,20 @@ type Contents struct {
 	Pods []*Target `json:"pods"`
 	// Skipped lists the types that could not be listed.
 	Skipped []Skip `json:"skipped"`
+	// Read says how the types were chosen.
+	Read ContentsRead `json:"read"`
+}
+
+// ContentsRead says which types a namespace's contents were listed from.
+type ContentsRead struct {
+	// Index: only the types the namespace controller's conditions name as
+	// left, and pods (diagnose.ContentIndex); otherwise every namespaced type.
+	Index bool `json:"index,omitempty"`
+	// Types is how many types were listed.
+	Types int `json:"types"`
+	// Why the conditions could not stand in for a full scan ("" when they
+	// did, or were not asked: --full-scan, or a run that scanned anyway).
+	Why string `json:"why,omitempty"`
 }
 
 // AllTargets returns the targets and the objects nested in them, at any

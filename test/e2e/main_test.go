@@ -187,6 +187,11 @@ type item struct {
 	Causes             []cause  `json:"causes"`
 	Checks             []check  `json:"checks"`
 	Skipped            []skip   `json:"skipped"`
+	ContentsRead       *struct {
+		Index bool
+		Types int
+		Why   string
+	} `json:"contentsRead"`
 }
 
 type cause struct {

@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Issue 38: why ns/NAME lists only the types the namespace controller's
+// conditions name as left, and pods, when they are current, with the verdict
+// a scan of every type gives; --full-scan and a namespace whose pods are
+// still going (the controller names the other types only after them) scan
+// every type, and the report says which way it read.
+func TestNamespaceConditionsIndexTheScan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	deleteHeld := func(ns string) time.Time {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Finalizers: []string{"ledger.tidy.io/archive"}}}
+		if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deleted := time.Now()
+		if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return deleted
+	}
+	// remaining waits until the namespace controller says what is left
+	// (want), or has written its conditions ("").
+	remaining := func(ns, want string) {
+		t.Helper()
+		for end := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+			n, err := env.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NamespaceContentRemaining && (want == "" || c.Status == corev1.ConditionTrue && strings.Contains(c.Message, want)) {
+					return
+				}
+			}
+			if time.Now().After(end) {
+				t.Fatalf("namespace %s: no NamespaceContentRemaining naming %s after a minute: %+v", ns, want, n.Status.Conditions)
+			}
+		}
+	}
+	verdict := func(it item) string {
+		var out []string
+		for _, c := range it.Causes {
+			out = append(out, c.Code+": "+c.Summary)
+		}
+		return strings.Join(out, "\n")
+	}
+
+	ns := namespace(t, "indexed")
+	deleted := deleteHeld(ns)
+	remaining(ns, "configmaps. has 1 resource instances")
+	settle(t, deleted) // past the settle time: stuck, exit 2
+	r, res := diagnose(t, "why", "ns/"+ns)
+	indexed := only(t, r)
+	full, fullRes := diagnose(t, "why", "ns/"+ns, "--full-scan")
+	all := only(t, full)
+	if rd := indexed.ContentsRead; res.code != 2 || rd == nil || !rd.Index || rd.Types != 2 {
+		t.Errorf("indexed: exit %d, read %+v; want the conditions' configmaps and pods", res.code, rd)
+	}
+	if rd := all.ContentsRead; fullRes.code != 2 || rd == nil || rd.Index || rd.Why != "--full-scan" || rd.Types < 20 {
+		t.Errorf("--full-scan: exit %d, read %+v; want every namespaced type", fullRes.code, rd)
+	}
+	if verdict(indexed) != verdict(all) || !strings.Contains(verdict(indexed), "ledger.tidy.io/archive") {
+		t.Errorf("the index's verdict is not the full scan's:\n%s\n---\n%s", verdict(indexed), verdict(all))
+	}
+	table := run(t, "why", "ns/"+ns)
+	if !strings.Contains(table.prose(), "read: the types the namespace controller's conditions name as left, and pods: 2 types") {
+		t.Errorf("the table does not say how it read:\n%s", table.stdout)
+	}
+
+	// Pods go first: while they remain the controller neither deletes nor
+	// counts the other types (its conditions say "All content successfully
+	// removed" meanwhile); every type is listed.
+	withPods := namespace(t, "indexed-pods")
+	heldByFinalizer(t, withPods, "cache-0", "example.com/drain")
+	deleteHeld(withPods) // its verdict is not compared: no need to settle
+	remaining(withPods, "")
+	r, _ = diagnose(t, "why", "ns/"+withPods)
+	if rd := only(t, r).ContentsRead; rd == nil || rd.Index || !strings.Contains(rd.Why, "pods remain") || rd.Types < 20 {
+		t.Errorf("pods first: read %+v; want every type, because pods remain", rd)
+	}
+}
