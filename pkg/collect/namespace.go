@@ -132,7 +132,7 @@ func indexed(mappings []*meta.RESTMapping, left map[schema.GroupResource]int) (n
 			named, served[gr] = append(named, m), true
 		}
 	}
-	for _, gr := range slices.SortedFunc(maps.Keys(left), func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) }) {
+	for _, gr := range byName(left) {
 		if !served[gr] {
 			return nil, gr.String()
 		}
@@ -146,7 +146,7 @@ func disagreement(contents *snapshot.Contents, left map[schema.GroupResource]int
 	if contents.Counts[snapshot.Pods] > 0 {
 		return diagnose.PodsFirst
 	}
-	for _, gr := range slices.SortedFunc(maps.Keys(contents.Counts), func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) }) {
+	for _, gr := range byName(contents.Counts) {
 		if n := contents.Counts[gr]; gr != snapshot.Pods && n > left[gr] {
 			return fmt.Sprintf("%s holds %d objects, more than the %d its conditions count: they are stale", gr, n, left[gr])
 		}
@@ -155,6 +155,12 @@ func disagreement(contents *snapshot.Contents, left map[schema.GroupResource]int
 		return "a type its conditions name could not be listed"
 	}
 	return ""
+}
+
+// byName are the types counted, by name: what is said of them is said the
+// same way each run.
+func byName(counts map[schema.GroupResource]int) []schema.GroupResource {
+	return slices.SortedFunc(maps.Keys(counts), func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
 }
 
 func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*meta.RESTMapping) *snapshot.Contents {

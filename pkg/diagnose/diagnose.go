@@ -202,6 +202,9 @@ func ofFinalizers(causes []report.Cause, names ...string) []report.Cause {
 // risk level, which the tests catch (TestEveryStepIsCatalogued).
 func step(code catalog.Code, id, command string, args ...string) report.Step {
 	s, _ := catalog.StepOf(code, id)
+	if len(args) == 0 { // most steps: nothing to fill in
+		return report.Step{ID: id, Action: s.Action, Command: command, Risk: s.Risk, RiskLevel: s.Level}
+	}
 	pairs := make([]string, 0, len(args))
 	for i := 0; i+1 < len(args); i += 2 {
 		pairs = append(pairs, "{"+args[i]+"}", args[i+1])
