@@ -64,6 +64,9 @@ live why crd/widgets.demo.example.com
 live why ns/settings
 live why pod/pay-0 -n shop
 live why pod/batch-0 -n shop
+echo
+echo "Before deleting: what would hold the deletion of namespace shop, which is not being deleted?"
+live preflight ns/shop
 cat <<EOT
 
 The lab is still running. To explore it:
@@ -73,6 +76,7 @@ The lab is still running. To explore it:
   kubectl terminating list -A
   kubectl terminating why pod/cache-0 -n shop             # one object
   kubectl terminating why pod/web-0 -n shop -o wide       # every step, with its command and risk
+  kubectl terminating preflight ns/shop                    # what would hold a deletion, before anyone deletes
   kubectl terminating fix pod/cache-0 -n shop --max-risk high   # a repair plan (changes nothing without your yes)
 Stop it with: make lab-down
 EOT

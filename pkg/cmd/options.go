@@ -110,14 +110,26 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	o.addFieldSelectorFlag(cmd)
 	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "Only objects whose deletion was requested at least this long ago (e.g. 10m).")
 	cmd.Flags().StringSliceVar(&o.Kinds, "kind", nil, "Only these types (kinds, resources or short names: --kind pods,pvc,widgets.example.com).")
-	cmd.Flags().BoolVar(&o.AllowPartial, "allow-partial", false, "Exit 0 when nothing stuck is found though some reads failed (a partial report: exit 1 without it).")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "Bound the whole run (0: no bound): reads not made by then are reported under skipped, a partial report.")
+	o.addAllowPartialFlag(cmd)
+	o.addTimeoutFlag(cmd)
 	cmd.Flags().BoolVar(&o.StuckOnly, "stuck-only", false, "Hide objects that are not stuck (inside their grace period, or past it and progressing).")
 	o.addSaveSnapshotFlag(cmd)
 	cmd.Flags().BoolVar(&o.Kubelet, "kubelet", false, "Also ask each stuck pod's kubelet (node proxy) what it still holds. Needs get on nodes/proxy, a powerful permission (docs/rbac.md): off by default.")
-	cmd.Flags().BoolVar(&o.FullScan, "full-scan", false, "List every type of a terminating namespace, even where its controller's conditions name what is left (they are used when current).")
+	o.addFullScanFlag(cmd)
 	o.addReplayFlags(cmd)
 	o.addOutputFlags(cmd)
+}
+
+func (o *Options) addFullScanFlag(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.FullScan, "full-scan", false, "List every type of a terminating namespace, even where its controller's conditions name what is left (they are used when current).")
+}
+
+func (o *Options) addAllowPartialFlag(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.AllowPartial, "allow-partial", false, "Exit 0 when nothing stuck is found though some reads failed (a partial report: exit 1 without it).")
+}
+
+func (o *Options) addTimeoutFlag(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 2*time.Minute, "Bound the whole run (0: no bound): reads not made by then are reported under skipped, a partial report.")
 }
 
 func (o *Options) addSaveSnapshotFlag(cmd *cobra.Command) {
@@ -190,6 +202,9 @@ func outputFormatList() string {
 
 // Validate rejects flag combinations that cannot work.
 func (o *Options) Validate() error {
+	if err := o.validatePreflight(); err != nil {
+		return err
+	}
 	if o.OlderThan < 0 {
 		return fmt.Errorf("--older-than must not be negative")
 	}
@@ -258,12 +273,14 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 	var found []collect.Found
 	if len(o.requests) > 0 {
 		found, err = c.Resolve(ctx, o.requests, scope, o.IgnoreNotFound)
-		if err != nil {
+		switch {
+		case err != nil:
 			err = o.hint(ctx, c, scope, err)
-		} else {
+		case o.preflight(): // what is not being deleted is what it forecasts
+		default:
 			found, err = o.insideNamespaces(ctx, c, scope, found)
+			o.noteNotTerminating(found)
 		}
-		o.noteNotTerminating(found)
 	} else {
 		found, err = o.scanAll(ctx, c, scope)
 	}
@@ -280,7 +297,11 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 	if err := o.save(snap); err != nil {
 		return report.Report{}, nil, nil, err
 	}
-	r, err := o.filter(diagnose.Diagnose(snap))
+	judge := diagnose.Diagnose
+	if o.preflight() {
+		judge = diagnose.Preflight
+	}
+	r, err := o.filter(judge(snap))
 	if err == nil && len(r.Items) == 0 && scanned && !o.AllNamespaces && o.human() {
 		o.elsewhereSaid = o.elsewhere(ctx, clients)
 	}
@@ -394,7 +415,7 @@ func (o *Options) nothingFound() string {
 // collector reads through the clients, saying what it reads (showProgress
 // draws it on a terminal).
 func (o *Options) collector(clients *kube.Clients) *collect.Collector {
-	return &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet, FullScan: o.FullScan, Progress: &collect.Progress{}}
+	return &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet, FullScan: o.FullScan, Preflight: o.preflight(), Progress: &collect.Progress{}}
 }
 
 // colour only on a terminal, and never with --no-color or NO_COLOR.

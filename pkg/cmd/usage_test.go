@@ -61,7 +61,7 @@ func optionsOut(t *testing.T) string {
 }
 
 // Every command line of the examples runs a command that exists with flags
-// it takes.
+// it takes (up to the shell's next command: &&, |, ;).
 func TestExamplesParse(t *testing.T) {
 	root := newRoot(genericiooptions.NewTestIOStreamsDiscard(), func(*Options) {})
 	for _, c := range root.Commands() {
@@ -71,6 +71,9 @@ func TestExamplesParse(t *testing.T) {
 				continue
 			}
 			cmdline, _, _ = strings.Cut(cmdline, "#")
+			if i := strings.IndexAny(cmdline, "&|;"); i >= 0 { // the rest of a shell line is another command
+				cmdline = cmdline[:i]
+			}
 			args := strings.Fields(cmdline)
 			found, rest, err := root.Find(args)
 			if err == nil {

@@ -41,6 +41,10 @@ type Collector struct {
 	// FullScan: list every type of a terminating namespace, even where its
 	// controller's conditions name what is left (--full-scan).
 	FullScan bool
+	// Preflight: the objects found are targets whether or not they are
+	// being deleted: what their deletion would run into is read as if it
+	// had begun (kubectl terminating preflight).
+	Preflight bool
 
 	mu    sync.Mutex
 	skips []report.Skip
@@ -82,12 +86,13 @@ func (c *Collector) Skips() []report.Skip {
 	return append([]report.Skip(nil), c.skips...)
 }
 
-// Snapshot reads what the rules need about the terminating objects found.
+// Snapshot reads what the rules need about the terminating objects found
+// (all of them, for a preflight).
 func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snapshot {
 	s := snapshot.New(c.Now())
 	var gvrs []schema.GroupVersionResource
 	for _, f := range found {
-		if !f.Terminating() {
+		if !f.Terminating() && !c.Preflight {
 			continue
 		}
 		s.Targets = append(s.Targets, &snapshot.Target{Ref: f.Ref(), Object: f.Object})

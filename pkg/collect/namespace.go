@@ -203,7 +203,7 @@ func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets
 // newContents is an empty record of what is left, over the types scanned.
 func newContents(mappings []*meta.RESTMapping) *snapshot.Contents {
 	contents := &snapshot.Contents{Counts: map[schema.GroupResource]int{}, ByNamespace: map[string]int{}, NotDeleted: map[schema.GroupResource]int{},
-		Resources: map[schema.GroupResource]schema.GroupVersionResource{}, Finalizers: map[string]int{}, Pending: map[string]int{}, Held: map[string][]*snapshot.Target{}}
+		Resources: map[schema.GroupResource]schema.GroupVersionResource{}, Finalizers: map[string]int{}, Pending: map[string]int{}, Waiting: map[string][]snapshot.ObjectRef{}, Held: map[string][]*snapshot.Target{}}
 	for _, m := range mappings {
 		contents.Resources[m.Resource.GroupResource()] = m.Resource
 	}
@@ -261,6 +261,9 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 			contents.NotDeleted[gr]++
 			for _, f := range item.Finalizers {
 				contents.Pending[f]++ // holds nothing yet: it will, once deleted
+				if len(contents.Waiting[f]) < heldExamples {
+					contents.Waiting[f] = append(contents.Waiting[f], metadataRef(item, m))
+				}
 			}
 			return nil
 		}
@@ -311,6 +314,13 @@ func metadataTarget(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) (*s
 		return nil, err
 	}
 	return &snapshot.Target{Ref: Found{GVR: m.Resource, Object: obj}.Ref(), Object: obj}, nil
+}
+
+// metadataRef names an object read as metadata only, as Found.Ref does,
+// without converting it.
+func metadataRef(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) report.ObjectRef {
+	return report.ObjectRef{APIVersion: m.GroupVersionKind.GroupVersion().String(), Kind: m.GroupVersionKind.Kind, Resource: QualifiedResource(m.Resource),
+		Namespace: item.Namespace, Name: item.Name, UID: string(item.UID)}
 }
 
 func refKey(r report.ObjectRef) string { return r.Namespace + "/" + r.Name }

@@ -19,6 +19,12 @@ import (
 
 // Diagnose builds the report for every target of the snapshot, most severe first.
 func Diagnose(s *snapshot.Snapshot) report.Report {
+	return reportOf(s, diagnoseTarget)
+}
+
+// reportOf is the report of every target of the snapshot, each judged by
+// judge, most severe first.
+func reportOf(s *snapshot.Snapshot, judge func(*snapshot.Snapshot, *snapshot.Target) report.Item) report.Report {
 	r := report.Report{
 		APIVersion:  report.APIVersion,
 		Kind:        report.Kind,
@@ -27,7 +33,7 @@ func Diagnose(s *snapshot.Snapshot) report.Report {
 		Skipped:     s.Skipped,
 	}
 	for _, t := range s.Targets {
-		r.Items = append(r.Items, diagnoseTarget(s, t))
+		r.Items = append(r.Items, judge(s, t))
 	}
 	SortItems(r.Items)
 	r.Complete = len(r.Incomplete()) == 0
@@ -131,20 +137,31 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 	if len(causes) == 0 && tm.overdue > 0 {
 		causes = append(causes, incomplete(t, tm))
 	}
-	sort.SliceStable(causes, func(i, j int) bool { return causeLess(causes[i], causes[j]) })
+	rank(causes)
 	if tm.remaining > 0 {
 		causes = forecast(t.Ref, causes, tm)
 	}
-	for i := range causes {
-		causes[i].Docs = catalog.DocsURL(catalog.Code(causes[i].Code))
-		causes[i].Evidence = report.Lines(causes[i].Facts)
-	}
-	item.Causes = causes
+	item.Causes = documented(causes)
 	if len(causes) > 0 {
 		item.Severity = causes[0].Severity
 	}
 	item.Stuck = tm.overdue > 0 && item.Severity.Weight() > report.Info.Weight()
 	return item
+}
+
+// rank orders causes most likely root first (causeLess).
+func rank(causes []report.Cause) {
+	sort.SliceStable(causes, func(i, j int) bool { return causeLess(causes[i], causes[j]) })
+}
+
+// documented writes what each cause derives from its code and facts: its
+// docs link and its evidence lines.
+func documented(causes []report.Cause) []report.Cause {
+	for i := range causes {
+		causes[i].Docs = catalog.DocsURL(catalog.Code(causes[i].Code))
+		causes[i].Evidence = report.Lines(causes[i].Facts)
+	}
+	return causes
 }
 
 // incomplete is the honest answer when nothing explains an overdue object.

@@ -175,7 +175,12 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer string, thi
 		fc.BlockedBy = examples
 		return fc
 	}
-	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, tm)[0]
+	judged := tm                 // the objects' deletion began with the parent's
+	if tm.requestedAt.IsZero() { // a parent not being deleted (a preflight's): they are judged by their own
+		judged = timingOf(held.Object, s.Now)
+		judged.depth = tm.depth
+	}
+	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, judged)[0]
 	fc.Summary = holding + ": " + fc.Summary
 	fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts[1:]...)
 	fc.BlockedBy = examples

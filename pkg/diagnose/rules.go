@@ -117,9 +117,14 @@ func init() {
 	}
 }
 
-// Needs returns what the rules that apply to t must read beyond t itself.
+// Needs returns what the rules that apply to t must read beyond t itself;
+// for an object not being deleted (a preflight's), what the forecast rules
+// read too.
 func Needs(t *snapshot.Target) Evidence {
 	var e Evidence
+	if t.Object.GetDeletionTimestamp() == nil {
+		e = forecastNeeds(t)
+	}
 	for _, r := range rules {
 		if r.applies(t) {
 			e |= r.needs(t)
@@ -317,13 +322,16 @@ func namespaceNeeds(t *snapshot.Target, _ heldBy) Evidence {
 	return e
 }
 
-// ForecastNeedsOwners: a namespace's forecast asks whether the controllers
-// of the third-party finalizers its scan found on objects not deleted yet
-// are there (OwnerEvidence). Known only once the scan is done, and Needs is
-// asked while it runs, so the source that reads the owners asks this itself.
+// ForecastNeedsOwners: a namespace's forecast (while its pods go), and a
+// preflight's of a namespace or a CRD not being deleted, ask whether the
+// controllers of the third-party finalizers its scan found on objects not
+// deleted yet are there (OwnerEvidence). Known only once the scan is done,
+// and Needs is asked while it runs, so the source that reads the owners
+// asks this itself.
 func ForecastNeedsOwners(t *snapshot.Target) bool {
 	c := t.Contents
-	return t.Namespace != nil && c != nil && slices.ContainsFunc(sortedKeys(c.Pending), catalog.ThirdPartyFinalizer)
+	forecast := t.Namespace != nil || t.Object.GetDeletionTimestamp() == nil
+	return forecast && c != nil && slices.ContainsFunc(sortedKeys(c.Pending), catalog.ThirdPartyFinalizer)
 }
 
 // metadataOnly: an object as a metadata scan lists it, without its spec or

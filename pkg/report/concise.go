@@ -57,7 +57,7 @@ func sameWay(items []Item) [][]Item {
 func heldKey(it Item) string {
 	c := topCause(it)
 	return strings.Join([]string{c.Code, string(it.Severity), c.About.Key(), strings.Join(it.Finalizers, ","),
-		it.Object.Namespace, fmt.Sprint(it.Stuck), fmt.Sprint(len(it.Skipped) > 0)}, "\x00")
+		it.Object.Namespace, fmt.Sprint(it.Stuck), fmt.Sprint(len(it.Skipped) > 0), fmt.Sprint(it.Forecast)}, "\x00")
 }
 
 // writeGroup prints a group: the first member's concise diagnosis, headed,
@@ -65,12 +65,24 @@ func heldKey(it Item) string {
 func writeGroup(w io.Writer, g []Item, st Style) error {
 	if len(g) > 1 {
 		p := newPrinter(w, st)
-		p.linef("%s held the same way: %s", Count(len(g), "object"), examples(g, true))
+		p.linef("%s %s: %s", Count(len(g), "object"), sameWayOf(g[0]), examples(g, true))
 		if p.err != nil {
 			return p.err
 		}
 	}
 	return writeConcise(w, g[0], st)
+}
+
+// sameWayOf says what the members of a group share: how they are held, or,
+// in a forecast, how they would be.
+func sameWayOf(it Item) string {
+	switch {
+	case !it.Forecast:
+		return "held the same way"
+	case len(it.Causes) == 0:
+		return "with nothing found that would hold their deletion"
+	}
+	return "whose deletion would be held the same way"
 }
 
 // writeConcise prints one item concisely (see the top of this file).

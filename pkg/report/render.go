@@ -217,6 +217,10 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 }
 
 func writeHeader(p *printer, it Item, head string, st Style) {
+	if it.Forecast {
+		writeForecastHeader(p, it, head, st)
+		return
+	}
 	if it.DeletionTimestamp.IsZero() && len(it.Causes) == 0 && len(it.Skipped) == 0 { // a blocker with no deletion of its own
 		p.linef("%s%s  holds the object above (no deletion of its own to diagnose; see the evidence)", head, objectName(it.Object))
 		return
@@ -232,6 +236,19 @@ func writeHeader(p *printer, it Item, head string, st Style) {
 	}
 	p.linef("%s%s  %s  Terminating %s%s  %s", head, objectName(it.Object), st.severity(it.Severity, strings.ToUpper(string(it.Severity))),
 		durationSeconds(it.TerminatingSeconds), timing.String(), st.verdict(it))
+}
+
+// writeForecastHeader heads a preflight's item: the object is not being
+// deleted, and the verdict is what its deletion would do.
+func writeForecastHeader(p *printer, it Item, head string, st Style) {
+	severity, verdict := st.paint("CLEAR"), st.paint("nothing found that would hold it", color.FgGreen)
+	if len(it.Causes) > 0 {
+		severity = st.severity(it.Severity, strings.ToUpper(string(it.Severity)))
+	}
+	if it.Stuck {
+		verdict = st.paint("its deletion WOULD STICK", color.FgRed, color.Bold)
+	}
+	p.linef("%s%s  %s  not being deleted  %s", head, objectName(it.Object), severity, verdict)
 }
 
 // writeChecks prints the checklist; a row's detail names the cause that

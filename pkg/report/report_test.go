@@ -398,3 +398,29 @@ func TestHeldObjectsAreListedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A forecast (preflight) heads each object with what its deletion would do,
+// and groups objects by how their deletion would be held, or by nothing
+// found that would hold it: never "held the same way", as nothing is held.
+func TestForecastScreens(t *testing.T) {
+	clear := func(name string) Item {
+		return Item{Object: ObjectRef{Kind: "Namespace", Resource: "namespaces", Name: name}, Forecast: true, Causes: []Cause{}}
+	}
+	held := Item{Object: ObjectRef{Kind: "Namespace", Resource: "namespaces", Name: "preview"}, Forecast: true, Stuck: true, Severity: Critical,
+		Causes: []Cause{{Code: "FinalizerPending", Severity: Critical, Confidence: 0.6, Summary: "once deleted, ...", Forecast: true}}}
+	var out strings.Builder
+	if err := WriteWhy(&out, Report{Items: []Item{held, clear("a"), clear("b")}}, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"namespace/preview  CRITICAL  not being deleted  its deletion WOULD STICK\n",
+		"2 objects with nothing found that would hold their deletion: namespace/a, namespace/b\nnamespace/a  CLEAR  not being deleted  nothing found that would hold it\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "held the same way") || strings.Contains(out.String(), "Terminating") {
+		t.Errorf("a forecast says nothing is held or Terminating:\n%s", out.String())
+	}
+}

@@ -128,8 +128,13 @@ type Item struct {
 	// Node is a pod's spec.nodeName as read (since v0.4): empty for other
 	// kinds and for a pod not scheduled.
 	Node string `json:"node,omitempty"`
-	// Stuck is true when the top cause blocks deletion (severity warning or critical).
+	// Stuck is true when the top cause blocks deletion (severity warning or
+	// critical); in a forecast, when the deletion would stick.
 	Stuck bool `json:"stuck"`
+	// Forecast marks the item of kubectl terminating preflight (since v0.7):
+	// the object is not being deleted, and its causes say what would hold
+	// its deletion were it to begin now.
+	Forecast bool `json:"forecast,omitempty"`
 	// Severity is the severity of the top cause.
 	Severity Severity `json:"severity"`
 	// Causes are ranked: the most likely root cause first.
@@ -178,6 +183,9 @@ type Cause struct {
 	// (since v0.4): objects held the same way share them, whatever the
 	// summary's wording, durations or counts.
 	About About `json:"about,omitzero"`
+	// Forecast marks a cause foreseen by preflight (since v0.7): what would
+	// hold the deletion, not what holds it.
+	Forecast bool `json:"forecast,omitempty"`
 	// BlockedBy nests the diagnosis of the objects that block this one.
 	BlockedBy []Item `json:"blockedBy,omitempty"`
 	// Docs is the address of the code's entry in the published catalogue (since v0.2).

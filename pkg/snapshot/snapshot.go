@@ -340,6 +340,9 @@ type Contents struct {
 	// Pending counts, by finalizer, the objects not deleted yet that carry
 	// it: each will wait for it once the namespace controller deletes it.
 	Pending map[string]int `json:"pending"`
+	// Waiting names a few of the objects Pending counts, by finalizer: those
+	// a preflight forecast says would wait for it.
+	Waiting map[string][]ObjectRef `json:"waiting,omitempty"`
 	// Held keeps a few examples of the objects (pods aside) each finalizer holds, as targets.
 	Held map[string][]*Target `json:"held"`
 	// Pods are the namespace's terminating pods, read in full and diagnosed.

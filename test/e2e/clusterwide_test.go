@@ -38,6 +38,13 @@ func TestClusterWideBlockers(t *testing.T) {
 		if err := env2.Namespace(ctx, "victim"); err != nil {
 			t.Fatal(err)
 		}
+		// Before the delete, preflight forecasts what why reports after it.
+		res := runWith(t, "--kubeconfig", own.Kubeconfig, "preflight", "ns/victim", "-o", "json")
+		var pr report
+		if err := json.Unmarshal([]byte(res.stdout), &pr); err != nil || res.code != 2 || len(pr.Items) != 1 || !pr.Items[0].Forecast ||
+			codesOf(pr.Items[0])[0] != "APIServiceUnavailable" || !strings.HasPrefix(pr.Items[0].Causes[0].Summary, "deleting the namespace now would stop at discovery: aggregated API metrics.lab.example.com/v1beta1 is unavailable") {
+			t.Errorf("preflight: exit %d %v\nstdout %s\nstderr %s", res.code, err, res.stdout, res.stderr)
+		}
 		if err := env2.DeleteNamespace(ctx, "victim", corev1.NamespaceDeletionDiscoveryFailure); err != nil {
 			t.Fatal(err)
 		}

@@ -65,6 +65,13 @@ func TestCRDHeldByItsInstances(t *testing.T) {
 			}
 		}
 	}
+	// Before the delete, preflight forecasts what why reports after it.
+	pr, pres := diagnose(t, "preflight", "crd/"+crd)
+	if fc := only(t, pr); pres.code != 2 || !fc.Forecast || codesOf(fc)[0] != "CRDInstancesRemaining" || !fc.Causes[0].Forecast || fc.Causes[0].Severity != "critical" ||
+		!strings.HasPrefix(fc.Causes[0].Summary, "once deleted, 5 instances (") ||
+		!strings.Contains(fc.Causes[0].Summary, ") would wait for finalizer held.e2e.example.com/teardown, and no controller that could remove it is found in the cluster") {
+		t.Errorf("preflight: exit %d %+v", pres.code, fc)
+	}
 	deleted := time.Now()
 	if err := env.DeleteCRD(ctx, crd, "InstanceDeletionInProgress"); err != nil {
 		t.Fatal(err)

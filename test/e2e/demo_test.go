@@ -49,7 +49,8 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the replay lacks %q:\n%s", want, replayed)
 		}
 	}
-	for _, want := range []string{"lab binaries up to date", "$ kubectl terminating why pod/web-0 -n shop --kubeconfig", "critical NodeUnreachable", "FinalizerPending", "The lab is still running"} {
+	for _, want := range []string{"lab binaries up to date", "$ kubectl terminating why pod/web-0 -n shop --kubeconfig", "critical NodeUnreachable", "FinalizerPending",
+		"$ kubectl terminating preflight ns/shop --kubeconfig", "namespace/shop  CRITICAL  not being deleted  its deletion WOULD STICK", "The lab is still running"} {
 		if !strings.Contains(live, want) {
 			t.Errorf("the live part lacks %q:\n%s", want, live)
 		}

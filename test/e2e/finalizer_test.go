@@ -33,6 +33,14 @@ func TestThirdPartyFinalizerOwnerLiveness(t *testing.T) {
 		if res := run(t, "why", "gizmos."+group+"/g1", "-n", ns); res.code != 0 || !strings.Contains(res.stderr, "is not being deleted") {
 			t.Fatalf("before the delete: exit %d stderr %q", res.code, res.stderr)
 		}
+		// preflight judges the controller as why does after the delete: a
+		// controller with no ready replica would leave it stuck, a live one not.
+		r, res := diagnose(t, "preflight", "gizmos."+group+"/g1", "-n", ns)
+		fc := only(t, r)
+		if wantStuck := tc.severity == "critical"; res.code != map[bool]int{true: 2, false: 0}[wantStuck] || fc.Stuck != wantStuck || !fc.Forecast ||
+			codesOf(fc)[0] != "FinalizerPending" || !hasEvidence(fc.Causes[0], tc.evidence) {
+			t.Errorf("%s: preflight exit %d %+v", tc.name, res.code, fc)
+		}
 		if err := env.DeleteCustomResource(ctx, group, "gizmos", ns, "g1"); err != nil {
 			t.Fatal(err)
 		}

@@ -183,6 +183,7 @@ type item struct {
 	OverdueSeconds     int64    `json:"overdueSeconds"`
 	Finalizers         []string `json:"finalizers"`
 	Stuck              bool     `json:"stuck"`
+	Forecast           bool     `json:"forecast"`
 	Severity           string   `json:"severity"`
 	Causes             []cause  `json:"causes"`
 	Checks             []check  `json:"checks"`
@@ -206,6 +207,7 @@ type cause struct {
 	} `json:"remediation"`
 	BlockedBy []item `json:"blockedBy"`
 	Docs      string `json:"docs"`
+	Forecast  bool   `json:"forecast"`
 }
 
 // fact is one piece of evidence as data (since v0.6).

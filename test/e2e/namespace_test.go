@@ -25,6 +25,12 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Before the delete, preflight forecasts what why reports after it.
+	pr, pres := diagnose(t, "preflight", "ns/"+ns)
+	if fc := only(t, pr); pres.code != 2 || !fc.Forecast || codesOf(fc)[0] != "FinalizerPending" || fc.Causes[0].Severity != "critical" ||
+		!strings.HasPrefix(fc.Causes[0].Summary, "once deleted, 3 objects (gadget.e2e.example.com/gadget-1, gadget.e2e.example.com/gadget-2, gadget.e2e.example.com/gadget-3) would wait for finalizer e2e.example.com/cleanup") {
+		t.Errorf("preflight: exit %d %+v", pres.code, fc)
+	}
 	// The real namespace controller deletes the content and reports what holds it.
 	deleted := time.Now()
 	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceFinalizersRemaining); err != nil {

@@ -59,7 +59,7 @@ func TestRunbooksAreInTheDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	scripts, _ := filepath.Glob(filepath.Join(runbooks, "*.sh"))
-	if len(scripts) != 4 {
+	if len(scripts) != 5 {
 		t.Fatalf("scripts: %v", scripts)
 	}
 	for _, s := range scripts {
@@ -107,15 +107,31 @@ func TestRunbookDeleteNamespace(t *testing.T) {
 	if res := runbook(t, nil, "delete-namespace.sh", empty, "1m"); res.code != 0 || !strings.Contains(res.stdout, "namespace "+empty+" deleted") {
 		t.Errorf("empty namespace: exit %d\nstdout %s\nstderr %s", res.code, res.stdout, res.stderr)
 	}
+	preview := namespace(t, "runbook-preview")
+	if err := env.Controller(ctx, preview, "web", ""); err != nil { // a workload, nothing that holds a deletion
+		t.Fatal(err)
+	}
+	if res := runbook(t, nil, "teardown-preview.sh", preview, "1m"); res.code != 0 || !strings.Contains(res.stdout, "namespace "+preview+" deleted") {
+		t.Errorf("teardown of a preview environment: exit %d\nstdout %s\nstderr %s", res.code, res.stdout, res.stderr)
+	}
 
 	held := namespace(t, "runbook-held")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Finalizers: []string{"ledger.tidy.io/archive"}}}
 	if _, err := env.Client.CoreV1().ConfigMaps(held).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Preflight first: the teardown runbook refuses, deleting nothing, with
+	// the cause that why gives once it is deleted anyway (below).
+	res := runbook(t, nil, "teardown-preview.sh", held, "15s")
+	if want := "namespace " + held + " not deleted: its deletion would stick: FinalizerPending: once deleted, 1 object (configmap/ledger) would wait for finalizer ledger.tidy.io/archive, and no controller"; res.code != 2 || !strings.HasPrefix(res.stderr, want) {
+		t.Errorf("teardown of a held namespace: exit %d, want 2 and %q\nstdout %s\nstderr %s", res.code, want, res.stdout, res.stderr)
+	}
+	if ns, err := env.Client.CoreV1().Namespaces().Get(ctx, held, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		t.Fatalf("the refused teardown deleted nothing: %v %v", err, ns.DeletionTimestamp)
+	}
 	dir := t.TempDir()
 	page, reportFile := filepath.Join(dir, "page"), filepath.Join(dir, "report.json")
-	res := runbook(t, []string{"PAGE_CMD=tee " + page, "REPORT=" + reportFile}, "delete-namespace.sh", held, "15s")
+	res = runbook(t, []string{"PAGE_CMD=tee " + page, "REPORT=" + reportFile}, "delete-namespace.sh", held, "15s")
 	paged, _ := os.ReadFile(page)
 	if res.code != 2 || !strings.HasPrefix(string(paged), "namespace "+held+" stuck Terminating after 15s: FinalizerPending: ") ||
 		!strings.Contains(string(paged), "ledger.tidy.io/archive") {

@@ -1,0 +1,71 @@
+package cmd
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+)
+
+// preflight ns/NAME forecasts a namespace's deletion from what is in it:
+// exit 2 when an object it would delete carries a finalizer nothing in the
+// cluster would remove, 0 when nothing would hold it; every item and cause
+// is marked a forecast; a type alone is refused.
+func TestPreflightNamespace(t *testing.T) {
+	objs := cluster()
+	for _, name := range []string{"preview", "calm"} {
+		objs = append(objs, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: k8stypes.UID("uid-" + name)},
+			Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}})
+	}
+	objs = append(objs, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: "preview", UID: "uid-ledger", Finalizers: []string{"archive.example.com/keep"}}})
+	core := *apiResources[0]
+	core.APIResources = append(append([]metav1.APIResource(nil), core.APIResources...),
+		metav1.APIResource{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap", Verbs: []string{"get", "list", "delete"}})
+	resources := append([]*metav1.APIResourceList{&core}, apiResources[1:]...)
+	clients := fakes(t, objs, func(typed *kubefake.Clientset, _ *kube.Clients) {
+		typed.Discovery().(*fakediscovery.FakeDiscovery).Resources = resources
+	})
+
+	out, _, err := execute(t, clients, "preflight", "ns/preview", "-o", "json")
+	if ExitCode(err) != ExitStuck {
+		t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, ExitStuck)
+	}
+	var r report.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	it := r.Items[0]
+	if len(r.Items) != 1 || !it.Forecast || !it.Stuck || it.Causes[0].Code != "FinalizerPending" || !it.Causes[0].Forecast || it.Causes[0].Severity != report.Critical {
+		t.Fatalf("%+v", r.Items)
+	}
+	if want := "once deleted, 1 object (configmap/ledger) would wait for finalizer archive.example.com/keep, and no controller"; !strings.HasPrefix(it.Causes[0].Summary, want) {
+		t.Errorf("summary %q, want %q...", it.Causes[0].Summary, want)
+	}
+	if !strings.Contains(out, `"forecast": true`) {
+		t.Errorf("the JSON marks the forecast: %s", out)
+	}
+
+	out, _, err = execute(t, clients, "preflight", "ns/preview")
+	if ExitCode(err) != ExitStuck || !strings.HasPrefix(out, "namespace/preview  CRITICAL  not being deleted  its deletion WOULD STICK\n") {
+		t.Errorf("exit %d, table:\n%s", ExitCode(err), out)
+	}
+
+	out, errOut, err := execute(t, clients, "preflight", "ns/calm")
+	if err != nil || !strings.HasPrefix(out, "namespace/calm  CLEAR  not being deleted  nothing found that would hold it\n") || errOut != "" {
+		t.Errorf("calm: exit %d (%v)\nstdout %s\nstderr %s", ExitCode(err), err, out, errOut)
+	}
+
+	if _, _, err := execute(t, clients, "preflight", "pods"); ExitCode(err) != 1 || !strings.Contains(err.Error(), `"pods" names none: give TYPE/NAME`) {
+		t.Errorf("a type alone: exit %d (%v)", ExitCode(err), err)
+	}
+}

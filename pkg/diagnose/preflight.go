@@ -1,0 +1,244 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// Preflight forecasts, for each target not being deleted (kubectl
+// terminating preflight), what would hold its deletion were it to begin
+// now: the judgements and codes of Diagnose, applied to what the deletion
+// would run into. Its items and causes are marked Forecast, and an item is
+// Stuck when its deletion would stick. A target already being deleted is
+// diagnosed as Diagnose does: there is nothing left to foresee.
+func Preflight(s *snapshot.Snapshot) report.Report {
+	return reportOf(s, preflightTarget)
+}
+
+func preflightTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
+	if t.Object.GetDeletionTimestamp() != nil {
+		return diagnoseTarget(s, t)
+	}
+	item := report.Item{
+		Object:          t.Ref,
+		Finalizers:      t.Object.GetFinalizers(),
+		ResourceVersion: t.Object.GetResourceVersion(),
+		Skipped:         t.Skipped,
+		Forecast:        true,
+		Causes:          []report.Cause{},
+	}
+	if t.Contents != nil && t.Contents.Read.Types > 0 {
+		read := t.Contents.Read
+		item.ContentsRead = &read
+	}
+	for _, r := range forecastRules {
+		item.Causes = append(item.Causes, r.causes(s, t)...)
+	}
+	rank(item.Causes)
+	for i := range documented(item.Causes) {
+		item.Causes[i].Forecast = true
+	}
+	if len(item.Causes) > 0 {
+		item.Severity = item.Causes[0].Severity
+	}
+	item.Stuck = item.Severity.Weight() > report.Info.Weight()
+	return item
+}
+
+// forecastRules are what a deletion runs into, in the order their causes
+// are gathered (the ranking orders them afterwards).
+var forecastRules = []struct {
+	name   string
+	needs  func(*snapshot.Target) Evidence
+	causes func(*snapshot.Snapshot, *snapshot.Target) []report.Cause
+}{
+	{"its own finalizers", ownFinalizerNeeds, ownFinalizerForecasts},
+	{"the finalizers of what its deletion deletes (a namespace's objects, a CRD's instances)", contentNeeds, contentForecasts},
+	{"unavailable APIServices, which stop the namespace controller", apiServiceNeeds, apiServiceForecasts},
+	{"what is already being deleted in it, and stuck", contentNeeds, stuckInsideForecasts},
+}
+
+// forecastNeeds is what the forecast rules read about t beyond t itself.
+func forecastNeeds(t *snapshot.Target) Evidence {
+	var e Evidence
+	for _, r := range forecastRules {
+		e |= r.needs(t)
+	}
+	return e
+}
+
+func ownFinalizerNeeds(t *snapshot.Target) Evidence {
+	if slices.ContainsFunc(t.Object.GetFinalizers(), catalog.ThirdPartyFinalizer) {
+		return OwnerEvidence
+	}
+	return 0
+}
+
+// contentNeeds: a namespace's objects; a CRD's instances (apiextensions adds
+// its cleanup finalizer only once the CRD is deleted, so the finalizer's
+// rule does not ask for them before).
+func contentNeeds(t *snapshot.Target) Evidence {
+	switch {
+	case t.Namespace != nil:
+		return ContentEvidence
+	case t.Ref.Kind == "CustomResourceDefinition" && t.Object.GroupVersionKind().Group == "apiextensions.k8s.io":
+		return InstanceEvidence | CRDEvidence
+	}
+	return 0
+}
+
+func apiServiceNeeds(t *snapshot.Target) Evidence {
+	if t.Namespace != nil {
+		return APIServiceEvidence
+	}
+	return 0
+}
+
+// ownFinalizerForecasts: each third-party finalizer on the object, judged by
+// whether its controller is there to remove it once the deletion begins.
+func ownFinalizerForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	var causes []report.Cause
+	for _, f := range t.Object.GetFinalizers() {
+		if !catalog.ThirdPartyFinalizer(f) {
+			continue
+		}
+		c, ok := finalizerForecast(s, catalog.FinalizerPending, f, t.Ref.Kind+" "+t.Ref.Name,
+			[]report.Fact{report.FieldFact("metadata.finalizers", "["+strings.Join(t.Object.GetFinalizers(), ", ")+"]")},
+			findOwners(catalog.FinalizerPending, t, []string{f}))
+		if !ok {
+			continue
+		}
+		if c.Severity != report.Info {
+			c.Remediation = append(c.Remediation, step(catalog.FinalizerPending, "remove-finalizer-before",
+				removeFinalizerCommand(t.Ref, finalizerIndex(t.Object, f), f), "finalizer", f, "objects", report.Name(t.Ref)))
+		}
+		causes = append(causes, c)
+	}
+	return causes
+}
+
+// contentForecasts: the objects a namespace's deletion deletes (or a CRD's:
+// its instances) that carry a third-party finalizer, by finalizer, judged
+// by whether its controller is there to remove it.
+func contentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	c := t.Contents
+	if c == nil {
+		return nil
+	}
+	code, where, things := catalog.FinalizerPending, "namespace "+t.Ref.Name, "object"
+	if t.Namespace == nil {
+		code, where, things = catalog.CRDInstancesRemaining, "the instances of CRD "+t.Ref.Name, "instance"
+	}
+	var causes []report.Cause
+	for _, f := range sortedKeys(c.Pending) {
+		if !catalog.ThirdPartyFinalizer(f) {
+			continue
+		}
+		n := c.Pending[f]
+		names := make([]string, 0, len(c.Waiting[f]))
+		for _, r := range c.Waiting[f] {
+			names = append(names, report.Name(r))
+		}
+		held := report.Count(n, things)
+		if len(names) > 0 {
+			held += " (" + strings.Join(names, ", ") + agree(n-len(names)+1, ")", ", ...)")
+		}
+		scanned := report.Noted(fmt.Sprintf("live scan of %s: finalizer %s on %s, none of them being deleted yet", where, f, report.Count(n, things)))
+		var first report.Step
+		last := "remove-finalizer-before"
+		if code == catalog.CRDInstancesRemaining {
+			first, last = step(code, "list-instances", kubectl("", "get", t.Ref.Name, "-A")), "remove-instance-finalizers-before"
+		} else {
+			first = findOwners(code, t, []string{f})
+		}
+		fc, ok := finalizerForecast(s, code, f, held, []report.Fact{scanned}, first)
+		if !ok {
+			continue
+		}
+		if fc.Severity != report.Info {
+			fc.Remediation = append(fc.Remediation, step(code, last, "", "finalizer", f, "objects", held, "instances", held))
+		}
+		fc.About.Count = n
+		causes = append(causes, fc)
+	}
+	return causes
+}
+
+// finalizerForecast judges one third-party finalizer that held (what names
+// the objects) would wait for: critical when nothing in the cluster looks
+// like its controller or its controller has no ready replica; information
+// when its controller looks alive (it would remove it) or could not be
+// judged. ok is false when the controllers were not read (the run's skipped
+// reads say so).
+func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f string, held string, evidence []report.Fact, first report.Step) (report.Cause, bool) {
+	state, liveness := ownerLiveness(s.Controllers, f)
+	if s.Controllers == nil {
+		return report.Cause{}, false
+	}
+	evidence = append(append(evidence, ownerEvidence([]string{f})...), liveness...)
+	waits := fmt.Sprintf("once deleted, %s would wait for finalizer %s", held, f)
+	var c report.Cause
+	switch state {
+	case ownerGone:
+		c = cause(code, report.Critical, 0.6, waits+", and no controller that could remove it is found in the cluster: the deletion would stick", evidence,
+			first, step(code, "restore-owner-before", "", "finalizer", f))
+	case ownerDown:
+		c = cause(code, report.Critical, 0.7, waits+", and its controller has no ready replica: the deletion would stick until it has one", evidence,
+			first, step(code, "restore-owner-before", "", "finalizer", f))
+	case ownerHealthy:
+		c = cause(code, report.Info, 0.6, waits+"; its controller looks alive and would remove it", evidence, first)
+	default:
+		c = cause(code, report.Info, 0.3, waits+"; no workload could be matched to its controller: whether it is there is not known", evidence, first)
+	}
+	c.About.Finalizers = []string{f}
+	return c, true
+}
+
+// apiServiceForecasts: an unavailable APIService stops the namespace
+// controller, whichever namespace it deletes.
+func apiServiceForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	if t.Namespace == nil {
+		return nil
+	}
+	causes := apiServiceCauses(s, unavailableGroupVersions(s))
+	for i := range causes {
+		causes[i].Summary = "deleting the namespace now would stop at discovery: " + causes[i].Summary
+	}
+	return causes
+}
+
+// stuckInsideForecasts: what a namespace holds (or a CRD: its instances)
+// that is already being deleted and stuck, its pods and the objects each
+// finalizer holds, diagnosed and nested as why does: the deletion would
+// wait for them. Their last resort, emptying a Terminating namespace's
+// spec.finalizers, is not one for a namespace not being deleted.
+func stuckInsideForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	if t.Contents == nil {
+		return nil
+	}
+	var tm timing // not being deleted: each nested object is judged by its own deletion
+	var causes []report.Cause
+	where, things := "namespace "+t.Ref.Name, func(n int) string { return report.Count(n, "object") + " in the namespace" }
+	if t.Namespace != nil {
+		if pc, ok := stuckPodsCause(s, t, tm); ok {
+			causes = append(causes, pc)
+		}
+	} else {
+		where, things = "the instances of CRD "+t.Ref.Name, func(n int) string { return report.Count(n, "instance") }
+	}
+	for _, c := range heldCauses(s, t, things, where, tm) {
+		if c.Severity != report.Info {
+			causes = append(causes, c)
+		}
+	}
+	for i := range causes {
+		causes[i].Summary = "already being deleted, and stuck: " + causes[i].Summary
+		causes[i].Remediation = slices.DeleteFunc(causes[i].Remediation, func(st report.Step) bool { return st.ID == "finalize-namespace" })
+	}
+	return causes
+}

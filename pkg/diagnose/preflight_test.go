@@ -1,0 +1,211 @@
+package diagnose
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// liveAcme is a controller whose name carries widgets.acme.io/cleanup's words.
+func liveAcme(ready int32) *snapshot.Controllers {
+	return &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "acme-system", Name: "acme-controller", Desired: 1, Ready: ready}}}
+}
+
+// notDeleted is o as it is before anyone deletes it.
+func notDeleted(u *unstructured.Unstructured) *unstructured.Unstructured {
+	u.SetDeletionTimestamp(nil)
+	u.SetDeletionGracePeriodSeconds(nil)
+	return u
+}
+
+// An object carrying a third-party finalizer: its deletion would stick when
+// nothing in the cluster looks like the finalizer's controller, or when the
+// controller has no ready replica; not when it looks alive.
+func TestPreflightOwnFinalizer(t *testing.T) {
+	cases := []struct {
+		name     string
+		ctl      *snapshot.Controllers
+		severity report.Severity
+		stuck    bool
+		summary  string
+		steps    []string
+	}{
+		{"controller gone", &snapshot.Controllers{}, report.Critical, true, "no controller that could remove it is found in the cluster: the deletion would stick",
+			[]string{"find-owner", "restore-owner-before", "remove-finalizer-before"}},
+		{"controller down", liveAcme(0), report.Critical, true, "its controller has no ready replica: the deletion would stick until it has one",
+			[]string{"find-owner", "restore-owner-before", "remove-finalizer-before"}},
+		{"controller alive", liveAcme(1), report.Info, false, "its controller looks alive and would remove it", []string{"find-owner"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snap(notDeleted(widget(0, "widgets.acme.io/cleanup")))
+			s.Controllers = tc.ctl
+			it := Preflight(s).Items[0]
+			if !it.Forecast || it.Stuck != tc.stuck || it.Severity != tc.severity || !slices.Equal(codes(it), []string{"FinalizerPending"}) {
+				t.Fatalf("forecast %t stuck %t %s %v", it.Forecast, it.Stuck, it.Severity, codes(it))
+			}
+			c := it.Causes[0]
+			if !c.Forecast || !strings.HasPrefix(c.Summary, "once deleted, Widget w1 would wait for finalizer widgets.acme.io/cleanup") || !strings.HasSuffix(c.Summary, tc.summary) {
+				t.Errorf("%+v", c)
+			}
+			if !slices.Equal(stepIDs(c), tc.steps) {
+				t.Errorf("steps %v, want %v", stepIDs(c), tc.steps)
+			}
+			if tc.stuck && !strings.Contains(c.Remediation[2].Command, `"op":"test","path":"/metadata/finalizers/0","value":"widgets.acme.io/cleanup"`) {
+				t.Errorf("the last resort removes that one finalizer, testing it first: %q", c.Remediation[2].Command)
+			}
+		})
+	}
+	// Kubernetes' own finalizers are not a third party's: no forecast yet.
+	s := snap(notDeleted(widget(0, "kubernetes.io/pvc-protection")))
+	s.Controllers = &snapshot.Controllers{}
+	if it := Preflight(s).Items[0]; it.Stuck || len(it.Causes) != 0 {
+		t.Errorf("pvc-protection: %v", codes(it))
+	}
+}
+
+// A namespace: the objects its deletion would delete that carry a
+// third-party finalizer nothing would remove, and unavailable APIServices,
+// which stop the namespace controller whatever it deletes.
+func TestPreflightNamespace(t *testing.T) {
+	build := func(ctl *snapshot.Controllers, pending map[string]int, apis ...snapshot.APIService) report.Item {
+		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "preview-1"},
+			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+		s := snap(ns)
+		waiting := map[string][]snapshot.ObjectRef{}
+		for _, n := range []string{"w1", "w2", "w3"} {
+			waiting["widgets.acme.io/cleanup"] = append(waiting["widgets.acme.io/cleanup"], snapshot.ObjectRef{APIVersion: "acme.io/v1", Resource: "widgets.acme.io", Kind: "Widget", Namespace: "preview-1", Name: n})
+		}
+		s.Targets[0].Contents = &snapshot.Contents{
+			Counts:     byType(map[string]int{"widgets.acme.io": 4, "configmaps": 1}),
+			NotDeleted: byType(map[string]int{"widgets.acme.io": 4, "configmaps": 1}),
+			Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}, Pending: pending, Waiting: waiting,
+			Read: snapshot.ContentsRead{Types: 40},
+		}
+		s.Controllers = ctl
+		s.APIServices = apis
+		return Preflight(s).Items[0]
+	}
+	pending := map[string]int{"widgets.acme.io/cleanup": 4, "kubernetes.io/pvc-protection": 1}
+
+	it := build(&snapshot.Controllers{}, pending)
+	if !it.Stuck || it.Severity != report.Critical || !slices.Equal(codes(it), []string{"FinalizerPending"}) {
+		t.Fatalf("stuck %t %s %v", it.Stuck, it.Severity, codes(it))
+	}
+	c := it.Causes[0]
+	if c.Summary != "once deleted, 4 objects (widget.acme.io/w1, widget.acme.io/w2, widget.acme.io/w3, ...) would wait for finalizer widgets.acme.io/cleanup, and no controller that could remove it is found in the cluster: the deletion would stick" ||
+		c.About.Count != 4 || !slices.Equal(c.About.Finalizers, []string{"widgets.acme.io/cleanup"}) {
+		t.Errorf("%q %+v", c.Summary, c.About)
+	}
+	if !slices.Contains(c.Evidence, "live scan of namespace preview-1: finalizer widgets.acme.io/cleanup on 4 objects, none of them being deleted yet") {
+		t.Errorf("evidence %q", c.Evidence)
+	}
+	if it.ContentsRead == nil || it.ContentsRead.Types != 40 {
+		t.Errorf("contents read: %+v", it.ContentsRead)
+	}
+
+	if it := build(liveAcme(1), pending); it.Stuck || it.Severity != report.Info {
+		t.Errorf("controller alive: stuck %t %s %v", it.Stuck, it.Severity, codes(it))
+	}
+	if it := build(&snapshot.Controllers{}, map[string]int{"kubernetes.io/pvc-protection": 1}); it.Stuck || len(it.Causes) != 0 {
+		t.Errorf("nothing would hold it: %v", codes(it))
+	}
+
+	broken := snapshot.APIService{Name: "v1beta1.metrics.example.com", Group: "metrics.example.com", Version: "v1beta1", Service: "metrics/metrics-server", Available: "False", Reason: "MissingEndpoints"}
+	it = build(&snapshot.Controllers{}, nil, broken)
+	if !it.Stuck || !slices.Equal(codes(it), []string{"APIServiceUnavailable"}) || !it.Causes[0].Forecast ||
+		!strings.HasPrefix(it.Causes[0].Summary, "deleting the namespace now would stop at discovery: aggregated API metrics.example.com/v1beta1 is unavailable (MissingEndpoints)") {
+		t.Errorf("APIService: stuck %t %v %q", it.Stuck, codes(it), it.Causes[0].Summary)
+	}
+}
+
+// A CRD: apiextensions deletes its instances, which would then wait for
+// their own finalizers; the report uses why's code for a CRD.
+func TestPreflightCRD(t *testing.T) {
+	s := terminatingCRD(0, "", nil, "")
+	crd := s.Targets[0]
+	crd.Object.SetDeletionTimestamp(nil)
+	crd.Object.SetFinalizers(nil) // apiextensions adds its cleanup finalizer only once the CRD is deleted
+	if !Needs(crd).Has(InstanceEvidence | CRDEvidence) {
+		t.Errorf("a CRD's preflight reads its instances: needs %b", Needs(crd))
+	}
+	crd.Contents = &snapshot.Contents{ByNamespace: map[string]int{"shop": 2}, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{},
+		Pending: map[string]int{"widgets.acme.io/cleanup": 2},
+		Waiting: map[string][]snapshot.ObjectRef{"widgets.acme.io/cleanup": {{APIVersion: "example.com/v1", Resource: "widgets.example.com", Kind: "Widget", Namespace: "shop", Name: "a"}, {APIVersion: "example.com/v1", Resource: "widgets.example.com", Kind: "Widget", Namespace: "shop", Name: "b"}}}}
+	it := Preflight(s).Items[0]
+	if !it.Stuck || !slices.Equal(codes(it), []string{"CRDInstancesRemaining"}) {
+		t.Fatalf("stuck %t %v", it.Stuck, codes(it))
+	}
+	c := it.Causes[0]
+	if !strings.HasPrefix(c.Summary, "once deleted, 2 instances (widget.example.com/a, widget.example.com/b) would wait for finalizer widgets.acme.io/cleanup") ||
+		!slices.Equal(stepIDs(c), []string{"list-instances", "restore-owner-before", "remove-instance-finalizers-before"}) ||
+		c.Remediation[0].Command != "kubectl get widgets.example.com -A" {
+		t.Errorf("%q %v %q", c.Summary, stepIDs(c), c.Remediation[0].Command)
+	}
+}
+
+// Without the controllers read, a preflight says nothing it cannot know:
+// the run's skipped read makes the report partial.
+func TestPreflightWithoutControllers(t *testing.T) {
+	s := snap(notDeleted(widget(0, "widgets.acme.io/cleanup")))
+	if it := Preflight(s).Items[0]; it.Stuck || len(it.Causes) != 0 {
+		t.Errorf("%v", codes(it))
+	}
+}
+
+// An object already being deleted has nothing left to foresee: it is
+// diagnosed as why diagnoses it.
+func TestPreflightOfADeletion(t *testing.T) {
+	s := snap(widget(10*time.Minute, "widgets.acme.io/cleanup"))
+	s.Controllers = &snapshot.Controllers{}
+	it := Preflight(s).Items[0]
+	if it.Forecast || !it.Stuck || it.Causes[0].Forecast || it.OverdueSeconds == 0 {
+		t.Errorf("forecast %t stuck %t %+v", it.Forecast, it.Stuck, it.Causes[0])
+	}
+}
+
+// A namespace that already holds stuck objects (a pod on a dead node,
+// objects a finalizer nothing removes holds): its deletion would wait for
+// them, diagnosed and nested as why nests them, each by its own deletion;
+// a Terminating namespace's last resort (emptying spec.finalizers) is not
+// offered for one not being deleted.
+func TestPreflightNamespaceHoldingStuckObjects(t *testing.T) {
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "shop"},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	s := snap(ns, node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute))
+	pod := snap(terminatingPod(10*time.Minute, 30)).Targets[0]
+	w := widget(10*time.Minute, "widgets.acme.io/cleanup")
+	s.Targets[0].Contents = &snapshot.Contents{
+		Counts:     byType(map[string]int{"pods": 1, "widgets.example.com": 1}),
+		Finalizers: map[string]int{"widgets.acme.io/cleanup": 1},
+		Held:       map[string][]*snapshot.Target{"widgets.acme.io/cleanup": {snap(w).Targets[0]}},
+		Pods:       []*snapshot.Target{pod},
+	}
+	s.Controllers = &snapshot.Controllers{}
+	it := Preflight(s).Items[0]
+	if !it.Forecast || !it.Stuck || !slices.Equal(codes(it), []string{"FinalizerPending", "PodStuckTerminating"}) {
+		t.Fatalf("stuck %t %v", it.Stuck, codes(it))
+	}
+	held, pods := it.Causes[0], it.Causes[1]
+	if !strings.HasPrefix(held.Summary, "already being deleted, and stuck: 1 object in the namespace is held by finalizer widgets.acme.io/cleanup (widget.example.com/w1): no controller") ||
+		held.Severity != report.Critical || len(held.BlockedBy) != 1 {
+		t.Errorf("held: %s %q", held.Severity, held.Summary)
+	}
+	if !strings.HasPrefix(pods.Summary, "already being deleted, and stuck: pod web-0 is stuck terminating: node node-1 stopped reporting") ||
+		len(pods.BlockedBy) != 1 || pods.BlockedBy[0].Causes[0].Code != "NodeUnreachable" || pods.BlockedBy[0].Forecast {
+		t.Errorf("pods: %q %+v", pods.Summary, pods.BlockedBy)
+	}
+	for _, c := range it.Causes {
+		if slices.Contains(stepIDs(c), "finalize-namespace") {
+			t.Errorf("%s offers to finalize a namespace not being deleted: %v", c.Code, stepIDs(c))
+		}
+	}
+}
