@@ -66,7 +66,29 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 		}
 		c.readPods(ctx, unread, map[string]int{t.Ref.Name: t.Contents.Counts[snapshot.Pods]})
 		c.readHeld(ctx, t.Contents, byUID)
+		if c.Preflight && t.Object.GetDeletionTimestamp() == nil {
+			c.readLivePods(ctx, t)
+		}
 	}
+}
+
+// readLivePods, for a preflight of a namespace not being deleted, nests the
+// pods in it bound to a node and not being deleted (one list): the
+// namespace controller would delete them first, and each would wait for its
+// node's kubelet, whose liveness the nodes source reads after this one.
+func (c *Collector) readLivePods(ctx context.Context, t *snapshot.Target) {
+	pods, err := c.namespacePods(ctx, t.Ref.Name)
+	if err != nil {
+		c.skipTarget(t, skipOf("list pods in namespace "+t.Ref.Name, err))
+		return
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+			continue
+		}
+		t.Contents.Live = append(t.Contents.Live, podTarget(p))
+	}
+	sort.Slice(t.Contents.Live, func(i, j int) bool { return t.Contents.Live[i].Ref.Name < t.Contents.Live[j].Ref.Name })
 }
 
 // heldReads bounds how many held objects of one namespace are read in full.

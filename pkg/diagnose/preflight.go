@@ -26,6 +26,7 @@ func preflightTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 	}
 	item := report.Item{
 		Object:          t.Ref,
+		Node:            nodeOf(t),
 		Finalizers:      t.Object.GetFinalizers(),
 		ResourceVersion: t.Object.GetResourceVersion(),
 		Skipped:         t.Skipped,
@@ -50,17 +51,30 @@ func preflightTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 	return item
 }
 
-// forecastRules are what a deletion runs into, in the order their causes
-// are gathered (the ranking orders them afterwards).
-var forecastRules = []struct {
+// forecastRule is one thing a deletion runs into: what it must read, and
+// the causes it would hold the deletion by.
+type forecastRule struct {
 	name   string
 	needs  func(*snapshot.Target) Evidence
 	causes func(*snapshot.Snapshot, *snapshot.Target) []report.Cause
-}{
-	{"its own finalizers", ownFinalizerNeeds, ownFinalizerForecasts},
-	{"the finalizers of what its deletion deletes (a namespace's objects, a CRD's instances)", contentNeeds, contentForecasts},
-	{"unavailable APIServices, which stop the namespace controller", apiServiceNeeds, apiServiceForecasts},
-	{"what is already being deleted in it, and stuck", contentNeeds, stuckInsideForecasts},
+}
+
+// forecastRules are what a deletion runs into, in the order their causes
+// are gathered (the ranking orders them afterwards). Filled in init: a
+// namespace's rules forecast its pods in turn, which would make the table's
+// initialisation circular.
+var forecastRules []forecastRule
+
+func init() {
+	forecastRules = []forecastRule{
+		{"its own finalizers", ownFinalizerNeeds, ownFinalizerForecasts},
+		{"the finalizers of what its deletion deletes (a namespace's objects, a CRD's instances)", contentNeeds, contentForecasts},
+		{"unavailable APIServices, which stop the namespace controller", apiServiceNeeds, apiServiceForecasts},
+		{"what is already being deleted in it, and stuck", contentNeeds, stuckInsideForecasts},
+		{"admission of the writes its deletion needs", admissionNeeds, admissionForecasts},
+		{"the node of a pod", podNodeNeeds, podNodeForecasts},
+		{"a namespace's pods, on nodes that would not finish them", contentNeeds, livePodForecasts},
+	}
 }
 
 // forecastNeeds is what the forecast rules read about t beyond t itself.
@@ -99,11 +113,16 @@ func apiServiceNeeds(t *snapshot.Target) Evidence {
 	return 0
 }
 
-// ownFinalizerForecasts: each third-party finalizer on the object, judged by
+// ownFinalizerForecasts: each finalizer on the object: an in-use
+// protection by what still uses the object; a third-party finalizer by
 // whether its controller is there to remove it once the deletion begins.
 func ownFinalizerForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 	var causes []report.Cause
 	for _, f := range t.Object.GetFinalizers() {
+		if held := inUseForecasts(s, t, f); len(held) > 0 { // what its rule names holds it, whatever its controller
+			causes = append(causes, held...)
+			continue
+		}
 		if !catalog.ThirdPartyFinalizer(f) {
 			continue
 		}
@@ -241,4 +260,124 @@ func stuckInsideForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cau
 		causes[i].Remediation = slices.DeleteFunc(causes[i].Remediation, func(st report.Step) bool { return st.ID == "finalize-namespace" })
 	}
 	return causes
+}
+
+// admissionNeeds: the webhooks and policies, for an object whose finalizers
+// a controller will remove, and for a namespace, whose content the
+// namespace controller will delete.
+func admissionNeeds(t *snapshot.Target) Evidence {
+	if t.Namespace != nil || len(t.Object.GetFinalizers()) > 0 {
+		return AdmissionEvidence
+	}
+	return 0
+}
+
+// admissionForecasts: the writes a deletion needs that admission would
+// refuse, as why finds them once they are refused: the UPDATE that removes
+// a finalizer (a webhook whose backend is gone, a policy whose expression
+// denies it), the namespace controller's DELETEs of what the namespace
+// holds.
+func admissionForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	var tm timing
+	causes := finalizerUpdateRefusals(s, t, tm)
+	if t.Namespace != nil {
+		causes = append(causes, namespaceWebhookCauses(s, t, nil, tm)...)
+	}
+	return wouldStick(causes)
+}
+
+func podNodeNeeds(t *snapshot.Target) Evidence {
+	if t.Pod != nil && t.Pod.Spec.NodeName != "" {
+		return NodeEvidence
+	}
+	return 0
+}
+
+// podNodeForecasts: a pod whose node is gone or does not report would not
+// finish its deletion: only its kubelet runs the shutdown.
+func podNodeForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	if podNodeNeeds(t) == 0 {
+		return nil
+	}
+	node := t.Pod.Spec.NodeName
+	return wouldStick(aboutNode(nodeHealthOf(s, node).causes(t.Pod, timing{}), node))
+}
+
+// wouldStick says of causes found about a deletion not begun that they
+// would hold it.
+func wouldStick(causes []report.Cause) []report.Cause {
+	for i := range causes {
+		causes[i].Summary = wouldStickPrefix + causes[i].Summary
+	}
+	return causes
+}
+
+const wouldStickPrefix = "the deletion would stick: "
+
+// livePodForecasts: the pods of a namespace not being deleted whose
+// deletion would stick (their node gone or not reporting), nested: the
+// namespace controller deletes pods first and waits for them, and why then
+// reports PodStuckTerminating.
+func livePodForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	if t.Contents == nil || t.Namespace == nil {
+		return nil
+	}
+	var stuck []report.Item
+	for _, p := range t.Contents.Live {
+		if it := preflightTarget(s, p); it.Stuck {
+			stuck = append(stuck, it)
+		}
+	}
+	if len(stuck) == 0 {
+		return nil
+	}
+	SortItems(stuck)
+	top := stuck[0]
+	summary := fmt.Sprintf("once deleted, pod %s would be stuck terminating: %s", top.Object.Name, strings.TrimPrefix(top.Causes[0].Summary, wouldStickPrefix))
+	if len(stuck) > 1 {
+		summary = fmt.Sprintf("once deleted, %d pods would be stuck terminating; pod %s: %s", len(stuck), top.Object.Name, strings.TrimPrefix(top.Causes[0].Summary, wouldStickPrefix))
+	}
+	evidence := []report.Fact{report.Noted(fmt.Sprintf("pods of namespace %s not being deleted: %d on a node, %d whose deletion would stick", t.Ref.Name, len(t.Contents.Live), len(stuck)))}
+	for _, it := range stuck {
+		evidence = append(evidence, report.Noted(fmt.Sprintf("pod %s on node %s: %s (%s)", it.Object.Name, it.Node, it.Causes[0].Code, it.Severity)))
+	}
+	c := cause(catalog.PodStuckTerminating, top.Severity, 0.85, summary, evidence,
+		step(catalog.PodStuckTerminating, "resolve-pods", command("kubectl", "terminating", "preflight", "pod/"+top.Object.Name, "-n", t.Ref.Name)))
+	c.About = report.About{Object: &top.Object, Count: len(stuck)}
+	c.BlockedBy = stuck
+	return []report.Cause{c}
+}
+
+// nodeOf is a pod's node ("" for any other kind, or a pod not scheduled).
+func nodeOf(t *snapshot.Target) string {
+	if t.Pod == nil {
+		return ""
+	}
+	return t.Pod.Spec.NodeName
+}
+
+// inUseCodes are the rules of the finalizers that hold an object while
+// something uses it, whatever its age: a claim a pod mounts, a volume bound
+// to a claim, an object others still name, a snapshot's source, a node a
+// drain must empty. Their verdict on a deletion begun now is the forecast,
+// from the severity given: a drain waiting for pods it may evict is one at
+// work, only one refused an eviction would stick.
+var inUseCodes = map[catalog.Code]report.Severity{catalog.PVCInUse: report.Warning, catalog.PVBound: report.Warning,
+	catalog.ObjectInUse: report.Warning, catalog.SnapshotSourceInUse: report.Warning, catalog.NodeDrainBlocked: report.Critical}
+
+// asIfDeleted is the timing of a deletion past its settle time: what still
+// holds it then is held, not settling.
+var asIfDeleted = timing{terminating: settleTime, overdue: settleTime}
+
+// inUseForecasts: what an in-use finalizer's rule says of the object as if
+// its deletion had begun, when it says the deletion would be held.
+func inUseForecasts(s *snapshot.Snapshot, t *snapshot.Target, f string) []report.Cause {
+	row, _ := catalog.LookupFinalizer(f)
+	r, ok := finalizerRules[row.Code]
+	least, inUse := inUseCodes[row.Code]
+	if !ok || !inUse {
+		return nil
+	}
+	causes := slices.DeleteFunc(r.explain(s, t, heldBy{name: f}, asIfDeleted), func(c report.Cause) bool { return c.Severity.Weight() < least.Weight() })
+	return wouldStick(ofFinalizers(causes, f))
 }

@@ -6,9 +6,13 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -206,6 +210,145 @@ func TestPreflightNamespaceHoldingStuckObjects(t *testing.T) {
 	for _, c := range it.Causes {
 		if slices.Contains(stepIDs(c), "finalize-namespace") {
 			t.Errorf("%s offers to finalize a namespace not being deleted: %v", c.Code, stepIDs(c))
+		}
+	}
+}
+
+// The writes a deletion needs that admission would refuse: the UPDATE that
+// removes a finalizer, the namespace controller's DELETEs of a namespace's
+// content; the same codes why reports once they are refused. A webhook
+// that answers may well allow them: no forecast.
+func TestPreflightAdmission(t *testing.T) {
+	down := func(ready int, op admissionregistrationv1.OperationType, resource string) *snapshot.Admission {
+		a := snapshot.NewAdmission()
+		hook := deletePodsWebhook(admissionregistrationv1.Fail, op)
+		hook.Webhooks[0].Rules[0].Resources = []string{resource}
+		a.Validating = append(a.Validating, hook)
+		a.ServiceEndpoints[key("guard/guard-svc")] = ready
+		return a
+	}
+	cm := heldObject("ConfigMap", "configmaps", "w1", 0, "example.com/cleanup")
+	s := snapOf(cm)
+	s.Admission = down(0, admissionregistrationv1.Update, "configmaps")
+	it := Preflight(s).Items[0]
+	if !it.Stuck || !slices.Equal(codes(it), []string{"AdmissionWebhookDenied", "FinalizerPending"}) ||
+		!strings.HasPrefix(it.Causes[0].Summary, "the deletion would stick: ") || !strings.Contains(it.Causes[0].Summary, "UPDATE configmaps (the patch that removes a finalizer)") {
+		t.Errorf("finalizer removal refused: %v %q", codes(it), it.Causes[0].Summary)
+	}
+	s.Admission = down(2, admissionregistrationv1.Update, "configmaps")
+	if got := codes(Preflight(s).Items[0]); !slices.Equal(got, []string{"FinalizerPending"}) {
+		t.Errorf("webhook up: %v", got)
+	}
+
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	s = snap(ns)
+	s.Targets[0].Contents = &snapshot.Contents{Counts: byType(map[string]int{"configmaps": 1}), NotDeleted: byType(map[string]int{"configmaps": 1}),
+		Resources: map[schema.GroupResource]schema.GroupVersionResource{{Resource: "configmaps"}: {Version: "v1", Resource: "configmaps"}}}
+	s.Admission = down(0, admissionregistrationv1.Delete, "configmaps")
+	s.Controllers = &snapshot.Controllers{}
+	if !Needs(s.Targets[0]).Has(AdmissionEvidence | ContentEvidence | APIServiceEvidence) {
+		t.Errorf("a namespace's preflight reads admission, its content and the APIServices: %b", Needs(s.Targets[0]))
+	}
+	it = Preflight(s).Items[0]
+	if !it.Stuck || !slices.Equal(codes(it), []string{"AdmissionWebhookDenied"}) ||
+		!strings.Contains(it.Causes[0].Summary, "webhook guard.example.com refuses the namespace controller's DELETE of configmaps in namespace guarded") {
+		t.Errorf("the namespace controller's deletes refused: %v %+v", codes(it), it.Causes)
+	}
+}
+
+// A pod whose node stopped reporting would not finish its deletion (only
+// its kubelet runs the shutdown); one on a live node would.
+func TestPreflightPodOnADeadNode(t *testing.T) {
+	pod := terminatingPod(0, 30)
+	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
+	s := snap(pod, node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute))
+	if !Needs(s.Targets[0]).Has(NodeEvidence) {
+		t.Fatalf("a pod's preflight reads its node")
+	}
+	it := Preflight(s).Items[0]
+	if !it.Forecast || !it.Stuck || !slices.Equal(codes(it), []string{"NodeUnreachable"}) ||
+		!strings.HasPrefix(it.Causes[0].Summary, "the deletion would stick: node node-1 stopped reporting") {
+		t.Errorf("%v %+v", codes(it), it.Causes)
+	}
+	s = snap(pod, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
+	if it := Preflight(s).Items[0]; it.Stuck || len(it.Causes) != 0 {
+		t.Errorf("live node: %v", codes(it))
+	}
+}
+
+// A namespace whose pods (not being deleted) run on a node that stopped
+// reporting: the namespace controller would delete them first and wait for
+// them, so its deletion would stick with PodStuckTerminating, the pod's own
+// forecast nested.
+func TestPreflightNamespaceWithPodsOnADeadNode(t *testing.T) {
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "shop"},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	pod := terminatingPod(0, 30)
+	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
+	build := func(n *corev1.Node, l *coordinationv1.Lease) report.Item {
+		s := snap(ns, n, l)
+		s.Targets[0].Contents = &snapshot.Contents{Counts: byType(map[string]int{"pods": 1}), NotDeleted: byType(map[string]int{"pods": 1}),
+			Live: []*snapshot.Target{snap(pod).Targets[0]}}
+		return Preflight(s).Items[0]
+	}
+	it := build(node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute))
+	if !it.Stuck || !slices.Equal(codes(it), []string{"PodStuckTerminating"}) {
+		t.Fatalf("stuck %t %v", it.Stuck, codes(it))
+	}
+	c := it.Causes[0]
+	if !strings.HasPrefix(c.Summary, "once deleted, pod web-0 would be stuck terminating: node node-1 stopped reporting") ||
+		len(c.BlockedBy) != 1 || !c.BlockedBy[0].Forecast || c.BlockedBy[0].Causes[0].Code != "NodeUnreachable" ||
+		c.Remediation[0].Command != "kubectl terminating preflight pod/web-0 -n shop" {
+		t.Errorf("%q %+v %q", c.Summary, c.BlockedBy, c.Remediation[0].Command)
+	}
+	if it := build(node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second)); it.Stuck || len(it.Causes) != 0 {
+		t.Errorf("live node: %v", codes(it))
+	}
+}
+
+// Kubernetes' in-use protections: a claim a running pod mounts would stay
+// Terminating until the pod goes (PVCInUse, as why says once it is
+// deleted); a claim no pod uses, or whose pods are all going, would not.
+func TestPreflightClaimInUse(t *testing.T) {
+	claim := heldObject("PersistentVolumeClaim", "persistentvolumeclaims", "data", 0, "kubernetes.io/pvc-protection")
+	if !Needs(claim).Has(ClaimUserEvidence) {
+		t.Fatalf("a claim's preflight reads its users")
+	}
+	running := terminatingPod(0, 30)
+	running.DeletionTimestamp, running.DeletionGracePeriodSeconds = nil, nil
+	claim.ClaimUsers = snap(running).Targets
+	it := Preflight(snapOf(claim)).Items[0]
+	if !it.Stuck || !slices.Equal(codes(it), []string{"PVCInUse"}) || it.Severity != report.Warning ||
+		!strings.HasPrefix(it.Causes[0].Summary, "the deletion would stick: 1 pod still uses the claim: web-0") ||
+		!slices.Equal(it.Causes[0].About.Finalizers, []string{"kubernetes.io/pvc-protection"}) {
+		t.Errorf("stuck %t %v %+v", it.Stuck, codes(it), it.Causes)
+	}
+	claim.ClaimUsers = []*snapshot.Target{}
+	if it := Preflight(snapOf(claim)).Items[0]; it.Stuck || len(it.Causes) != 0 {
+		t.Errorf("no user: %v", codes(it))
+	}
+}
+
+// A node a drain finalizer empties: its deletion would stick on a pod whose
+// eviction a budget refuses; a pod the drain may evict only makes it wait.
+func TestPreflightDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		allowed int32
+		stuck   bool
+	}{{"a budget allowing no disruption", 0, true}, {"a budget allowing one", 1, false}} {
+		n := drainedNodeTarget()
+		n.Object.SetDeletionTimestamp(nil)
+		n.Object.SetDeletionGracePeriodSeconds(nil)
+		s := snap()
+		s.Targets = []*snapshot.Target{n}
+		s.NodePods = map[string][]corev1.Pod{"node-7": {podOn("db-0", map[string]string{"app": "db"})}}
+		s.PDBs = map[string][]policyv1.PodDisruptionBudget{"shop": {budget("db", tc.allowed)}}
+		s.Controllers = liveAcme(1)
+		it := Preflight(s).Items[0]
+		if it.Stuck != tc.stuck || (tc.stuck && (codes(it)[0] != "NodeDrainBlocked" || !strings.HasPrefix(it.Causes[0].Summary, "the deletion would stick: the drain of node node-7 cannot evict pod shop/db-0"))) {
+			t.Errorf("%s: stuck %t %v %+v", tc.name, it.Stuck, codes(it), it.Causes)
 		}
 	}
 }

@@ -18,6 +18,7 @@ func (t *Target) Children() []*Target {
 	var out []*Target
 	if c := t.Contents; c != nil {
 		out = append(out, c.Pods...)
+		out = append(out, c.Live...)
 		finalizers := make([]string, 0, len(c.Held))
 		for f := range c.Held {
 			finalizers = append(finalizers, f)

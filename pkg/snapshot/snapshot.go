@@ -347,6 +347,10 @@ type Contents struct {
 	Held map[string][]*Target `json:"held"`
 	// Pods are the namespace's terminating pods, read in full and diagnosed.
 	Pods []*Target `json:"pods"`
+	// Live are, for a preflight of a namespace not being deleted, its pods
+	// bound to a node and not being deleted, read in full: the namespace
+	// controller would delete them first, and each waits for its kubelet.
+	Live []*Target `json:"live,omitempty"`
 	// Skipped lists the types that could not be listed.
 	Skipped []Skip `json:"skipped"`
 	// Read says how the types were chosen.

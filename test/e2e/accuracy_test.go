@@ -320,7 +320,16 @@ func TestNodeDrainBlockedByABudget(t *testing.T) {
 	if err := env.RunningPod(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.DeleteHeldNode(ctx, node, finalizer); err != nil {
+	if err := env.HoldNode(ctx, node, finalizer); err != nil {
+		t.Fatal(err)
+	}
+	// Before the delete, preflight forecasts what why reports after it.
+	pr, pres := diagnose(t, "preflight", "node/"+node)
+	if fc := only(t, pr); pres.code != 2 || !fc.Forecast || len(fc.Causes) == 0 || fc.Causes[0].Code != "NodeDrainBlocked" ||
+		!strings.HasPrefix(fc.Causes[0].Summary, "the deletion would stick: the drain of node "+node+" cannot evict 2 pods;") {
+		t.Errorf("preflight: exit %d %+v", pres.code, fc)
+	}
+	if err := env.Client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(31 * time.Second) // the drain controller would act within seconds

@@ -31,6 +31,13 @@ func TestWebhookRefusesNamespaceContentDeletes(t *testing.T) {
 		Resource: "configmaps", NamespaceSelector: scenario.InNamespace(ns)}); err != nil {
 		t.Fatal(err)
 	}
+	// Before the delete, preflight forecasts what why reports after it.
+	pr, pres := diagnose(t, "preflight", "ns/"+ns)
+	if fc := only(t, pr); pres.code != 2 || !fc.Forecast || codesOf(fc)[0] != "AdmissionWebhookDenied" ||
+		!strings.HasPrefix(fc.Causes[0].Summary, "the deletion would stick: ") ||
+		!strings.Contains(fc.Causes[0].Summary, "webhook guard.cm-guard.example.com refuses the namespace controller's DELETE of configmaps in namespace "+ns) {
+		t.Errorf("preflight: exit %d %+v", pres.code, fc)
+	}
 	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceDeletionContentFailure); err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,20 @@ func TestNamespaceBlockedByAPodOnADeadNode(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "ns-dead-node")
 	podOnDeadNode(t, ns, "web-0", "dead-ns")
+	// Before the delete, preflight forecasts what why reports after it.
+	pr, pres := diagnose(t, "preflight", "ns/"+ns, "pod/web-0", "-n", ns)
+	byKind := map[string]item{}
+	for _, it := range pr.Items {
+		byKind[it.Object.Kind] = it
+	}
+	if fc := byKind["Namespace"]; pres.code != 2 || !fc.Forecast || len(fc.Causes) == 0 || fc.Causes[0].Code != "PodStuckTerminating" ||
+		!strings.HasPrefix(fc.Causes[0].Summary, "once deleted, pod web-0 would be stuck terminating: node dead-ns stopped reporting") ||
+		len(fc.Causes[0].BlockedBy) != 1 || codesOf(fc.Causes[0].BlockedBy[0])[0] != "NodeUnreachable" {
+		t.Errorf("preflight of the namespace: exit %d %+v", pres.code, fc)
+	}
+	if fc := byKind["Pod"]; !fc.Forecast || !fc.Stuck || len(fc.Causes) == 0 || fc.Causes[0].Code != "NodeUnreachable" {
+		t.Errorf("preflight of the pod: %+v", fc)
+	}
 	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceDeletionContentFailure); err != nil { // "unexpected items still remain"
 		t.Fatal(err)
 	}

@@ -41,6 +41,11 @@ func TestStuckObjects(t *testing.T) {
 	guarded := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: ns, Labels: map[string]string{"guarded": "yes"}, Finalizers: []string{"guard.tidy.io/export"}}}
 	_, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, guarded, metav1.CreateOptions{})
 	must(err)
+	// Before the delete, preflight forecasts what why reports after it (the case below).
+	if pr, pres := diagnose(t, "preflight", "configmap/guarded", "-n", ns); pres.code != 2 || codesOf(only(t, pr))[0] != "AdmissionWebhookDenied" ||
+		!strings.Contains(only(t, pr).Causes[0].Summary, "refuses UPDATE configmaps (the patch that removes a finalizer)") {
+		t.Errorf("preflight of configmap/guarded: exit %d %+v", pres.code, pr.Items)
+	}
 	must(env.Client.CoreV1().ConfigMaps(ns).Delete(ctx, "guarded", metav1.DeleteOptions{}))
 	// Healthy: a pod inside a one-hour grace period.
 	slow := scenario.PodSpec(ns, "slow-0", liveNode)

@@ -35,11 +35,18 @@ func (e *Env) BudgetedPod(ctx context.Context, pod *corev1.Pod, budget string) e
 // DeleteHeldNode deletes a node held by finalizer, as Karpenter's
 // termination controller finds it: deleted, its finalizer still on.
 func (e *Env) DeleteHeldNode(ctx context.Context, name, finalizer string) error {
-	patch := []byte(`{"metadata":{"finalizers":["` + finalizer + `"]}}`)
-	if _, err := e.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if err := e.HoldNode(ctx, name, finalizer); err != nil {
 		return err
 	}
 	return e.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// HoldNode puts finalizer on a node, as Karpenter puts its termination
+// finalizer on the nodes it launches.
+func (e *Env) HoldNode(ctx context.Context, name, finalizer string) error {
+	patch := []byte(`{"metadata":{"finalizers":["` + finalizer + `"]}}`)
+	_, err := e.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 // ReleaseNode removes a held node's finalizers, so that it goes.

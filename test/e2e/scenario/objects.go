@@ -74,10 +74,7 @@ func (e *Env) ForegroundChain(ctx context.Context, ns, name string, n int, final
 // PVC protection controller does not mind) used by a running pod on node,
 // then deletes the claim.
 func (e *Env) ClaimOnPVC(ctx context.Context, ns, claim, pod, node string) error {
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: ns},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-	if _, err := e.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+	if err := e.Claim(ctx, ns, claim); err != nil {
 		return err
 	}
 	if err := e.RunningPod(ctx, WithClaim(PodSpec(ns, pod, node), claim)); err != nil {
@@ -234,4 +231,13 @@ func (e *Env) ComplainingResource(ctx context.Context, group, kind, plural, ns, 
 		}
 	}
 	return e.Dynamic.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// Claim creates a 1Gi ReadWriteOnce claim (no class: never bound).
+func (e *Env) Claim(ctx context.Context, ns, name string) error {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	_, err := e.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
+	return err
 }
