@@ -74,6 +74,7 @@ func init() {
 		{"admission of the writes its deletion needs", admissionNeeds, admissionForecasts},
 		{"the node of a pod", podNodeNeeds, podNodeForecasts},
 		{"a namespace's pods, on nodes that would not finish them", contentNeeds, livePodForecasts},
+		{"the objects elsewhere whose finalizer's controller it deletes", strandedNeeds, strandedForecasts},
 	}
 }
 
@@ -84,13 +85,6 @@ func forecastNeeds(t *snapshot.Target) Evidence {
 		e |= r.needs(t)
 	}
 	return e
-}
-
-func ownFinalizerNeeds(t *snapshot.Target) Evidence {
-	if slices.ContainsFunc(t.Object.GetFinalizers(), catalog.ThirdPartyFinalizer) {
-		return OwnerEvidence
-	}
-	return 0
 }
 
 // contentNeeds: a namespace's objects; a CRD's instances (apiextensions adds
@@ -111,111 +105,6 @@ func apiServiceNeeds(t *snapshot.Target) Evidence {
 		return APIServiceEvidence
 	}
 	return 0
-}
-
-// ownFinalizerForecasts: each finalizer on the object: an in-use
-// protection by what still uses the object; a third-party finalizer by
-// whether its controller is there to remove it once the deletion begins.
-func ownFinalizerForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
-	var causes []report.Cause
-	for _, f := range t.Object.GetFinalizers() {
-		if held := inUseForecasts(s, t, f); len(held) > 0 { // what its rule names holds it, whatever its controller
-			causes = append(causes, held...)
-			continue
-		}
-		if !catalog.ThirdPartyFinalizer(f) {
-			continue
-		}
-		c, ok := finalizerForecast(s, catalog.FinalizerPending, f, t.Ref.Kind+" "+t.Ref.Name,
-			[]report.Fact{report.FieldFact("metadata.finalizers", "["+strings.Join(t.Object.GetFinalizers(), ", ")+"]")},
-			findOwners(catalog.FinalizerPending, t, []string{f}))
-		if !ok {
-			continue
-		}
-		if c.Severity != report.Info {
-			c.Remediation = append(c.Remediation, step(catalog.FinalizerPending, "remove-finalizer-before",
-				removeFinalizerCommand(t.Ref, finalizerIndex(t.Object, f), f), "finalizer", f, "objects", report.Name(t.Ref)))
-		}
-		causes = append(causes, c)
-	}
-	return causes
-}
-
-// contentForecasts: the objects a namespace's deletion deletes (or a CRD's:
-// its instances) that carry a third-party finalizer, by finalizer, judged
-// by whether its controller is there to remove it.
-func contentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
-	c := t.Contents
-	if c == nil {
-		return nil
-	}
-	code, where, things := catalog.FinalizerPending, "namespace "+t.Ref.Name, "object"
-	if t.Namespace == nil {
-		code, where, things = catalog.CRDInstancesRemaining, "the instances of CRD "+t.Ref.Name, "instance"
-	}
-	var causes []report.Cause
-	for _, f := range sortedKeys(c.Pending) {
-		if !catalog.ThirdPartyFinalizer(f) {
-			continue
-		}
-		n := c.Pending[f]
-		names := make([]string, 0, len(c.Waiting[f]))
-		for _, r := range c.Waiting[f] {
-			names = append(names, report.Name(r))
-		}
-		held := report.Count(n, things)
-		if len(names) > 0 {
-			held += " (" + strings.Join(names, ", ") + agree(n-len(names)+1, ")", ", ...)")
-		}
-		scanned := report.Noted(fmt.Sprintf("live scan of %s: finalizer %s on %s, none of them being deleted yet", where, f, report.Count(n, things)))
-		var first report.Step
-		last := "remove-finalizer-before"
-		if code == catalog.CRDInstancesRemaining {
-			first, last = step(code, "list-instances", kubectl("", "get", t.Ref.Name, "-A")), "remove-instance-finalizers-before"
-		} else {
-			first = findOwners(code, t, []string{f})
-		}
-		fc, ok := finalizerForecast(s, code, f, held, []report.Fact{scanned}, first)
-		if !ok {
-			continue
-		}
-		if fc.Severity != report.Info {
-			fc.Remediation = append(fc.Remediation, step(code, last, "", "finalizer", f, "objects", held, "instances", held))
-		}
-		fc.About.Count = n
-		causes = append(causes, fc)
-	}
-	return causes
-}
-
-// finalizerForecast judges one third-party finalizer that held (what names
-// the objects) would wait for: critical when nothing in the cluster looks
-// like its controller or its controller has no ready replica; information
-// when its controller looks alive (it would remove it) or could not be
-// judged. ok is false when the controllers were not read (the run's skipped
-// reads say so).
-func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f string, held string, evidence []report.Fact, first report.Step) (report.Cause, bool) {
-	state, liveness := ownerLiveness(s.Controllers, f)
-	if s.Controllers == nil {
-		return report.Cause{}, false
-	}
-	evidence = append(append(evidence, ownerEvidence([]string{f})...), liveness...)
-	waits := fmt.Sprintf("once deleted, %s would wait for finalizer %s", held, f)
-	var c report.Cause
-	switch state {
-	case ownerGone:
-		c = cause(code, report.Critical, 0.6, waits+", and no controller that could remove it is found in the cluster: the deletion would stick", evidence,
-			first, step(code, "restore-owner-before", "", "finalizer", f))
-	case ownerDown:
-		c = cause(code, report.Critical, 0.7, waits+", and its controller has no ready replica: the deletion would stick until it has one", evidence,
-			first, step(code, "restore-owner-before", "", "finalizer", f))
-	case ownerHealthy:
-		c = cause(code, report.Info, 0.6, waits+"; its controller looks alive and would remove it", evidence, first)
-	default:
-		c = cause(code, report.Info, 0.3, waits+"; no workload could be matched to its controller: whether it is there is not known", evidence, first)
-	}
-	c.About.Finalizers = []string{f}
-	return c, true
 }
 
 // apiServiceForecasts: an unavailable APIService stops the namespace
@@ -354,30 +243,4 @@ func nodeOf(t *snapshot.Target) string {
 		return ""
 	}
 	return t.Pod.Spec.NodeName
-}
-
-// inUseCodes are the rules of the finalizers that hold an object while
-// something uses it, whatever its age: a claim a pod mounts, a volume bound
-// to a claim, an object others still name, a snapshot's source, a node a
-// drain must empty. Their verdict on a deletion begun now is the forecast,
-// from the severity given: a drain waiting for pods it may evict is one at
-// work, only one refused an eviction would stick.
-var inUseCodes = map[catalog.Code]report.Severity{catalog.PVCInUse: report.Warning, catalog.PVBound: report.Warning,
-	catalog.ObjectInUse: report.Warning, catalog.SnapshotSourceInUse: report.Warning, catalog.NodeDrainBlocked: report.Critical}
-
-// asIfDeleted is the timing of a deletion past its settle time: what still
-// holds it then is held, not settling.
-var asIfDeleted = timing{terminating: settleTime, overdue: settleTime}
-
-// inUseForecasts: what an in-use finalizer's rule says of the object as if
-// its deletion had begun, when it says the deletion would be held.
-func inUseForecasts(s *snapshot.Snapshot, t *snapshot.Target, f string) []report.Cause {
-	row, _ := catalog.LookupFinalizer(f)
-	r, ok := finalizerRules[row.Code]
-	least, inUse := inUseCodes[row.Code]
-	if !ok || !inUse {
-		return nil
-	}
-	causes := slices.DeleteFunc(r.explain(s, t, heldBy{name: f}, asIfDeleted), func(c report.Cause) bool { return c.Severity.Weight() < least.Weight() })
-	return wouldStick(ofFinalizers(causes, f))
 }

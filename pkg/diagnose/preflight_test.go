@@ -80,6 +80,7 @@ func TestPreflightOwnFinalizer(t *testing.T) {
 // third-party finalizer nothing would remove, and unavailable APIServices,
 // which stop the namespace controller whatever it deletes.
 func TestPreflightNamespace(t *testing.T) {
+	release := ""
 	build := func(ctl *snapshot.Controllers, pending map[string]int, apis ...snapshot.APIService) report.Item {
 		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "preview-1"},
 			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
@@ -96,6 +97,9 @@ func TestPreflightNamespace(t *testing.T) {
 		}
 		s.Controllers = ctl
 		s.APIServices = apis
+		if release != "" {
+			s.Server = &snapshot.Server{GitVersion: release}
+		}
 		return Preflight(s).Items[0]
 	}
 	pending := map[string]int{"widgets.acme.io/cleanup": 4, "kubernetes.io/pvc-protection": 1}
@@ -119,6 +123,27 @@ func TestPreflightNamespace(t *testing.T) {
 	if it := build(liveAcme(1), pending); it.Stuck || it.Severity != report.Info {
 		t.Errorf("controller alive: stuck %t %s %v", it.Stuck, it.Severity, codes(it))
 	}
+	// The controller runs in the namespace being deleted: the namespace
+	// controller deletes it too, its pods first under ordered deletion.
+	inside := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "preview-1", Name: "acme-controller", Desired: 1, Ready: 1}}}
+	for _, tc := range []struct {
+		release  string
+		severity report.Severity
+		how      string
+	}{
+		{"v1.36.3", report.Critical, "deletes the pods first and waits for them: the controller's pods go before the objects it would finish"},
+		{"v1.31.4", report.Warning, "deletes every type at once (no ordered namespace deletion on this release): the controller may go before it has removed the finalizer"},
+	} {
+		release = tc.release
+		it := build(inside, pending)
+		c := it.Causes[0]
+		if !it.Stuck || c.Severity != tc.severity || c.Code != "FinalizerPending" ||
+			!strings.Contains(c.Summary, "whose controller (deployment preview-1/acme-controller) runs in the namespace being deleted; the namespace controller "+tc.how) ||
+			!slices.Equal(stepIDs(c), []string{"find-owner", "delete-objects-first"}) {
+			t.Errorf("%s: stuck %t %s %q %v", tc.release, it.Stuck, c.Severity, c.Summary, stepIDs(c))
+		}
+	}
+	release = ""
 	if it := build(&snapshot.Controllers{}, map[string]int{"kubernetes.io/pvc-protection": 1}); it.Stuck || len(it.Causes) != 0 {
 		t.Errorf("nothing would hold it: %v", codes(it))
 	}
@@ -349,6 +374,46 @@ func TestPreflightDrain(t *testing.T) {
 		it := Preflight(s).Items[0]
 		if it.Stuck != tc.stuck || (tc.stuck && (codes(it)[0] != "NodeDrainBlocked" || !strings.HasPrefix(it.Causes[0].Summary, "the deletion would stick: the drain of node node-7 cannot evict pod shop/db-0"))) {
 			t.Errorf("%s: stuck %t %v %+v", tc.name, it.Stuck, codes(it), it.Causes)
+		}
+	}
+}
+
+// An operator uninstalled before its custom resources: deleting the only
+// live controller of a finalizer (its Deployment, or the namespace it runs
+// in) would leave the objects elsewhere that carry it with no one to remove
+// it. A controller with another live replica elsewhere strands nothing.
+func TestPreflightStrandedFinalizers(t *testing.T) {
+	deploy := heldObject("Deployment", "deployments.apps", "acme-controller", 0)
+	deploy.Ref.APIVersion, deploy.Ref.Namespace = "apps/v1", "acme-system"
+	deploy.Object.SetAPIVersion("apps/v1")
+	deploy.Object.SetNamespace("acme-system")
+	ns := snap(&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "acme-system"}}).Targets[0]
+	finalized := &snapshot.Finalized{Counts: map[string]map[string]int{"widgets.acme.io/cleanup": {"shop": 2, "acme-system": 1}},
+		Examples: map[string][]snapshot.ObjectRef{"widgets.acme.io/cleanup": {{APIVersion: "acme.io/v1", Kind: "Widget", Resource: "widgets.acme.io", Namespace: "acme-system", Name: "w0"},
+			{APIVersion: "acme.io/v1", Kind: "Widget", Resource: "widgets.acme.io", Namespace: "shop", Name: "w1"}}}}
+	for _, tc := range []struct {
+		name    string
+		target  *snapshot.Target
+		ctl     *snapshot.Controllers
+		objects string
+	}{
+		{"its Deployment", deploy, liveAcme(1), "3 objects (widget.acme.io/w0 -n acme-system, widget.acme.io/w1 -n shop, ...)"},
+		{"its namespace", ns, liveAcme(1), "2 objects (widget.acme.io/w1 -n shop, ...)"},
+	} {
+		if !Needs(tc.target).Has(FinalizedEvidence | OwnerEvidence) {
+			t.Errorf("%s: needs %b", tc.name, Needs(tc.target))
+		}
+		s := snapshot.New(now)
+		s.Targets, s.Controllers, s.Finalized = []*snapshot.Target{tc.target}, tc.ctl, finalized
+		it := Preflight(s).Items[0]
+		want := "once it is deleted, nothing would remove finalizer widgets.acme.io/cleanup from " + tc.objects + ": deployment acme-system/acme-controller, which looks like its controller, goes with it"
+		if !it.Stuck || !slices.Equal(codes(it), []string{"FinalizerPending"}) || it.Severity != report.Warning || !strings.HasPrefix(it.Causes[0].Summary, want) ||
+			!slices.Equal(stepIDs(it.Causes[0]), []string{"find-owner", "uninstall-last"}) {
+			t.Errorf("%s: stuck %t %v %+v, want %q...", tc.name, it.Stuck, codes(it), it.Causes, want)
+		}
+		s.Controllers = &snapshot.Controllers{Workloads: append(liveAcme(1).Workloads, snapshot.Workload{Kind: "Deployment", Namespace: "acme-backup", Name: "acme-controller", Ready: 1})}
+		if it := Preflight(s).Items[0]; it.Stuck {
+			t.Errorf("%s, with another live replica elsewhere: %v", tc.name, codes(it))
 		}
 	}
 }

@@ -66,6 +66,9 @@ const (
 	// NamedByEvidence: the objects of the target's namespace and API group
 	// family whose spec names it (snapshot.NamingField).
 	NamedByEvidence
+	// FinalizedEvidence: every object of the cluster not being deleted that
+	// carries a third-party finalizer (a preflight of what runs a controller).
+	FinalizedEvidence
 )
 
 // Has reports whether e includes every read of x.

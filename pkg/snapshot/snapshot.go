@@ -49,6 +49,10 @@ type Snapshot struct {
 	// Controllers lists the workloads that could own third-party finalizers,
 	// read when a target waits on one. Nil: not read.
 	Controllers *Controllers `json:"controllers"`
+	// Finalized is what a cluster-wide scan found carrying a third-party
+	// finalizer and not being deleted, read for a preflight of what runs a
+	// controller (what its deletion would leave with no one to finish it).
+	Finalized *Finalized `json:"finalized,omitempty"`
 	// APIServices holds the aggregated APIServices, read when discovery failed.
 	APIServices []APIService `json:"apiServices"`
 	// Namespaces holds the namespaces of the targets, by name (their labels
@@ -190,6 +194,16 @@ type Controllers struct {
 	Workloads []Workload
 	// APIGroups are the groups served by CRDs, e.g. "cert-manager.io".
 	APIGroups []string
+}
+
+// Finalized counts, by third-party finalizer, the objects not being deleted
+// that carry it, by namespace ("" for cluster-scoped ones), with a few
+// examples of each.
+type Finalized struct {
+	Counts   map[string]map[string]int `json:"counts"`
+	Examples map[string][]ObjectRef    `json:"examples"`
+	// Skipped lists the types that could not be listed.
+	Skipped []Skip `json:"skipped,omitempty"`
 }
 
 // Workload is a Deployment, StatefulSet or DaemonSet, reduced to what the

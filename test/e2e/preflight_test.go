@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
@@ -49,5 +50,88 @@ func TestPreflightClaimInUse(t *testing.T) {
 	r, res = diagnose(t, "why", "pvc/data", "-n", ns)
 	if it := only(t, r); res.code != 2 || codesOf(it)[0] != "PVCInUse" || it.Forecast {
 		t.Errorf("why after the delete: exit %d %v", res.code, codesOf(it))
+	}
+}
+
+// An operator deleted with its own custom resources: the namespace holds
+// both, and under ordered namespace deletion (the lab's release) its pods go
+// first, so nothing removes the resources' finalizer. preflight of the
+// namespace says so, though the controller is alive now; preflight of the
+// resource alone is clear (its controller stays); why agrees after the delete.
+func TestPreflightOperatorInItsOwnNamespace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "preflight-operator")
+	const group = "tenant.io"
+	if err := env.CRD(ctx, group, "Gizmo", "gizmos"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Controller(ctx, ns, "tenant-controller", liveNode); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", ns, "g1", "gizmos.tenant.io/cleanup"); err != nil {
+		t.Fatal(err)
+	}
+	r, res := diagnose(t, "preflight", "ns/"+ns)
+	fc := only(t, r)
+	if res.code != 2 || codesOf(fc)[0] != "FinalizerPending" || fc.Causes[0].Severity != "critical" ||
+		!strings.Contains(fc.Causes[0].Summary, "whose controller (deployment "+ns+"/tenant-controller) runs in the namespace being deleted; the namespace controller deletes the pods first") {
+		t.Errorf("preflight of the namespace: exit %d %+v", res.code, fc)
+	}
+	if r, res := diagnose(t, "preflight", "gizmos."+group+"/g1", "-n", ns); res.code != 0 || only(t, r).Stuck {
+		t.Errorf("preflight of the resource alone: exit %d %+v", res.code, r.Items)
+	}
+	deleted := time.Now()
+	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceFinalizersRemaining); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, deleted)
+	r, res = diagnose(t, "why", "ns/"+ns)
+	if it := only(t, r); res.code != 2 || codesOf(it)[0] != "FinalizerPending" {
+		t.Errorf("why after the delete: exit %d %v", res.code, codesOf(it))
+	}
+}
+
+// An operator uninstalled before its custom resources: preflight of its
+// Deployment, and of the namespace it runs in, says that the resources
+// elsewhere carrying its finalizer would be left with no one to remove it;
+// once it is uninstalled and a resource deleted, why says the same of the
+// resource.
+func TestPreflightOperatorUninstalledFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ops := namespace(t, "preflight-fleet-system")
+	apps := namespace(t, "preflight-fleet-apps")
+	const group = "fleet.io"
+	if err := env.CRD(ctx, group, "Gizmo", "gizmos"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Controller(ctx, ops, "fleet-controller", liveNode); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", apps, "g1", "gizmos.fleet.io/cleanup"); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range [][]string{{"deploy/fleet-controller", "-n", ops}, {"ns/" + ops}} {
+		r, res := diagnose(t, append([]string{"preflight"}, target...)...)
+		fc := only(t, r)
+		if want := "once it is deleted, nothing would remove finalizer gizmos.fleet.io/cleanup from 1 object (gizmo.fleet.io/g1 -n " + apps + "): deployment " + ops + "/fleet-controller, which looks like its controller, goes with it"; res.code != 2 || codesOf(fc)[0] != "FinalizerPending" || !strings.HasPrefix(fc.Causes[0].Summary, want) {
+			t.Errorf("preflight %v: exit %d %+v, want %q", target, res.code, fc, want)
+		}
+	}
+	// Uninstalled first, then the resource deleted: it sticks, as foreseen.
+	if err := env.Client.AppsV1().Deployments(ops).Delete(ctx, "fleet-controller", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, "wait", "deploy/fleet-controller", "-n", ops, "--timeout", "1m", "--ignore-not-found"); res.code != 0 {
+		t.Fatalf("uninstall: exit %d %s", res.code, res.stderr)
+	}
+	if err := env.DeleteCustomResource(ctx, group, "gizmos", apps, "g1"); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, time.Now())
+	r, res := diagnose(t, "why", "gizmos."+group+"/g1", "-n", apps)
+	if it := only(t, r); res.code != 2 || codesOf(it)[0] != "FinalizerPending" || !strings.Contains(it.Causes[0].Summary, "no controller that could remove gizmos.fleet.io/cleanup is found") {
+		t.Errorf("why after the uninstall and the delete: exit %d %v %q", res.code, codesOf(it), it.Causes[0].Summary)
 	}
 }

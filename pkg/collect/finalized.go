@@ -1,0 +1,62 @@
+package collect
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func init() {
+	register(source{name: "finalized objects", read: (*Collector).readFinalized})
+}
+
+// readFinalized lists every type of the cluster (metadata only, as list -A
+// does) for the objects not being deleted that carry a third-party
+// finalizer, when a preflight asks what deleting a controller would leave
+// with no one to remove it.
+func (c *Collector) readFinalized(ctx context.Context, s *snapshot.Snapshot) {
+	if len(topNeeding(s, diagnose.FinalizedEvidence)) == 0 {
+		return
+	}
+	all := Scope{AllNamespaces: true}
+	mappings, err := c.ListableMappings(all)
+	if err != nil {
+		c.Skip(skipOf("discovery", err))
+		return
+	}
+	f := &snapshot.Finalized{Counts: map[string]map[string]int{}, Examples: map[string][]snapshot.ObjectRef{}}
+	f.Skipped = c.eachObject(ctx, all, "in the cluster", mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
+		if item.DeletionTimestamp != nil {
+			return nil
+		}
+		for _, name := range item.Finalizers {
+			if !catalog.ThirdPartyFinalizer(name) {
+				continue
+			}
+			if f.Counts[name] == nil {
+				f.Counts[name] = map[string]int{}
+			}
+			f.Counts[name][item.Namespace]++
+			f.Examples[name] = firstFew(append(f.Examples[name], metadataRef(item, m)))
+		}
+		return nil
+	})
+	for _, sk := range f.Skipped {
+		c.Skip(sk)
+	}
+	s.Finalized = f
+}
+
+// firstFew keeps the first examples by namespace and name, whatever order
+// the concurrent lists came in.
+func firstFew(refs []snapshot.ObjectRef) []snapshot.ObjectRef {
+	slices.SortFunc(refs, func(a, b snapshot.ObjectRef) int { return strings.Compare(refKey(a), refKey(b)) })
+	return refs[:min(len(refs), heldExamples)]
+}

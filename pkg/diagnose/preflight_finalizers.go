@@ -1,0 +1,280 @@
+package diagnose
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kubeversion"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// The forecasts of finalizers (kubectl terminating preflight): on the
+// object, on what its deletion deletes, and on the objects elsewhere whose
+// controller it deletes; each judged by its controller, or, for Kubernetes'
+// in-use protections, by what still uses the object.
+
+func ownFinalizerNeeds(t *snapshot.Target) Evidence {
+	if slices.ContainsFunc(t.Object.GetFinalizers(), catalog.ThirdPartyFinalizer) {
+		return OwnerEvidence
+	}
+	return 0
+}
+
+// ownFinalizerForecasts: each finalizer on the object: an in-use
+// protection by what still uses the object; a third-party finalizer by
+// whether its controller is there to remove it once the deletion begins.
+func ownFinalizerForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	var causes []report.Cause
+	for _, f := range t.Object.GetFinalizers() {
+		if held := inUseForecasts(s, t, f); len(held) > 0 { // what its rule names holds it, whatever its controller
+			causes = append(causes, held...)
+			continue
+		}
+		if !catalog.ThirdPartyFinalizer(f) {
+			continue
+		}
+		c, ok := finalizerForecast(s, catalog.FinalizerPending, f, t.Ref.Kind+" "+t.Ref.Name, "",
+			[]report.Fact{report.FieldFact("metadata.finalizers", "["+strings.Join(t.Object.GetFinalizers(), ", ")+"]")},
+			findOwners(catalog.FinalizerPending, t, []string{f}))
+		if !ok {
+			continue
+		}
+		if controllerMissing(c) {
+			c.Remediation = append(c.Remediation, step(catalog.FinalizerPending, "remove-finalizer-before",
+				removeFinalizerCommand(t.Ref, finalizerIndex(t.Object, f), f), "finalizer", f, "objects", report.Name(t.Ref)))
+		}
+		causes = append(causes, c)
+	}
+	return causes
+}
+
+// contentForecasts: the objects a namespace's deletion deletes (or a CRD's:
+// its instances) that carry a third-party finalizer, by finalizer, judged
+// by whether its controller is there to remove it.
+func contentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	c := t.Contents
+	if c == nil {
+		return nil
+	}
+	code, where, things := catalog.FinalizerPending, "namespace "+t.Ref.Name, "object"
+	if t.Namespace == nil {
+		code, where, things = catalog.CRDInstancesRemaining, "the instances of CRD "+t.Ref.Name, "instance"
+	}
+	var causes []report.Cause
+	for _, f := range sortedKeys(c.Pending) {
+		if !catalog.ThirdPartyFinalizer(f) {
+			continue
+		}
+		n := c.Pending[f]
+		names := make([]string, 0, len(c.Waiting[f]))
+		for _, r := range c.Waiting[f] {
+			names = append(names, report.Name(r))
+		}
+		held := report.Count(n, things)
+		if len(names) > 0 {
+			held += " (" + strings.Join(names, ", ") + agree(n-len(names)+1, ")", ", ...)")
+		}
+		scanned := report.Noted(fmt.Sprintf("live scan of %s: finalizer %s on %s, none of them being deleted yet", where, f, report.Count(n, things)))
+		var first report.Step
+		last := "remove-finalizer-before"
+		if code == catalog.CRDInstancesRemaining {
+			first, last = step(code, "list-instances", kubectl("", "get", t.Ref.Name, "-A")), "remove-instance-finalizers-before"
+		} else {
+			first = findOwners(code, t, []string{f})
+		}
+		within := ""
+		if t.Namespace != nil {
+			within = t.Ref.Name
+		}
+		fc, ok := finalizerForecast(s, code, f, held, within, []report.Fact{scanned}, first)
+		if !ok {
+			continue
+		}
+		if controllerMissing(fc) { // the last resort, when the controller is gone for good
+			fc.Remediation = append(fc.Remediation, step(code, last, "", "finalizer", f, "objects", held, "instances", held))
+		}
+		fc.About.Count = n
+		causes = append(causes, fc)
+	}
+	return causes
+}
+
+// finalizerForecast judges one third-party finalizer that held (what names
+// the objects) would wait for: critical when nothing in the cluster looks
+// like its controller or its controller has no ready replica; information
+// when its controller looks alive (it would remove it) or could not be
+// judged. When within names the namespace being deleted and every live
+// replica of the controller runs in it, the namespace controller deletes
+// the controller too: under ordered namespace deletion its pods go first,
+// before the objects it would finish (critical); without it the two race
+// (warning). ok is false when the controllers were not read (the run's
+// skipped reads say so).
+func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f, held, within string, evidence []report.Fact, first report.Step) (report.Cause, bool) {
+	state, liveness := ownerLiveness(s.Controllers, f)
+	if s.Controllers == nil {
+		return report.Cause{}, false
+	}
+	evidence = append(append(evidence, ownerEvidence([]string{f})...), liveness...)
+	waits := fmt.Sprintf("once deleted, %s would wait for finalizer %s", held, f)
+	var c report.Cause
+	switch inside := liveOwnersWithin(s.Controllers, f, within); {
+	case state == ownerGone:
+		c = cause(code, report.Critical, 0.6, waits+", and no controller that could remove it is found in the cluster: the deletion would stick", evidence,
+			first, step(code, "restore-owner-before", "", "finalizer", f))
+	case state == ownerDown:
+		c = cause(code, report.Critical, 0.7, waits+", and its controller has no ready replica: the deletion would stick until it has one", evidence,
+			first, step(code, "restore-owner-before", "", "finalizer", f))
+	case state == ownerHealthy && inside != "":
+		ordered := kubeversion.OrderedNamespaceDeletion.On(minorOf(s))
+		sev, how := report.Warning, "deletes every type at once (no ordered namespace deletion on this release): the controller may go before it has removed the finalizer"
+		if ordered.On {
+			sev, how = report.Critical, "deletes the pods first and waits for them: the controller's pods go before the objects it would finish"
+		}
+		c = cause(code, sev, 0.7, fmt.Sprintf("%s, whose controller (%s) runs in the namespace being deleted; the namespace controller %s", waits, inside, how),
+			append(evidence, report.Noted(ordered.Why)),
+			first, step(code, "delete-objects-first", "", "finalizer", f, "objects", held))
+	case state == ownerHealthy:
+		c = cause(code, report.Info, 0.6, waits+"; its controller looks alive and would remove it", evidence, first)
+	default:
+		c = cause(code, report.Info, 0.3, waits+"; no workload could be matched to its controller: whether it is there is not known", evidence, first)
+	}
+	c.About.Finalizers = []string{f}
+	return c, true
+}
+
+// controllerMissing: a finalizer forecast whose controller is gone or down
+// (its remedy is to bring it back).
+func controllerMissing(c report.Cause) bool {
+	return slices.ContainsFunc(c.Remediation, func(st report.Step) bool { return st.ID == "restore-owner-before" })
+}
+
+// liveOwnersWithin names the ready workloads that look like finalizer f's
+// controller when every one of them runs in namespace ns ("" otherwise, or
+// when ns is "").
+func liveOwnersWithin(ctl *snapshot.Controllers, f, ns string) string {
+	var names []string
+	for _, w := range ctl.Workloads {
+		if w.Ready == 0 || !workloadMatches(w, ownerWords(f)) {
+			continue
+		}
+		if w.Namespace != ns || ns == "" {
+			return ""
+		}
+		names = append(names, strings.ToLower(w.Kind)+" "+w.Namespace+"/"+w.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// inUseCodes are the rules of the finalizers that hold an object while
+// something uses it, whatever its age: a claim a pod mounts, a volume bound
+// to a claim, an object others still name, a snapshot's source, a node a
+// drain must empty. Their verdict on a deletion begun now is the forecast,
+// from the severity given: a drain waiting for pods it may evict is one at
+// work, only one refused an eviction would stick.
+var inUseCodes = map[catalog.Code]report.Severity{catalog.PVCInUse: report.Warning, catalog.PVBound: report.Warning,
+	catalog.ObjectInUse: report.Warning, catalog.SnapshotSourceInUse: report.Warning, catalog.NodeDrainBlocked: report.Critical}
+
+// asIfDeleted is the timing of a deletion past its settle time: what still
+// holds it then is held, not settling.
+var asIfDeleted = timing{terminating: settleTime, overdue: settleTime}
+
+// inUseForecasts: what an in-use finalizer's rule says of the object as if
+// its deletion had begun, when it says the deletion would be held.
+func inUseForecasts(s *snapshot.Snapshot, t *snapshot.Target, f string) []report.Cause {
+	row, _ := catalog.LookupFinalizer(f)
+	r, ok := finalizerRules[row.Code]
+	least, inUse := inUseCodes[row.Code]
+	if !ok || !inUse {
+		return nil
+	}
+	causes := slices.DeleteFunc(r.explain(s, t, heldBy{name: f}, asIfDeleted), func(c report.Cause) bool { return c.Severity.Weight() < least.Weight() })
+	return wouldStick(ofFinalizers(causes, f))
+}
+
+// strandedNeeds: for what runs controllers (a Deployment, StatefulSet or
+// DaemonSet; a namespace, with its workloads), the workloads and every
+// object of the cluster carrying a third-party finalizer.
+func strandedNeeds(t *snapshot.Target) Evidence {
+	if t.Namespace != nil || isWorkload(t.Ref) {
+		return FinalizedEvidence | OwnerEvidence
+	}
+	return 0
+}
+
+func isWorkload(r report.ObjectRef) bool {
+	return r.APIVersion == "apps/v1" && (r.Kind == "Deployment" || r.Kind == "StatefulSet" || r.Kind == "DaemonSet")
+}
+
+// deletedWith: the workload goes with t's deletion (t is it, or its namespace).
+func deletedWith(t *snapshot.Target, w snapshot.Workload) bool {
+	if t.Namespace != nil {
+		return w.Namespace == t.Ref.Name
+	}
+	return strings.EqualFold(w.Kind, t.Ref.Kind) && w.Namespace == t.Ref.Namespace && w.Name == t.Ref.Name
+}
+
+// strandedForecasts: the third-party finalizers whose only live controller
+// the deletion deletes (an operator uninstalled, or the namespace it runs
+// in deleted, before its custom resources): the objects elsewhere that
+// carry them would keep them, and their deletion, and their namespaces',
+// would stick. Objects in a namespace being deleted are its content's
+// forecast (contentForecasts).
+func strandedForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	if s.Finalized == nil || s.Controllers == nil {
+		return nil
+	}
+	var causes []report.Cause
+	for _, f := range sortedKeys(s.Finalized.Counts) {
+		var going []string
+		stays := false
+		for _, w := range s.Controllers.Workloads {
+			if w.Ready == 0 || !workloadMatches(w, ownerWords(f)) {
+				continue
+			}
+			if !deletedWith(t, w) {
+				stays = true
+				break
+			}
+			going = append(going, strings.ToLower(w.Kind)+" "+w.Namespace+"/"+w.Name)
+		}
+		byNS := maps.Clone(s.Finalized.Counts[f])
+		if t.Namespace != nil {
+			delete(byNS, t.Ref.Name)
+		}
+		n := sum(byNS)
+		if stays || len(going) == 0 || n == 0 {
+			continue
+		}
+		var names []string
+		for _, r := range s.Finalized.Examples[f] {
+			if t.Namespace == nil || r.Namespace != t.Ref.Name {
+				names = append(names, report.Name(r)+inNamespace(r.Namespace))
+			}
+		}
+		objects := report.Count(n, "object")
+		if len(names) > 0 {
+			objects += " (" + strings.Join(names, ", ") + agree(n-len(names)+1, ")", ", ...)")
+		}
+		c := cause(catalog.FinalizerPending, report.Warning, 0.6,
+			fmt.Sprintf("once it is deleted, nothing would remove finalizer %s from %s: %s, which looks like its controller, goes with it; their deletion, and their namespaces', would then stick", f, objects, strings.Join(going, ", ")),
+			append([]report.Fact{report.Noted(fmt.Sprintf("live scan of the cluster: finalizer %s on %s not being deleted (%s)", f, report.Count(n, "object"), countsByNamespace(byNS)))},
+				ownerEvidence([]string{f})...),
+			findOwners(catalog.FinalizerPending, t, []string{f}),
+			step(catalog.FinalizerPending, "uninstall-last", "", "finalizer", f, "objects", objects))
+		c.About.Finalizers, c.About.Count = []string{f}, n
+		causes = append(causes, c)
+	}
+	return causes
+}
+
+// inNamespace says where a namespaced object is, as kubectl's -n does.
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " -n " + ns
+}
