@@ -105,8 +105,7 @@ func newOptions(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 }
 
 func (o *Options) addFlags(cmd *cobra.Command) {
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace, and at cluster-scoped objects too.")
-	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector to filter on (=, ==, != and set-based).")
+	o.addScopeFlags(cmd)
 	o.addFieldSelectorFlag(cmd)
 	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "Only objects whose deletion was requested at least this long ago (e.g. 10m).")
 	cmd.Flags().StringSliceVar(&o.Kinds, "kind", nil, "Only these types (kinds, resources or short names: --kind pods,pvc,widgets.example.com).")
@@ -118,6 +117,11 @@ func (o *Options) addFlags(cmd *cobra.Command) {
 	o.addFullScanFlag(cmd)
 	o.addReplayFlags(cmd)
 	o.addOutputFlags(cmd)
+}
+
+func (o *Options) addScopeFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Look in every namespace, and at cluster-scoped objects too.")
+	cmd.Flags().StringVarP(&o.LabelSelector, "selector", "l", "", "Label selector to filter on (=, ==, != and set-based).")
 }
 
 func (o *Options) addFullScanFlag(cmd *cobra.Command) {
@@ -202,9 +206,6 @@ func outputFormatList() string {
 
 // Validate rejects flag combinations that cannot work.
 func (o *Options) Validate() error {
-	if err := o.validatePreflight(); err != nil {
-		return err
-	}
 	if o.OlderThan < 0 {
 		return fmt.Errorf("--older-than must not be negative")
 	}
@@ -406,6 +407,12 @@ func (o *Options) style() report.Style {
 // nothingFound is said on stderr when nothing terminating is found, as
 // kubectl says "No resources found in shop namespace."
 func (o *Options) nothingFound() string {
+	switch {
+	case o.preflight() && o.AllNamespaces:
+		return "No resources found."
+	case o.preflight():
+		return fmt.Sprintf("No resources found in %s namespace.", report.Safe(o.namespace))
+	}
 	if o.AllNamespaces {
 		return "No terminating objects found."
 	}

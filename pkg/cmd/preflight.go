@@ -1,12 +1,8 @@
 package cmd
 
 import (
-	"fmt"
-	"slices"
-
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
@@ -16,10 +12,11 @@ const preflightCommand = "preflight"
 
 func newPreflightCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "preflight TYPE/NAME ... | TYPE NAME ...",
+		Use:   "preflight TYPE/NAME ... | TYPE [NAME ...]",
 		Short: "Say what would hold a deletion, before anyone deletes (read-only)",
-		Long: `Forecast what would hold the deletion of the objects named, were it to begin now: the same
-mechanisms and cause codes as why, marked as forecasts. Nothing is deleted.
+		Long: `Forecast what would hold the deletion of the objects named (or of every object of a type, in
+the namespace, with -A or -l), were it to begin now: the same mechanisms and cause codes as why,
+marked as forecasts. Nothing is deleted.
 
 Exit status: 0 nothing found that would hold it, 2 the deletion would stick (or would leave objects
 whose deletion would: an operator uninstalled before its custom resources), 1 could not tell.`,
@@ -28,12 +25,16 @@ whose deletion would: an operator uninstalled before its custom resources), 1 co
     kubectl terminating wait ns/preview-123
 
   # Would deleting this CRD stick on instances whose operator is gone?
-  kubectl terminating preflight crd/widgets.example.com -o json`,
+  kubectl terminating preflight crd/widgets.example.com -o json
+
+  # Every preview namespace, before the nightly cleanup deletes them
+  kubectl terminating preflight namespaces -l env=preview`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args, func(r report.Report, st report.Style) error { return report.WriteWhy(o.Out, r, st) })
 		},
 	}
+	o.addScopeFlags(cmd)
 	o.addAllowPartialFlag(cmd)
 	o.addTimeoutFlag(cmd)
 	o.addFullScanFlag(cmd) // for a namespace already being deleted, diagnosed as why does
@@ -44,15 +45,3 @@ whose deletion would: an operator uninstalled before its custom resources), 1 co
 
 // preflight: the run forecasts deletions (kubectl terminating preflight).
 func (o *Options) preflight() bool { return o.command == preflightCommand }
-
-// validatePreflight: a forecast is of a deletion someone would request, so
-// of objects named: a type alone names none.
-func (o *Options) validatePreflight() error {
-	if !o.preflight() {
-		return nil
-	}
-	if i := slices.IndexFunc(o.requests, func(r collect.Request) bool { return len(r.Names) == 0 }); i >= 0 {
-		return fmt.Errorf("preflight forecasts the deletion of objects named, and %q names none: give TYPE/NAME (ns/preview-123)", o.requests[i].Resource)
-	}
-	return nil
-}

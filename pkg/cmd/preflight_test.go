@@ -18,7 +18,7 @@ import (
 // preflight ns/NAME forecasts a namespace's deletion from what is in it:
 // exit 2 when an object it would delete carries a finalizer nothing in the
 // cluster would remove, 0 when nothing would hold it; every item and cause
-// is marked a forecast; a type alone is refused.
+// is marked a forecast; a type alone forecasts every object of it in scope.
 func TestPreflightNamespace(t *testing.T) {
 	objs := cluster()
 	for _, name := range []string{"preview", "calm"} {
@@ -65,7 +65,24 @@ func TestPreflightNamespace(t *testing.T) {
 		t.Errorf("calm: exit %d (%v)\nstdout %s\nstderr %s", ExitCode(err), err, out, errOut)
 	}
 
-	if _, _, err := execute(t, clients, "preflight", "pods"); ExitCode(err) != 1 || !strings.Contains(err.Error(), `"pods" names none: give TYPE/NAME`) {
-		t.Errorf("a type alone: exit %d (%v)", ExitCode(err), err)
+	// A type alone: every object of it in scope, being deleted or not.
+	out, _, err = execute(t, clients, "preflight", "namespaces", "-A", "-o", "json")
+	r = report.Report{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]bool{}
+	for _, it := range r.Items {
+		verdicts[it.Object.Name] = it.Stuck
+	}
+	if ExitCode(err) != ExitStuck || !verdicts["preview"] || verdicts["calm"] || len(verdicts) < 3 {
+		t.Errorf("preflight namespaces -A: exit %d, stuck by name %v", ExitCode(err), verdicts)
+	}
+	out, _, err = execute(t, clients, "preflight", "configmaps", "-n", "preview", "-o", "name")
+	if ExitCode(err) != ExitStuck || out != "configmap/ledger\n" {
+		t.Errorf("preflight configmaps -n preview: exit %d %q", ExitCode(err), out)
+	}
+	if _, errOut, err := execute(t, clients, "preflight", "configmaps", "-n", "calm"); err != nil || errOut != "No resources found in calm namespace.\n" {
+		t.Errorf("nothing of the type: exit %d %q", ExitCode(err), errOut)
 	}
 }

@@ -173,7 +173,7 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 		c.recordPage(scope, gr, countPage(items))
 		c.recordOwners(scope, m, items)
 		for i := range items {
-			if items[i].DeletionTimestamp == nil {
+			if items[i].DeletionTimestamp == nil && !c.Preflight { // a preflight forecasts the deletion of every one
 				continue
 			}
 			obj, err := metadataToUnstructured(&items[i], m.GroupVersionKind)

@@ -37,6 +37,15 @@ func TestPreflightClaimInUse(t *testing.T) {
 	if r, res := diagnose(t, "preflight", "pvc/spare", "-n", ns); res.code != 0 || only(t, r).Stuck || len(only(t, r).Causes) != 0 {
 		t.Errorf("preflight of a claim no pod uses: exit %d %+v", res.code, r.Items)
 	}
+	// A type alone: every claim of the namespace.
+	r, res = diagnose(t, "preflight", "pvc", "-n", ns)
+	stuck := map[string]bool{}
+	for _, it := range r.Items {
+		stuck[it.Object.Name] = it.Stuck
+	}
+	if res.code != 2 || len(stuck) != 2 || !stuck["data"] || stuck["spare"] {
+		t.Errorf("preflight pvc -n %s: exit %d, stuck by name %v", ns, res.code, stuck)
+	}
 
 	for _, name := range []string{"data", "spare"} {
 		if err := env.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
