@@ -95,7 +95,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 		if !f.Terminating() && !c.Preflight {
 			continue
 		}
-		s.Targets = append(s.Targets, &snapshot.Target{Ref: f.Ref(), Object: f.Object})
+		s.Targets = append(s.Targets, &snapshot.Target{Ref: f.Ref(), Object: f.Object, Forecast: !f.Terminating()})
 		gvrs = append(gvrs, f.GVR)
 	}
 	var pods, namespaces, others []*snapshot.Target

@@ -14,16 +14,17 @@ import (
 )
 
 func init() {
-	register(source{name: "finalized objects", read: (*Collector).readFinalized})
+	register(source{name: "finalized objects", after: []string{"controllers"}, read: (*Collector).readFinalized})
 }
 
 // readFinalized lists every type of the cluster (metadata only, as list -A
 // does) for the objects not being deleted that carry a third-party
 // finalizer, when a preflight asks what deleting a controller would leave
-// with no one to remove it.
+// with no one to remove it: only when a deletion forecast deletes a live
+// workload (the workloads are read first).
 func (c *Collector) readFinalized(ctx context.Context, s *snapshot.Snapshot) {
-	if len(topNeeding(s, diagnose.FinalizedEvidence)) == 0 {
-		return
+	if !slices.ContainsFunc(topNeeding(s, diagnose.FinalizedEvidence), func(t *snapshot.Target) bool { return diagnose.DeletesLiveWorkloads(s, t) }) {
+		return // no live controller goes with the deletions: none can strand anything
 	}
 	all := Scope{AllNamespaces: true}
 	mappings, err := c.ListableMappings(all)

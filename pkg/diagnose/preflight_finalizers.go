@@ -205,6 +205,13 @@ func strandedNeeds(t *snapshot.Target) Evidence {
 	return 0
 }
 
+// DeletesLiveWorkloads: t's deletion would delete a workload with ready
+// replicas (t itself, or one in the namespace t is), the only kind whose
+// loss strands a finalizer. False when the workloads were not read.
+func DeletesLiveWorkloads(s *snapshot.Snapshot, t *snapshot.Target) bool {
+	return s.Controllers != nil && slices.ContainsFunc(s.Controllers.Workloads, func(w snapshot.Workload) bool { return w.Ready > 0 && deletedWith(t, w) })
+}
+
 func isWorkload(r report.ObjectRef) bool {
 	return r.APIVersion == "apps/v1" && (r.Kind == "Deployment" || r.Kind == "StatefulSet" || r.Kind == "DaemonSet")
 }

@@ -163,6 +163,7 @@ func TestPreflightCRD(t *testing.T) {
 	crd := s.Targets[0]
 	crd.Object.SetDeletionTimestamp(nil)
 	crd.Object.SetFinalizers(nil) // apiextensions adds its cleanup finalizer only once the CRD is deleted
+	crd.Forecast = true
 	if !Needs(crd).Has(InstanceEvidence | CRDEvidence) {
 		t.Errorf("a CRD's preflight reads its instances: needs %b", Needs(crd))
 	}
@@ -178,6 +179,20 @@ func TestPreflightCRD(t *testing.T) {
 		!slices.Equal(stepIDs(c), []string{"list-instances", "restore-owner-before", "remove-instance-finalizers-before"}) ||
 		c.Remediation[0].Command != "kubectl get widgets.example.com -A" {
 		t.Errorf("%q %v %q", c.Summary, stepIDs(c), c.Remediation[0].Command)
+	}
+}
+
+// Only a preflight's targets read what a forecast needs: an object not
+// being deleted that a diagnosis nests (a claim's running pod, what a spec
+// names) is not forecast.
+func TestForecastReadsOnlyForPreflight(t *testing.T) {
+	ns := snap(&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "ops"}}).Targets[0]
+	if Needs(ns).Has(FinalizedEvidence) || Needs(ns).Has(AdmissionEvidence) {
+		t.Errorf("nested: needs %b", Needs(ns))
+	}
+	ns.Forecast = true
+	if !Needs(ns).Has(FinalizedEvidence | AdmissionEvidence | ContentEvidence) {
+		t.Errorf("a preflight's: needs %b", Needs(ns))
 	}
 }
 
@@ -272,6 +287,7 @@ func TestPreflightAdmission(t *testing.T) {
 		Resources: map[schema.GroupResource]schema.GroupVersionResource{{Resource: "configmaps"}: {Version: "v1", Resource: "configmaps"}}}
 	s.Admission = down(0, admissionregistrationv1.Delete, "configmaps")
 	s.Controllers = &snapshot.Controllers{}
+	s.Targets[0].Forecast = true
 	if !Needs(s.Targets[0]).Has(AdmissionEvidence | ContentEvidence | APIServiceEvidence) {
 		t.Errorf("a namespace's preflight reads admission, its content and the APIServices: %b", Needs(s.Targets[0]))
 	}
@@ -400,11 +416,15 @@ func TestPreflightStrandedFinalizers(t *testing.T) {
 		{"its Deployment", deploy, liveAcme(1), "3 objects (widget.acme.io/w0 -n acme-system, widget.acme.io/w1 -n shop, ...)"},
 		{"its namespace", ns, liveAcme(1), "2 objects (widget.acme.io/w1 -n shop, ...)"},
 	} {
+		tc.target.Forecast = true
 		if !Needs(tc.target).Has(FinalizedEvidence | OwnerEvidence) {
 			t.Errorf("%s: needs %b", tc.name, Needs(tc.target))
 		}
 		s := snapshot.New(now)
 		s.Targets, s.Controllers, s.Finalized = []*snapshot.Target{tc.target}, tc.ctl, finalized
+		if !DeletesLiveWorkloads(s, tc.target) || DeletesLiveWorkloads(&snapshot.Snapshot{Controllers: liveAcme(0)}, tc.target) {
+			t.Errorf("%s: the cluster is scanned only when a live workload goes with the deletion", tc.name)
+		}
 		it := Preflight(s).Items[0]
 		want := "once it is deleted, nothing would remove finalizer widgets.acme.io/cleanup from " + tc.objects + ": deployment acme-system/acme-controller, which looks like its controller, goes with it"
 		if !it.Stuck || !slices.Equal(codes(it), []string{"FinalizerPending"}) || it.Severity != report.Warning || !strings.HasPrefix(it.Causes[0].Summary, want) ||

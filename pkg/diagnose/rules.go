@@ -121,11 +121,10 @@ func init() {
 }
 
 // Needs returns what the rules that apply to t must read beyond t itself;
-// for an object not being deleted (a preflight's), what the forecast rules
-// read too.
+// for a preflight's target, what the forecast rules read too.
 func Needs(t *snapshot.Target) Evidence {
 	var e Evidence
-	if t.Object.GetDeletionTimestamp() == nil {
+	if t.Forecast {
 		e = forecastNeeds(t)
 	}
 	for _, r := range rules {
@@ -333,7 +332,7 @@ func namespaceNeeds(t *snapshot.Target, _ heldBy) Evidence {
 // asks this itself.
 func ForecastNeedsOwners(t *snapshot.Target) bool {
 	c := t.Contents
-	forecast := t.Namespace != nil || t.Object.GetDeletionTimestamp() == nil
+	forecast := t.Namespace != nil || t.Forecast
 	return forecast && c != nil && slices.ContainsFunc(sortedKeys(c.Pending), catalog.ThirdPartyFinalizer)
 }
 

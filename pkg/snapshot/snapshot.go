@@ -270,6 +270,9 @@ type Admission struct {
 type Target struct {
 	Ref    ObjectRef                  `json:"ref"`
 	Object *unstructured.Unstructured `json:"object"`
+	// Forecast marks a preflight's target, not being deleted: what its
+	// deletion would run into is read and forecast.
+	Forecast bool `json:"forecast,omitempty"`
 	// Pod is set when the target is a pod.
 	Pod *corev1.Pod `json:"pod"`
 	// Namespace is set when the target is a namespace.
