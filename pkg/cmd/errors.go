@@ -34,12 +34,19 @@ type ExitCodeError struct {
 
 func (e *ExitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
-// PartialError: nothing stuck was found, but some reads failed, so the
-// report cannot say nothing is stuck.
-type PartialError struct{ Missing []report.Skip }
+// PartialError: nothing stuck was found (in a forecast: nothing that would
+// hold the deletion), but some reads failed, so the report cannot say so.
+type PartialError struct {
+	Missing  []report.Skip
+	Forecast bool
+}
 
 func (e *PartialError) Error() string {
-	return "nothing stuck was found, but " + partial(e.Missing) + " (--allow-partial accepts a partial report)"
+	found := "nothing stuck was found"
+	if e.Forecast {
+		found = "nothing was found that would hold the deletion"
+	}
+	return found + ", but " + partial(e.Missing) + " (--allow-partial accepts a partial report)"
 }
 
 // partial says which reads a partial report lacks, the first three by name.

@@ -491,7 +491,7 @@ func exitFor(r report.Report, allowPartial bool) error {
 		}
 	}
 	if len(missing) > 0 && !allowPartial {
-		return &PartialError{Missing: missing}
+		return &PartialError{Missing: missing, Forecast: slices.ContainsFunc(r.Items, func(it report.Item) bool { return it.Forecast })}
 	}
 	return nil
 }

@@ -2,14 +2,19 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -84,5 +89,20 @@ func TestPreflightNamespace(t *testing.T) {
 	}
 	if _, errOut, err := execute(t, clients, "preflight", "configmaps", "-n", "calm"); err != nil || errOut != "No resources found in calm namespace.\n" {
 		t.Errorf("nothing of the type: exit %d %q", ExitCode(err), errOut)
+	}
+}
+
+// A forecast that could not read all it needed is partial: exit 1, saying
+// what it could not read, never "clear".
+func TestPreflightPartial(t *testing.T) {
+	forbidPods := func(typed *kubefake.Clientset, _ *kube.Clients) {
+		typed.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no rights"))
+		})
+	}
+	_, _, err := execute(t, fakes(t, cluster(), forbidPods), "preflight", "ns/quiet")
+	if ExitCode(err) != ExitError || err == nil ||
+		!strings.HasPrefix(err.Error(), "nothing was found that would hold the deletion, but the report is partial: could not read list pods in namespace quiet (Forbidden)") {
+		t.Errorf("exit %d, %v", ExitCode(err), err)
 	}
 }
