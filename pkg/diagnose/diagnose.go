@@ -110,22 +110,13 @@ func nested(s *snapshot.Snapshot, t *snapshot.Target, parent timing) report.Item
 func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item {
 	tm := timingOf(t.Object, s.Now)
 	tm.depth = depth
-	item := report.Item{
-		Object:             t.Ref,
-		GracePeriodSeconds: tm.grace,
-		TerminatingSeconds: seconds(tm.terminating),
-		OverdueSeconds:     seconds(tm.overdue),
-		Finalizers:         t.Object.GetFinalizers(),
-		ResourceVersion:    t.Object.GetResourceVersion(),
-		Skipped:            t.Skipped,
-		Timeline:           timelineOf(s, t, tm),
-	}
+	item := itemOf(t)
+	item.GracePeriodSeconds = tm.grace
+	item.TerminatingSeconds = seconds(tm.terminating)
+	item.OverdueSeconds = seconds(tm.overdue)
+	item.Timeline = timelineOf(s, t, tm)
 	if ts := t.Object.GetDeletionTimestamp(); ts != nil {
 		item.DeletionTimestamp = *ts
-	}
-	if t.Contents != nil && t.Contents.Read.Types > 0 {
-		read := t.Contents.Read
-		item.ContentsRead = &read
 	}
 
 	x := subjectOf(s, t, tm)
@@ -146,6 +137,16 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 		item.Severity = causes[0].Severity
 	}
 	item.Stuck = tm.overdue > 0 && item.Severity.Weight() > report.Info.Weight()
+	return item
+}
+
+// itemOf is what an item says of t as read, whatever its verdict.
+func itemOf(t *snapshot.Target) report.Item {
+	item := report.Item{Object: t.Ref, Finalizers: t.Object.GetFinalizers(), ResourceVersion: t.Object.GetResourceVersion(), Skipped: t.Skipped}
+	if t.Contents != nil && t.Contents.Read.Types > 0 {
+		read := t.Contents.Read
+		item.ContentsRead = &read
+	}
 	return item
 }
 

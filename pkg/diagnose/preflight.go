@@ -24,19 +24,8 @@ func preflightTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 	if t.Object.GetDeletionTimestamp() != nil {
 		return diagnoseTarget(s, t)
 	}
-	item := report.Item{
-		Object:          t.Ref,
-		Node:            nodeOf(t),
-		Finalizers:      t.Object.GetFinalizers(),
-		ResourceVersion: t.Object.GetResourceVersion(),
-		Skipped:         t.Skipped,
-		Forecast:        true,
-		Causes:          []report.Cause{},
-	}
-	if t.Contents != nil && t.Contents.Read.Types > 0 {
-		read := t.Contents.Read
-		item.ContentsRead = &read
-	}
+	item := itemOf(t)
+	item.Node, item.Forecast, item.Causes = nodeOf(t), true, []report.Cause{}
 	for _, r := range forecastRules {
 		item.Causes = append(item.Causes, r.causes(s, t)...)
 	}
@@ -113,11 +102,7 @@ func apiServiceForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Caus
 	if t.Namespace == nil {
 		return nil
 	}
-	causes := apiServiceCauses(s, unavailableGroupVersions(s))
-	for i := range causes {
-		causes[i].Summary = "deleting the namespace now would stop at discovery: " + causes[i].Summary
-	}
-	return causes
+	return leadWith("deleting the namespace now would stop at discovery: ", apiServiceCauses(s, unavailableGroupVersions(s)))
 }
 
 // stuckInsideForecasts: what a namespace holds (or a CRD: its instances)
@@ -145,10 +130,9 @@ func stuckInsideForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cau
 		}
 	}
 	for i := range causes {
-		causes[i].Summary = "already being deleted, and stuck: " + causes[i].Summary
 		causes[i].Remediation = slices.DeleteFunc(causes[i].Remediation, func(st report.Step) bool { return st.ID == "finalize-namespace" })
 	}
-	return causes
+	return leadWith("already being deleted, and stuck: ", causes)
 }
 
 // admissionNeeds: the webhooks and policies, for an object whose finalizers
@@ -194,9 +178,13 @@ func podNodeForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 
 // wouldStick says of causes found about a deletion not begun that they
 // would hold it.
-func wouldStick(causes []report.Cause) []report.Cause {
+func wouldStick(causes []report.Cause) []report.Cause { return leadWith(wouldStickPrefix, causes) }
+
+// leadWith puts lead before each cause's summary: what the forecast makes
+// of a judgement why makes of a deletion under way.
+func leadWith(lead string, causes []report.Cause) []report.Cause {
 	for i := range causes {
-		causes[i].Summary = wouldStickPrefix + causes[i].Summary
+		causes[i].Summary = lead + causes[i].Summary
 	}
 	return causes
 }
@@ -222,9 +210,10 @@ func livePodForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 	}
 	SortItems(stuck)
 	top := stuck[0]
-	summary := fmt.Sprintf("once deleted, pod %s would be stuck terminating: %s", top.Object.Name, strings.TrimPrefix(top.Causes[0].Summary, wouldStickPrefix))
+	why := strings.TrimPrefix(top.Causes[0].Summary, wouldStickPrefix)
+	summary := fmt.Sprintf("once deleted, pod %s would be stuck terminating: %s", top.Object.Name, why)
 	if len(stuck) > 1 {
-		summary = fmt.Sprintf("once deleted, %d pods would be stuck terminating; pod %s: %s", len(stuck), top.Object.Name, strings.TrimPrefix(top.Causes[0].Summary, wouldStickPrefix))
+		summary = fmt.Sprintf("once deleted, %d pods would be stuck terminating; pod %s: %s", len(stuck), top.Object.Name, why)
 	}
 	evidence := []report.Fact{report.Noted(fmt.Sprintf("pods of namespace %s not being deleted: %d on a node, %d whose deletion would stick", t.Ref.Name, len(t.Contents.Live), len(stuck)))}
 	for _, it := range stuck {

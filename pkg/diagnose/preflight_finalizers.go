@@ -114,10 +114,10 @@ func contentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 // (warning). ok is false when the controllers were not read (the run's
 // skipped reads say so).
 func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f, held, within string, evidence []report.Fact, first report.Step) (report.Cause, bool) {
-	state, liveness := ownerLiveness(s.Controllers, f)
 	if s.Controllers == nil {
 		return report.Cause{}, false
 	}
+	state, liveness := ownerLiveness(s.Controllers, f)
 	evidence = append(append(evidence, ownerEvidence([]string{f})...), liveness...)
 	waits := fmt.Sprintf("once deleted, %s would wait for finalizer %s", held, f)
 	var c report.Cause
@@ -157,16 +157,25 @@ func controllerMissing(c report.Cause) bool {
 // when ns is "").
 func liveOwnersWithin(ctl *snapshot.Controllers, f, ns string) string {
 	var names []string
-	for _, w := range ctl.Workloads {
-		if w.Ready == 0 || !workloadMatches(w, ownerWords(f)) {
-			continue
-		}
+	for _, w := range liveOwners(ctl, f) {
 		if w.Namespace != ns || ns == "" {
 			return ""
 		}
-		names = append(names, strings.ToLower(w.Kind)+" "+w.Namespace+"/"+w.Name)
+		names = append(names, workloadName(w))
 	}
 	return strings.Join(names, ", ")
+}
+
+// liveOwners are the workloads with ready replicas that look like
+// finalizer f's controller (ownerLiveness's matching).
+func liveOwners(ctl *snapshot.Controllers, f string) []snapshot.Workload {
+	words := ownerWords(f)
+	return slices.DeleteFunc(slices.Clone(ctl.Workloads), func(w snapshot.Workload) bool { return w.Ready == 0 || !workloadMatches(w, words) })
+}
+
+// workloadName names a workload as the evidence does: "deployment ops/acme".
+func workloadName(w snapshot.Workload) string {
+	return strings.ToLower(w.Kind) + " " + w.Namespace + "/" + w.Name
 }
 
 // inUseCodes are the rules of the finalizers that hold an object while
@@ -186,7 +195,7 @@ var asIfDeleted = timing{terminating: settleTime, overdue: settleTime}
 // its deletion had begun, when it says the deletion would be held.
 func inUseForecasts(s *snapshot.Snapshot, t *snapshot.Target, f string) []report.Cause {
 	row, _ := catalog.LookupFinalizer(f)
-	r, ok := finalizerRules[row.Code]
+	r, ok := ruleOf(f)
 	least, inUse := inUseCodes[row.Code]
 	if !ok || !inUse {
 		return nil
@@ -238,15 +247,12 @@ func strandedForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause 
 	for _, f := range sortedKeys(s.Finalized.Counts) {
 		var going []string
 		stays := false
-		for _, w := range s.Controllers.Workloads {
-			if w.Ready == 0 || !workloadMatches(w, ownerWords(f)) {
-				continue
-			}
+		for _, w := range liveOwners(s.Controllers, f) {
 			if !deletedWith(t, w) {
 				stays = true
 				break
 			}
-			going = append(going, strings.ToLower(w.Kind)+" "+w.Namespace+"/"+w.Name)
+			going = append(going, workloadName(w))
 		}
 		byNS := maps.Clone(s.Finalized.Counts[f])
 		if t.Namespace != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -270,7 +271,7 @@ func check(s *snapshot.Snapshot, limits Limits) error {
 			}
 		}
 		if c := t.Contents; c != nil {
-			for _, p := range c.Pods {
+			for _, p := range append(slices.Clone(c.Pods), c.Live...) {
 				if p.Pod == nil {
 					errs = append(errs, name+": a pod it holds is not a pod")
 				}

@@ -233,3 +233,25 @@ func TestSaveKeepsNodeFieldsAndControllerWords(t *testing.T) {
 		t.Errorf("kept %v", got.Object)
 	}
 }
+
+// A file whose namespace claims to hold pods (being deleted, or not yet:
+// a preflight's) that are not pods is refused, not walked.
+func TestHeldPodsMustBePods(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		ns := secretTarget()
+		notAPod := secretTarget()
+		ns.Contents = &snapshot.Contents{}
+		if live {
+			ns.Contents.Live = []*snapshot.Target{notAPod}
+		} else {
+			ns.Contents.Pods = []*snapshot.Target{notAPod}
+		}
+		var buf bytes.Buffer
+		if err := Encode(&buf, Saved{Snapshot: &snapshot.Snapshot{Targets: []*snapshot.Target{ns}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decode(&buf); err == nil || !strings.Contains(err.Error(), "a pod it holds is not a pod") {
+			t.Errorf("live %t: %v", live, err)
+		}
+	}
+}
