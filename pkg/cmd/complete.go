@@ -48,6 +48,7 @@ func (o *Options) registerCompletions(cmd *cobra.Command) {
 		"output":   fixed(outputFormats),
 		"kind":     o.completeKinds,
 		"group-by": fixed(report.GroupKinds),
+		"cascade":  fixed(cascades),
 	} {
 		if cmd.Flags().Lookup(name) != nil {
 			_ = cmd.RegisterFlagCompletionFunc(name, fn)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -60,6 +61,8 @@ type Options struct {
 	// FullScan lists every type of a terminating namespace even where its
 	// controller's conditions name what is left.
 	FullScan bool
+	// Cascade is the propagation policy a preflight forecasts (--cascade).
+	Cascade cascade
 
 	// Set by Complete.
 	command   string // why, list
@@ -422,7 +425,7 @@ func (o *Options) nothingFound() string {
 // collector reads through the clients, saying what it reads (showProgress
 // draws it on a terminal).
 func (o *Options) collector(clients *kube.Clients) *collect.Collector {
-	return &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet, FullScan: o.FullScan, Preflight: o.preflight(), Progress: &collect.Progress{}}
+	return &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet, FullScan: o.FullScan, Preflight: o.preflight(), Cascade: metav1.DeletionPropagation(o.Cascade), Progress: &collect.Progress{}}
 }
 
 // colour only on a terminal, and never with --no-color or NO_COLOR.

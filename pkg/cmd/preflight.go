@@ -1,7 +1,12 @@
 package cmd
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
@@ -28,7 +33,10 @@ whose deletion would: an operator uninstalled before its custom resources), 1 co
   kubectl terminating preflight crd/widgets.example.com -o json
 
   # Every preview namespace, before the nightly cleanup deletes them
-  kubectl terminating preflight namespaces -l env=preview`,
+  kubectl terminating preflight namespaces -l env=preview
+
+  # Would a foreground deletion wait forever on a dependent (a ReplicaSet's pod on a dead node)?
+  kubectl terminating preflight deploy/web --cascade=foreground`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args, func(r report.Report, st report.Style) error { return report.WriteWhy(o.Out, r, st) })
@@ -38,6 +46,7 @@ whose deletion would: an operator uninstalled before its custom resources), 1 co
 	o.addAllowPartialFlag(cmd)
 	o.addTimeoutFlag(cmd)
 	o.addFullScanFlag(cmd) // for a namespace already being deleted, diagnosed as why does
+	cmd.Flags().Var(&o.Cascade, "cascade", "The propagation policy the deletion would use, as kubectl delete's: "+strings.Join(cascades, ", ")+" (waits for the dependents with blockOwnerDeletion, forecast in turn).")
 	o.addOutputFlags(cmd)
 	o.registerCompletions(cmd)
 	return cmd
@@ -45,3 +54,27 @@ whose deletion would: an operator uninstalled before its custom resources), 1 co
 
 // preflight: the run forecasts deletions (kubectl terminating preflight).
 func (o *Options) preflight() bool { return o.command == preflightCommand }
+
+// cascades are kubectl delete's --cascade values, the default first.
+var cascades = []string{"background", "foreground", "orphan"}
+
+// cascade is --cascade: the propagation policy a forecast deletion is sent
+// with ("" until set: the apiserver's default, Background).
+type cascade metav1.DeletionPropagation
+
+func (c *cascade) String() string {
+	if *c == "" {
+		return cascades[0]
+	}
+	return strings.ToLower(string(*c))
+}
+
+func (c *cascade) Set(v string) error {
+	if !slices.Contains(cascades, v) {
+		return fmt.Errorf("must be one of %s", strings.Join(cascades, ", "))
+	}
+	*c = cascade(strings.ToUpper(v[:1]) + v[1:]) // metav1.DeletePropagationBackground...
+	return nil
+}
+
+func (c *cascade) Type() string { return "string" }

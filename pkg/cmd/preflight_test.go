@@ -33,13 +33,7 @@ func TestPreflightNamespace(t *testing.T) {
 	}
 	objs = append(objs, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: "preview", UID: "uid-ledger", Finalizers: []string{"archive.example.com/keep"}}})
-	core := *apiResources[0]
-	core.APIResources = append(append([]metav1.APIResource(nil), core.APIResources...),
-		metav1.APIResource{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap", Verbs: []string{"get", "list", "delete"}})
-	resources := append([]*metav1.APIResourceList{&core}, apiResources[1:]...)
-	clients := fakes(t, objs, func(typed *kubefake.Clientset, _ *kube.Clients) {
-		typed.Discovery().(*fakediscovery.FakeDiscovery).Resources = resources
-	})
+	clients := withConfigMaps(t, objs)
 
 	out, _, err := execute(t, clients, "preflight", "ns/preview", "-o", "json")
 	if ExitCode(err) != ExitStuck {
@@ -105,4 +99,54 @@ func TestPreflightPartial(t *testing.T) {
 		!strings.HasPrefix(err.Error(), "nothing was found that would hold the deletion, but the report is partial: could not read list pods in namespace quiet (Forbidden)") {
 		t.Errorf("exit %d, %v", ExitCode(err), err)
 	}
+}
+
+// --cascade=foreground: the owner would wait for its dependents with
+// blockOwnerDeletion, each forecast in turn (its own finalizer, whose
+// controller nothing in the cluster looks like); in the background, the
+// default, it goes at once.
+func TestPreflightForegroundCascade(t *testing.T) {
+	yes := true
+	objs := append(cluster(),
+		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "parent", Namespace: "preview", UID: "uid-parent"}},
+		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "child", Namespace: "preview", UID: "uid-child", Finalizers: []string{"archive.example.com/keep"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "parent", UID: "uid-parent", BlockOwnerDeletion: &yes}}}})
+	clients := withConfigMaps(t, objs)
+
+	out, _, err := execute(t, clients, "preflight", "configmap/parent", "-n", "preview", "--cascade=foreground", "-o", "json")
+	var r report.Report
+	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil || ExitCode(err) != ExitStuck {
+		t.Fatalf("exit %d (%v): %v\n%s", ExitCode(err), err, jerr, out)
+	}
+	it := r.Items[0]
+	if it.Causes[0].Code != "ForegroundDeletionBlocked" || !it.Causes[0].Forecast || len(it.Causes[0].BlockedBy) != 1 ||
+		!strings.HasPrefix(it.Causes[0].Summary, "deleted with --cascade=foreground, it would wait on configmap/child, whose deletion would stick: once deleted, ConfigMap child would wait for finalizer archive.example.com/keep") {
+		t.Fatalf("%+v", it.Causes)
+	}
+	if child := it.Causes[0].BlockedBy[0]; !child.Forecast || child.Causes[0].Code != "FinalizerPending" {
+		t.Errorf("nested %+v", child)
+	}
+	for _, cascade := range []string{"", "--cascade=background", "--cascade=orphan"} {
+		args := []string{"preflight", "configmap/parent", "-n", "preview"}
+		if cascade != "" {
+			args = append(args, cascade)
+		}
+		if out, _, err := execute(t, clients, args...); err != nil || !strings.Contains(out, "CLEAR") {
+			t.Errorf("%q: exit %d (%v)\n%s", cascade, ExitCode(err), err, out)
+		}
+	}
+}
+
+// withConfigMaps is the fake cluster of objs, whose discovery serves
+// configmaps too.
+func withConfigMaps(t *testing.T, objs []runtime.Object) func() (*kube.Clients, error) {
+	core := *apiResources[0]
+	core.APIResources = append(append([]metav1.APIResource(nil), core.APIResources...),
+		metav1.APIResource{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap", Verbs: []string{"get", "list", "delete"}})
+	resources := append([]*metav1.APIResourceList{&core}, apiResources[1:]...)
+	return fakes(t, objs, func(typed *kubefake.Clientset, _ *kube.Clients) {
+		typed.Discovery().(*fakediscovery.FakeDiscovery).Resources = resources
+	})
 }

@@ -106,6 +106,7 @@ func TestUsageErrorsPointToHelp(t *testing.T) {
 		{[]string{"list", "a", "b"}, "accepts at most 1 arg(s), received 2 (see 'kubectl terminating list --help')"},
 		{[]string{"wait"}, "requires at least 1 arg(s), only received 0 (see 'kubectl terminating wait --help')"},
 		{[]string{"version", "x"}, "(see 'kubectl terminating version --help')"},
+		{[]string{"preflight", "ns/a", "--cascade", "sideways"}, `invalid argument "sideways" for "--cascade" flag: must be one of background, foreground, orphan`},
 		{[]string{"list", "-o", "xml"}, `unknown output format "xml": -o takes wide, json, yaml, name, jsonpath=..., `},
 	} {
 		_, _, err := execute(t, fakes(t, cluster(), nil), tc.args...)

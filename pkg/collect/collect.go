@@ -45,6 +45,9 @@ type Collector struct {
 	// being deleted: what their deletion would run into is read as if it
 	// had begun (kubectl terminating preflight).
 	Preflight bool
+	// Cascade is the propagation policy a preflight forecasts the deletions
+	// with (--cascade; "" is Background).
+	Cascade metav1.DeletionPropagation
 
 	mu    sync.Mutex
 	skips []report.Skip
@@ -95,7 +98,11 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 		if !f.Terminating() && !c.Preflight {
 			continue
 		}
-		s.Targets = append(s.Targets, &snapshot.Target{Ref: f.Ref(), Object: f.Object, Forecast: !f.Terminating()})
+		t := &snapshot.Target{Ref: f.Ref(), Object: f.Object, Forecast: !f.Terminating()}
+		if t.Forecast {
+			t.Cascade = c.Cascade
+		}
+		s.Targets = append(s.Targets, t)
 		gvrs = append(gvrs, f.GVR)
 	}
 	var pods, namespaces, others []*snapshot.Target

@@ -294,7 +294,8 @@ func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 	c.readDependentPods(ctx, s, pods)
 }
 
-// readDependentPods reads in full the terminating pods found as dependents.
+// readDependentPods reads in full the pods found as dependents that are
+// terminating, or that a foreground forecast would delete.
 // A pod the run already read as a target of its own (list -A, why -A: every
 // terminating pod is one) is not read again; the others are read as pod
 // targets are, a list of their namespace for many.
@@ -334,7 +335,12 @@ func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, ch
 			return nil
 		}
 		t.Dependents = append(t.Dependents, d)
-		if d.Ref.Resource == "pods" && d.Object.GetDeletionTimestamp() != nil {
+		if t.Forecast && t.Cascade == metav1.DeletePropagationForeground && d.Object.GetDeletionTimestamp() == nil && d.BlocksOwnerDeletion(t.Object.GetUID()) {
+			// What the forecast owner would wait for: the garbage collector
+			// deletes it in the foreground too.
+			d.Forecast, d.Cascade = true, metav1.DeletePropagationForeground
+		}
+		if d.Ref.Resource == "pods" && (d.Object.GetDeletionTimestamp() != nil || d.Forecast) {
 			pods = append(pods, d)
 		}
 		uid := d.Object.GetUID()

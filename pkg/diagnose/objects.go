@@ -9,7 +9,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
@@ -30,7 +29,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	var blocking []*snapshot.Target
 	evidence := []report.Fact{metadataFinalizers(t.Object)}
 	for _, d := range t.Dependents {
-		blocks := blocksOwnerDeletion(d, uid)
+		blocks := d.BlocksOwnerDeletion(uid)
 		evidence = append(evidence, report.Noted(fmt.Sprintf("dependent %s: ownerReference to %s/%s, blockOwnerDeletion %t, %s", refName(d.Ref), t.Ref.Kind, t.Ref.Name, blocks, deletionState(d))))
 		if blocks {
 			blocking = append(blocking, d)
@@ -454,12 +453,6 @@ func splitAPIVersion(apiVersion string) (group, version string) {
 		return g, v
 	}
 	return "", apiVersion
-}
-
-func blocksOwnerDeletion(d *snapshot.Target, owner types.UID) bool {
-	return slices.ContainsFunc(d.Object.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
-		return r.UID == owner && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion
-	})
 }
 
 // nestedItem diagnoses a blocking object: in full when it is being deleted,

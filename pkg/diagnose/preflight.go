@@ -59,11 +59,13 @@ func init() {
 		{"its own finalizers", ownFinalizerNeeds, ownFinalizerForecasts},
 		{"the finalizers of what its deletion deletes (a namespace's objects, a CRD's instances)", contentNeeds, contentForecasts},
 		{"unavailable APIServices, which stop the namespace controller", apiServiceNeeds, apiServiceForecasts},
+		{"failing conversion webhooks, which stop the namespace controller", conversionNeeds, conversionForecasts},
 		{"what is already being deleted in it, and stuck", contentNeeds, stuckInsideForecasts},
 		{"admission of the writes its deletion needs", admissionNeeds, admissionForecasts},
 		{"the node of a pod", podNodeNeeds, podNodeForecasts},
 		{"a namespace's pods, on nodes that would not finish them", contentNeeds, livePodForecasts},
 		{"the objects elsewhere whose finalizer's controller it deletes", strandedNeeds, strandedForecasts},
+		{"its dependents, under --cascade=foreground", dependentNeeds, dependentForecasts},
 	}
 }
 
@@ -103,6 +105,33 @@ func apiServiceForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Caus
 		return nil
 	}
 	return leadWith("deleting the namespace now would stop at discovery: ", apiServiceCauses(s, unavailableGroupVersions(s)))
+}
+
+// conversionNeeds: a namespace's objects, and the CRDs (their conversion
+// webhooks' backends) once its scan failed to convert a kind: the CRDs are
+// read after the scan.
+func conversionNeeds(t *snapshot.Target) Evidence {
+	if t.Namespace == nil {
+		return 0
+	}
+	if c := t.Contents; c != nil && slices.ContainsFunc(c.Skipped, func(sk report.Skip) bool { return len(parseConversionFailures(sk.APIMessage)) > 0 }) {
+		return ContentEvidence | CRDEvidence
+	}
+	return ContentEvidence
+}
+
+// conversionForecasts: a kind the namespace holds whose conversion webhook
+// fails cannot be listed nor deleted, by the scan as by the namespace
+// controller, which would stop there.
+func conversionForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+	if t.Namespace == nil {
+		return nil
+	}
+	var causes []report.Cause
+	for _, f := range conversionFailures(s, t) {
+		causes = append(causes, conversionCause(s, f, timing{}))
+	}
+	return leadWith("deleting the namespace now would stop at its content: ", causes)
 }
 
 // stuckInsideForecasts: what a namespace holds (or a CRD: its instances)
@@ -151,7 +180,7 @@ func admissionNeeds(t *snapshot.Target) Evidence {
 // denies it), the namespace controller's DELETEs of what the namespace
 // holds.
 func admissionForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
-	var tm timing
+	tm := asIfDeleted // a suspect webhook is judged as why judges it once the deletion is due
 	causes := finalizerUpdateRefusals(s, t, tm)
 	if t.Namespace != nil {
 		causes = append(causes, namespaceWebhookCauses(s, t, nil, tm)...)

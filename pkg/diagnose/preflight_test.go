@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apitypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -279,6 +280,19 @@ func TestPreflightAdmission(t *testing.T) {
 	if got := codes(Preflight(s).Items[0]); !slices.Equal(got, []string{"FinalizerPending"}) {
 		t.Errorf("webhook up: %v", got)
 	}
+	// A mutating webhook that answers the finalizer's removal: a suspect,
+	// a warning as why says once the deletion is due, so exit 2.
+	pod := terminatingPod(0, 30)
+	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
+	pod.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
+	s = snap(pod)
+	s.Admission = snapshot.NewAdmission()
+	s.Admission.Mutating = append(s.Admission.Mutating, mutatingPodsWebhook(admissionregistrationv1.Ignore, nil))
+	s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 1
+	if it := Preflight(s).Items[0]; !it.Stuck || it.Severity != report.Warning || codes(it)[0] != "AdmissionWebhookDenied" ||
+		!strings.HasPrefix(it.Causes[0].Summary, "the deletion would stick: mutating webhook defaults.example.com (pod-defaults) changes UPDATE pods") {
+		t.Errorf("a mutating suspect: stuck %t %s %v", it.Stuck, it.Severity, codes(it))
+	}
 
 	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
 		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
@@ -435,5 +449,117 @@ func TestPreflightStrandedFinalizers(t *testing.T) {
 		if it := Preflight(s).Items[0]; it.Stuck {
 			t.Errorf("%s, with another live replica elsewhere: %v", tc.name, codes(it))
 		}
+	}
+}
+
+// Deleted with --cascade=foreground, a Deployment would wait on its
+// ReplicaSet, deleted in the foreground in turn, and so on its pod, whose
+// node stopped reporting: ForegroundDeletionBlocked, the chain nested, as
+// why reports it once the deletion is stuck. In the background (the
+// default) the owner goes at once: nothing to forecast. A dependent without
+// blockOwnerDeletion is not waited for.
+func TestPreflightForegroundCascade(t *testing.T) {
+	yes := true
+	owns := func(d *snapshot.Target, kind, name string) {
+		d.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: apitypes.UID("uid-" + name), BlockOwnerDeletion: &yes}})
+	}
+	forecast := func(t *snapshot.Target) *snapshot.Target {
+		notDeleted(t.Object)
+		t.Forecast, t.Cascade = true, metav1.DeletePropagationForeground
+		return t
+	}
+	deploy := forecast(heldObject("Deployment", "deployments.apps", "web", 0))
+	rs := forecast(heldObject("ReplicaSet", "replicasets.apps", "web-abc", 0))
+	owns(rs, "Deployment", "web")
+	pod := terminatingPod(0, 30)
+	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
+	pod.Name, pod.UID, pod.Spec.NodeName = "web-abc-1", "uid-web-abc-1", "node-dead"
+	pt := forecast(target(pod, "pods", func(t *snapshot.Target) { t.Pod = pod }))
+	owns(pt, "ReplicaSet", "web-abc")
+	deploy.Dependents, rs.Dependents = []*snapshot.Target{rs}, []*snapshot.Target{pt}
+	if !Needs(deploy).Has(DependentEvidence) || !Needs(rs).Has(DependentEvidence) || !Needs(pt).Has(NodeEvidence) {
+		t.Fatalf("a foreground forecast reads the dependents, and their nodes")
+	}
+
+	s := snapOf(deploy)
+	s.Nodes["node-dead"] = node("node-dead", corev1.ConditionUnknown, taintUnreachable)
+	s.Leases["node-dead"] = lease("node-dead", 10*time.Minute)
+	it := Preflight(s).Items[0]
+	if !it.Stuck || it.Severity != report.Critical || !slices.Equal(codes(it), []string{"ForegroundDeletionBlocked"}) {
+		t.Fatalf("stuck %t %s %v", it.Stuck, it.Severity, codes(it))
+	}
+	top := it.Causes[0]
+	if want := "deleted with --cascade=foreground, it would wait on replicaset/web-abc -> pod/web-abc-1, whose deletion would stick: node node-dead stopped reporting"; !top.Forecast || !strings.HasPrefix(top.Summary, want) {
+		t.Errorf("summary %q, want %q...", top.Summary, want)
+	}
+	if !slices.Equal(stepIDs(top), []string{"resolve-dependents-before", "delete-in-background"}) ||
+		top.Remediation[0].Command != "kubectl terminating preflight pods/web-abc-1 -n shop" ||
+		top.Remediation[1].Command != "kubectl delete deployments.apps web -n shop --cascade=background" {
+		t.Errorf("steps %+v", top.Remediation)
+	}
+	if rsItem := top.BlockedBy[0]; !rsItem.Forecast || codes(rsItem)[0] != "ForegroundDeletionBlocked" || codes(rsItem.Causes[0].BlockedBy[0])[0] != "NodeUnreachable" {
+		t.Errorf("nested: %v", codes(rsItem))
+	}
+	if !slices.ContainsFunc(top.Facts, func(f report.Fact) bool {
+		return f.Text == "dependent replicaset/web-abc -n shop: blockOwnerDeletion true, not being deleted: ForegroundDeletionBlocked (critical)"
+	}) {
+		t.Errorf("evidence %+v", top.Facts)
+	}
+
+	// A live node: the chain would finish.
+	s.Nodes["node-dead"] = node("node-dead", corev1.ConditionTrue)
+	s.Leases["node-dead"] = lease("node-dead", 5*time.Second)
+	if it := Preflight(s).Items[0]; it.Stuck || len(it.Causes) != 0 {
+		t.Errorf("live node: %v", codes(it))
+	}
+	s.Nodes["node-dead"] = node("node-dead", corev1.ConditionUnknown, taintUnreachable)
+	s.Leases["node-dead"] = lease("node-dead", 10*time.Minute)
+
+	// The pod's reference without blockOwnerDeletion: the ReplicaSet does
+	// not wait for it.
+	pt.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-abc", UID: "uid-web-abc"}})
+	if it := Preflight(s).Items[0]; it.Stuck {
+		t.Errorf("a dependent without blockOwnerDeletion: %v", codes(it))
+	}
+	owns(pt, "ReplicaSet", "web-abc")
+
+	// In the background, the default, the owner goes at once.
+	deploy.Cascade = ""
+	if Needs(deploy).Has(DependentEvidence) {
+		t.Errorf("a background forecast reads no dependents")
+	}
+	if it := Preflight(s).Items[0]; it.Stuck || len(it.Causes) != 0 {
+		t.Errorf("background: %v", codes(it))
+	}
+}
+
+// A namespace holding objects whose conversion webhook fails: the scan
+// cannot list them, nor could the namespace controller, which would stop
+// there: ConversionWebhookFailing, as why reports once it does.
+func TestPreflightConversionWebhookFailing(t *testing.T) {
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "shop"},
+		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	s := snap(ns)
+	s.Targets[0].Forecast = true
+	if e := Needs(s.Targets[0]); !e.Has(ContentEvidence) || e.Has(CRDEvidence) {
+		t.Fatalf("a namespace's preflight reads its content, not the CRDs while no list failed")
+	}
+	s.Targets[0].Contents = &snapshot.Contents{Counts: byType(nil), Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{},
+		Skipped: []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: "Error",
+			APIMessage: `conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://conv-down.default.svc:443/convert?timeout=30s": service "conv-down" not found`}}}
+	if !Needs(s.Targets[0]).Has(CRDEvidence) {
+		t.Fatalf("a list that failed to convert: the CRDs are read, for the webhook's backend")
+	}
+	s.CRDs["gadgets.conv.example.com"] = &snapshot.CRD{Name: "gadgets.conv.example.com", Group: "conv.example.com", Kind: "Gadget", Plural: "gadgets",
+		Namespaced: true, StorageVersion: "v1", Served: []string{"v1", "v2"}, StoredVersions: []string{"v1"},
+		ConversionStrategy: "Webhook", ConversionService: "default/conv-down", ConversionServiceEndpoints: new(int)}
+	it := Preflight(s).Items[0]
+	if !it.Forecast || !it.Stuck || it.Severity != report.Critical || codes(it)[0] != "ConversionWebhookFailing" ||
+		!strings.HasPrefix(it.Causes[0].Summary, "deleting the namespace now would stop at its content: the conversion webhook of CRD gadgets.conv.example.com fails (its service default/conv-down has no ready endpoints)") {
+		t.Errorf("stuck %t %s %v: %+v", it.Stuck, it.Severity, codes(it), it.Causes)
+	}
+	s.Targets[0].Contents.Skipped = nil // the kind lists fine
+	if it := Preflight(s).Items[0]; it.Stuck {
+		t.Errorf("conversion working: %v", codes(it))
 	}
 }

@@ -2,7 +2,11 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // MaxDepth bounds how deep targets nest (a namespace's pod, an owner's
@@ -33,6 +37,14 @@ func (t *Target) Children() []*Target {
 	out = append(out, t.Referrers...)
 	out = append(out, t.Named...)
 	return append(out, t.NamedBy...)
+}
+
+// BlocksOwnerDeletion reports whether t's reference to owner has
+// blockOwnerDeletion: an owner deleted in the foreground waits for t.
+func (t *Target) BlocksOwnerDeletion(owner types.UID) bool {
+	return slices.ContainsFunc(t.Object.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
+		return r.UID == owner && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion
+	})
 }
 
 // CheckGraph proves the targets can be walked safely: no target nests itself

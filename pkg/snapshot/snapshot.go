@@ -273,6 +273,12 @@ type Target struct {
 	// Forecast marks a preflight's target, not being deleted: what its
 	// deletion would run into is read and forecast.
 	Forecast bool `json:"forecast,omitempty"`
+	// Cascade is the propagation policy a forecast deletion would be sent
+	// with (preflight --cascade; "" is the apiserver's default,
+	// Background). Under Foreground the owner waits for its dependents with
+	// blockOwnerDeletion, which the garbage collector deletes in the
+	// foreground in turn: the collector marks them forecasts of the same.
+	Cascade metav1.DeletionPropagation `json:"cascade,omitempty"`
 	// Pod is set when the target is a pod.
 	Pod *corev1.Pod `json:"pod"`
 	// Namespace is set when the target is a namespace.

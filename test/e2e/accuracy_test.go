@@ -65,6 +65,17 @@ func TestForegroundChainToADeadNode(t *testing.T) {
 	if err := env.WaitNodeUnreachable(ctx, node); err != nil {
 		t.Fatal(err)
 	}
+	// Before the delete, preflight forecasts what why reports after it:
+	// in the foreground the Deployment would wait on the chain; in the
+	// background (the default) it would go at once.
+	pr, pres := diagnose(t, "preflight", "deployment/web", "-n", ns, "--cascade=foreground")
+	if fc := only(t, pr); pres.code != 2 || !fc.Forecast || len(fc.Causes) == 0 || fc.Causes[0].Code != "ForegroundDeletionBlocked" || !fc.Causes[0].Forecast ||
+		!strings.HasPrefix(fc.Causes[0].Summary, "deleted with --cascade=foreground, it would wait on replicaset.apps/web-rs -> pod/web-rs-0, whose deletion would stick: node "+node+" stopped reporting") {
+		t.Errorf("preflight --cascade=foreground: exit %d %+v", pres.code, fc)
+	}
+	if pr, pres := diagnose(t, "preflight", "deployment/web", "-n", ns); pres.code != 0 || only(t, pr).Stuck {
+		t.Errorf("preflight in the background: exit %d %+v", pres.code, pr.Items)
+	}
 	if err := env.DeleteForeground(ctx, ns, "web", "web-rs-0"); err != nil {
 		t.Fatal(err)
 	}
@@ -386,6 +397,12 @@ func TestMutatingWebhookBreaksTheFinalizerRemoval(t *testing.T) {
 	got, err := env.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil || !slices.Contains(got.Finalizers, "batch.kubernetes.io/job-tracking") {
 		t.Fatalf("the job controller removed its finalizer through the webhook (%v): %v", err, got.Finalizers)
+	}
+	// Before the delete, preflight forecasts what why reports after it.
+	pr, pres := diagnose(t, "preflight", "pod/"+pod, "-n", ns)
+	if fc := only(t, pr); pres.code != 2 || !fc.Forecast || len(fc.Causes) == 0 || fc.Causes[0].Code != "AdmissionWebhookDenied" ||
+		!strings.HasPrefix(fc.Causes[0].Summary, "the deletion would stick: mutating webhook defaults.mutated.example.com (mutated) changes UPDATE pods") {
+		t.Errorf("preflight: exit %d %+v", pres.code, fc)
 	}
 	if err := env.DeletePod(ctx, ns, pod, 30); err != nil {
 		t.Fatal(err)

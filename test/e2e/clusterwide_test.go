@@ -31,6 +31,23 @@ func TestClusterWideBlockers(t *testing.T) {
 		return only(t, r), res
 	}
 
+	// The control: with every aggregated API available and every kind
+	// converting, a namespace is clear, and its deletion completes.
+	t.Run("nothing unavailable", func(t *testing.T) {
+		if err := env2.Namespace(ctx, "calm"); err != nil {
+			t.Fatal(err)
+		}
+		if res := runWith(t, "--kubeconfig", own.Kubeconfig, "preflight", "ns/calm"); res.code != 0 || !strings.Contains(res.stdout, "CLEAR") {
+			t.Errorf("preflight: exit %d\nstdout %s\nstderr %s", res.code, res.stdout, res.stderr)
+		}
+		if err := env2.Client.CoreV1().Namespaces().Delete(ctx, "calm", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if res := runWith(t, "--kubeconfig", own.Kubeconfig, "wait", "ns/calm", "--timeout", "2m"); res.code != 0 {
+			t.Errorf("the clear namespace's deletion: exit %d %s", res.code, res.stderr)
+		}
+	})
+
 	t.Run("unavailable APIService", func(t *testing.T) {
 		if err := env2.BrokenAPIService(ctx, "metrics.lab.example.com", "v1beta1", "metrics", "metrics-server"); err != nil {
 			t.Fatal(err)
@@ -71,6 +88,14 @@ func TestClusterWideBlockers(t *testing.T) {
 		}
 		if err := env2.CustomResource(ctx, group, "Gizmo", "gizmos", "gizmos", "g1"); err != nil {
 			t.Fatal(err)
+		}
+		// Before the delete, preflight forecasts what why reports after it.
+		res := runWith(t, "--kubeconfig", own.Kubeconfig, "preflight", "ns/gizmos", "-o", "json")
+		var pr report
+		if err := json.Unmarshal([]byte(res.stdout), &pr); err != nil || res.code != 2 || len(pr.Items) != 1 || !pr.Items[0].Forecast ||
+			codesOf(pr.Items[0])[0] != "ConversionWebhookFailing" ||
+			!strings.HasPrefix(pr.Items[0].Causes[0].Summary, "deleting the namespace now would stop at its content: the conversion webhook of CRD gizmos."+group+" fails (its service gizmo-system/gizmo-webhook has no ready endpoints)") {
+			t.Errorf("preflight: exit %d %v\nstdout %s\nstderr %s", res.code, err, res.stdout, res.stderr)
 		}
 		if err := env2.DeleteNamespace(ctx, "gizmos", corev1.NamespaceDeletionContentFailure); err != nil {
 			t.Fatal(err)

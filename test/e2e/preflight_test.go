@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
@@ -143,4 +147,153 @@ func TestPreflightOperatorUninstalledFirst(t *testing.T) {
 	if it := only(t, r); res.code != 2 || codesOf(it)[0] != "FinalizerPending" || !strings.Contains(it.Causes[0].Summary, "no controller that could remove gizmos.fleet.io/cleanup is found") {
 		t.Errorf("why after the uninstall and the delete: exit %d %v %q", res.code, codesOf(it), it.Causes[0].Summary)
 	}
+}
+
+// The controls: for each class a preflight forecasts as stuck, the same
+// setting without the blocker is clear (exit 0, nothing that would hold
+// it), and its deletion, sent as preflight was asked about it, completes.
+// The test stands in only for a controller the lab does not run (an
+// operator removing its finalizer, a drain controller evicting).
+func TestPreflightControlsAreClearAndComplete(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	wouldBeClear := func(t *testing.T, args ...string) {
+		t.Helper()
+		r, res := diagnose(t, append([]string{"preflight"}, args...)...)
+		if it := only(t, r); res.code != 0 || !it.Forecast || it.Stuck || len(it.Causes) > 0 && it.Causes[0].Severity != "info" {
+			t.Errorf("preflight %v: exit %d %+v", args, res.code, it)
+		}
+	}
+	gone := func(t *testing.T, args ...string) {
+		t.Helper()
+		if res := run(t, append([]string{"wait", "--timeout", "2m", "--ignore-not-found"}, args...)...); res.code != 0 {
+			t.Errorf("wait %v: exit %d %s", args, res.code, res.stderr)
+		}
+	}
+
+	// A finalizer whose controller is there, and whose removal no webhook
+	// intercepts (the controls of a finalizer with no controller and of a
+	// mutating webhook breaking its removal); its pod on a live node (of a
+	// pod on a dead one).
+	t.Run("a job's pod", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, "preflight-job")
+		pod, err := env.RunningJobPod(ctx, ns, "report", liveNode, "unguarded")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(pod.Finalizers, "batch.kubernetes.io/job-tracking") {
+			t.Fatalf("the job controller's finalizer is missing: %v", pod.Finalizers)
+		}
+		wouldBeClear(t, "pod/"+pod.Name, "-n", ns)
+		if err := env.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, "pod/"+pod.Name, "-n", ns)
+	})
+
+	// A namespace no webhook guards, holding a pod on a live node (the
+	// controls of a webhook refusing its deletes and of a pod on a dead node).
+	t.Run("a namespace", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, "preflight-calm")
+		if err := env.RunningPod(ctx, scenario.PodSpec(ns, "web-0", liveNode)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		wouldBeClear(t, "ns/"+ns)
+		if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, "ns/"+ns)
+	})
+
+	// A foreground chain whose pod's node is alive (of one on a dead node).
+	t.Run("a foreground chain", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, "preflight-chain")
+		if err := env.GracefulDeploymentChain(ctx, ns, "web", liveNode, 1); err != nil {
+			t.Fatal(err)
+		}
+		wouldBeClear(t, "deployment/web", "-n", ns, "--cascade=foreground")
+		fg := metav1.DeletePropagationForeground
+		if err := env.Client.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, "deployment/web", "-n", ns)
+	})
+
+	// An operator uninstalled after its custom resources (of one
+	// uninstalled first); a CRD whose instances no finalizer holds.
+	t.Run("an operator uninstalled last", func(t *testing.T) {
+		t.Parallel()
+		ops := namespace(t, "preflight-tidy-system")
+		apps := namespace(t, "preflight-tidy-apps")
+		const group, finalizer = "tidy.e2e.example.com", "gizmos.tidy.e2e.example.com/cleanup"
+		if err := env.CRD(ctx, group, "Gizmo", "gizmos"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Controller(ctx, ops, "tidy-controller", liveNode); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", apps, "g1", finalizer); err != nil {
+			t.Fatal(err)
+		}
+		wouldBeClear(t, "gizmos."+group+"/g1", "-n", apps) // its controller is alive
+		if err := env.DeleteCustomResource(ctx, group, "gizmos", apps, "g1"); err != nil {
+			t.Fatal(err)
+		}
+		// The operator finishes its cleanup and removes its finalizer.
+		gizmos := env.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}).Namespace(apps)
+		if _, err := gizmos.Patch(ctx, "g1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, "gizmos."+group+"/g1", "-n", apps)
+		wouldBeClear(t, "deploy/tidy-controller", "-n", ops)
+		if err := env.Client.AppsV1().Deployments(ops).Delete(ctx, "tidy-controller", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, "deploy/tidy-controller", "-n", ops)
+		if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", apps, "g2"); err != nil {
+			t.Fatal(err)
+		}
+		wouldBeClear(t, "crd/gizmos."+group)
+		if err := env.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+			Delete(ctx, "gizmos."+group, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, "crd/gizmos."+group)
+	})
+
+	// A node whose pods no budget protects (of one a budget would keep):
+	// the drain controller evicts them and removes its finalizer.
+	t.Run("a node drain", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, "preflight-drain")
+		const node, finalizer = "drain-free", "karpenter.sh/termination"
+		if err := env.LiveNode(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.ReleaseNode(context.Background(), node) })
+		if err := env.RunningPod(ctx, scenario.PodSpec(ns, "batch-0", node)); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.HoldNode(ctx, node, finalizer); err != nil {
+			t.Fatal(err)
+		}
+		wouldBeClear(t, "node/"+node)
+		if err := env.Client.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "batch-0", Namespace: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, "pod/batch-0", "-n", ns)
+		if err := env.ReleaseNode(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, "node/"+node)
+	})
 }

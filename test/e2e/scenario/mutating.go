@@ -66,11 +66,10 @@ func (e *Env) ResourcesMutator(ctx context.Context, name string) (stop func(), e
 	return stop, nil
 }
 
-// FinishedJobPod runs a Job of one pod (labelled GuardLabel=guard) on node,
-// whose pod the job controller creates with its job-tracking finalizer; then
-// reports the pod's container finished (phase Succeeded), as its kubelet
-// would, and returns the pod's name.
-func (e *Env) FinishedJobPod(ctx context.Context, ns, name, node, guard string) (string, error) {
+// RunningJobPod runs a Job of one pod (labelled GuardLabel=guard) on node,
+// whose pod the job controller creates with its job-tracking finalizer, and
+// returns the pod once it runs.
+func (e *Env) RunningJobPod(ctx context.Context, ns, name, node, guard string) (*corev1.Pod, error) {
 	one, no := int32(1), false
 	labels := map[string]string{GuardLabel: guard}
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -78,7 +77,7 @@ func (e *Env) FinishedJobPod(ctx context.Context, ns, name, node, guard string) 
 			Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: &no,
 				Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}}}
 	if _, err := e.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
-		return "", err
+		return nil, err
 	}
 	var pod corev1.Pod
 	if err := Until(ctx, time.Minute, "job "+name+"'s pod running", func(ctx context.Context) (bool, error) {
@@ -89,12 +88,24 @@ func (e *Env) FinishedJobPod(ctx context.Context, ns, name, node, guard string) 
 		pod = pods.Items[0]
 		return true, nil
 	}); err != nil {
+		return nil, err
+	}
+	return &pod, nil
+}
+
+// FinishedJobPod runs a Job of one pod (labelled GuardLabel=guard) on node,
+// whose pod the job controller creates with its job-tracking finalizer; then
+// reports the pod's container finished (phase Succeeded), as its kubelet
+// would, and returns the pod's name.
+func (e *Env) FinishedJobPod(ctx context.Context, ns, name, node, guard string) (string, error) {
+	pod, err := e.RunningJobPod(ctx, ns, name, node, guard)
+	if err != nil {
 		return "", err
 	}
 	pod.Status.Phase = corev1.PodSucceeded
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "registry.example/app:1",
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.Now()}}}}
-	if _, err := e.Client.CoreV1().Pods(ns).UpdateStatus(ctx, &pod, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.Client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		return "", err
 	}
 	return pod.Name, nil
