@@ -45,6 +45,10 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		evidence = append(evidence, c.evidence)
 	}
 	evidence = append(evidence, writeEvidence(t.Object, names, s.Now)...)
+	paused, isPaused := pausedBy(t.Object)
+	if isPaused {
+		evidence = append(evidence, paused.fact())
+	}
 	summary := fmt.Sprintf("deletion waits for %s to be removed: %s", report.Count(len(finalizers), "finalizer"), report.FirstFew(names))
 	steps := []report.Step{findOwners(catalog.FinalizerPending, t, names), step(catalog.FinalizerPending, "restore-owner", "")}
 	var quoted string // the reason of the complaint the summary quotes
@@ -82,6 +86,10 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	case len(down) > 0:
 		sev, confidence = report.Critical, 0.7
 		summary = fmt.Sprintf("the controller that removes %s has no ready replica: nothing removes the finalizer", report.FirstFew(down))
+	case isPaused && len(healthy) > 0: // told to leave it alone
+		sev, confidence = report.Critical, 0.8
+		summary = fmt.Sprintf("the controller that removes %s looks healthy, but the object is paused (%s): a controller leaves a paused object alone, its deletion included", report.FirstFew(healthy), paused.field)
+		steps = []report.Step{paused.unpause("unpause", t)}
 	case len(said) > 0 && said[0].fresh: // said about this deletion
 		sev, confidence = saysWhy(0.8)
 	case isWorking:

@@ -39,7 +39,7 @@ func ownFinalizerForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Ca
 		}
 		c, ok := finalizerForecast(s, catalog.FinalizerPending, f, t.Ref.Kind+" "+t.Ref.Name, "",
 			[]report.Fact{report.FieldFact("metadata.finalizers", "["+strings.Join(t.Object.GetFinalizers(), ", ")+"]")},
-			findOwners(catalog.FinalizerPending, t, []string{f}))
+			findOwners(catalog.FinalizerPending, t, []string{f}), t)
 		if !ok {
 			continue
 		}
@@ -90,7 +90,7 @@ func contentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 		if t.Namespace != nil {
 			within = t.Ref.Name
 		}
-		fc, ok := finalizerForecast(s, code, f, held, within, []report.Fact{scanned}, first)
+		fc, ok := finalizerForecast(s, code, f, held, within, []report.Fact{scanned}, first, nil)
 		if !ok {
 			continue
 		}
@@ -111,9 +111,11 @@ func contentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 // replica of the controller runs in it, the namespace controller deletes
 // the controller too: under ordered namespace deletion its pods go first,
 // before the objects it would finish (critical); without it the two race
-// (warning). ok is false when the controllers were not read (the run's
-// skipped reads say so).
-func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f, held, within string, evidence []report.Fact, first report.Step) (report.Cause, bool) {
+// (warning). own is the held object when it was read in full (a
+// preflight's own target; nil for a scan's objects): what it says now is
+// judged too (aliveForecast). ok is false when the controllers were not
+// read (the run's skipped reads say so).
+func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f, held, within string, evidence []report.Fact, first report.Step, own *snapshot.Target) (report.Cause, bool) {
 	if s.Controllers == nil {
 		return report.Cause{}, false
 	}
@@ -138,12 +140,38 @@ func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f, held, within 
 			append(evidence, report.Noted(ordered.Why)),
 			first, step(code, "delete-objects-first", "", "finalizer", f, "objects", held))
 	case state == ownerHealthy:
-		c = cause(code, report.Info, 0.6, waits+"; its controller looks alive and would remove it", evidence, first)
+		c = aliveForecast(s, code, f, waits, evidence, first, own)
 	default:
 		c = cause(code, report.Info, 0.3, waits+"; no workload could be matched to its controller: whether it is there is not known", evidence, first)
 	}
 	c.About.Finalizers = []string{f}
 	return c, true
+}
+
+// aliveForecast: a controller that looks alive would remove its finalizer,
+// unless what the object says now stops it (own, read in full; nil for a
+// scan's objects): paused, its controller leaves it alone (critical); a
+// failure its controller reports about it now, the deletion may run into
+// as well (warning: the cleanup is the same controller's work).
+func aliveForecast(s *snapshot.Snapshot, code catalog.Code, f, waits string, evidence []report.Fact, first report.Step, own *snapshot.Target) report.Cause {
+	alive := cause(code, report.Info, 0.6, waits+"; its controller looks alive and would remove it", evidence, first)
+	if own == nil {
+		return alive
+	}
+	if p, ok := pausedBy(own.Object); ok {
+		return cause(code, report.Critical, 0.75, fmt.Sprintf("%s; its controller looks alive, but the object is paused (%s): a controller leaves a paused object alone, its deletion included: the deletion would stick until it is unpaused", waits, p.field),
+			append(evidence, p.fact()), first, p.unpause("unpause-before", own))
+	}
+	said := complaints(s, own, []heldBy{{name: f}})
+	if len(said) == 0 {
+		return alive
+	}
+	for _, c := range said {
+		evidence = append(evidence, c.evidence)
+	}
+	return cause(code, report.Warning, 0.5, fmt.Sprintf("%s; its controller looks alive but reports a failure about the object now, %s: %s: the deletion, its cleanup the same controller's work, may stick on it", waits, said[0].reason, said[0].message), evidence,
+		step(code, "describe-object", kubectlOn(own.Ref.Namespace, "describe", strings.ToLower(own.Ref.Resource), own.Ref.Name)),
+		step(code, "fix-what-it-reports-before", "", "reason", said[0].reason))
 }
 
 // controllerMissing: a finalizer forecast whose controller is gone or down

@@ -252,18 +252,30 @@ func TestTheControllerSaysWhy(t *testing.T) {
 		name string
 		c    scenario.Complaint
 		want string
+		says string // before the delete; "" when nothing is said
 	}{
 		{"synced", scenario.Complaint{Conditions: []map[string]any{cond("Ready", "False", "Deleting", ""), cond("Synced", "False", "ReconcileError", "cannot delete bucket: AccessDenied: not authorized")}},
-			"it reports Synced=False (ReconcileError): cannot delete bucket: AccessDenied"},
+			"it reports Synced=False (ReconcileError): cannot delete bucket: AccessDenied", "Synced=False (ReconcileError): cannot delete bucket: AccessDenied"},
 		{"deletion-error", scenario.Complaint{Conditions: []map[string]any{cond("DeletionError", "", "", "failed to delete resources: connection refused")}},
-			"it reports DeletionError: failed to delete resources"},
+			"it reports DeletionError: failed to delete resources", "DeletionError: failed to delete resources"},
 		{"event", scenario.Complaint{EventReason: "CannotDeleteExternalResource", Message: "InvalidClientTokenId: the security token is invalid", Component: "bucketctl"},
-			"it reports CannotDeleteExternalResource: InvalidClientTokenId"},
+			"it reports CannotDeleteExternalResource: InvalidClientTokenId", "CannotDeleteExternalResource: InvalidClientTokenId"},
 		{"quiet", scenario.Complaint{Conditions: []map[string]any{cond("Ready", "False", "Deleting", "deleting")}},
-			"looks healthy but has not removed it"},
+			"looks healthy but has not removed it", ""},
 	}
 	for _, tc := range cases {
 		if err := env.ComplainingResource(ctx, group, "Bucket", "buckets", ns, tc.name, finalizer, tc.c); err != nil {
+			t.Fatal(err)
+		}
+		// Before the delete: a failure its live controller reports now,
+		// the deletion may stick on (exit 2); nothing said, it is clear.
+		r, res := diagnose(t, "preflight", "buckets/"+tc.name, "-n", ns)
+		fc := only(t, r)
+		if tc.says == "" && (res.code != 0 || fc.Stuck) ||
+			tc.says != "" && (res.code != 2 || fc.Severity != "warning" || !strings.Contains(fc.Causes[0].Summary, "reports a failure about the object now, "+tc.says)) {
+			t.Errorf("%s: preflight exit %d %+v", tc.name, res.code, fc.Causes)
+		}
+		if err := env.DeleteCustomResource(ctx, group, "buckets", ns, tc.name); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,18 +5,26 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // A custom resource held by a third-party finalizer: the plugin judges its
-// controller by the workloads in the cluster, and never calls a healthy one gone.
+// controller by the workloads in the cluster, and never calls a healthy one
+// gone; a healthy one does not act on an object paused (Cluster API's
+// annotation), before the delete as after it.
 func TestThirdPartyFinalizerOwnerLiveness(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
-		name, node, severity, summary, evidence string
+		name, node, severity, summary, evidence, paused string
 	}{
-		{"acme", "", "critical", "has no ready replica", "deployment owners-acme/acme-controller: 0/1 ready"},
-		{"zenith", liveNode, "warning", "looks healthy", "deployment owners-zenith/zenith-controller: 1/1 ready"},
+		{"acme", "", "critical", "has no ready replica", "deployment owners-acme/acme-controller: 0/1 ready", ""},
+		{"zenith", liveNode, "warning", "looks healthy", "deployment owners-zenith/zenith-controller: 1/1 ready", ""},
+		{"tranquil", liveNode, "critical", "looks healthy, but the object is paused (metadata.annotations[cluster.x-k8s.io/paused])",
+			"deployment owners-tranquil/tranquil-controller: 1/1 ready", "cluster.x-k8s.io/paused"},
 	}
 	for _, tc := range cases {
 		ns := namespace(t, "owners-"+tc.name)
@@ -29,6 +37,12 @@ func TestThirdPartyFinalizerOwnerLiveness(t *testing.T) {
 		}
 		if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", ns, "g1", "gizmos."+group+"/cleanup"); err != nil {
 			t.Fatal(err)
+		}
+		if tc.paused != "" {
+			gizmos := env.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}).Namespace(ns)
+			if _, err := gizmos.Patch(ctx, "g1", types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+tc.paused+`":""}}}`), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if res := run(t, "why", "gizmos."+group+"/g1", "-n", ns); res.code != 0 || !strings.Contains(res.stderr, "is not being deleted") {
 			t.Fatalf("before the delete: exit %d stderr %q", res.code, res.stderr)

@@ -229,13 +229,13 @@ func TestPreflightControlsAreClearAndComplete(t *testing.T) {
 	// uninstalled first); a CRD whose instances no finalizer holds.
 	t.Run("an operator uninstalled last", func(t *testing.T) {
 		t.Parallel()
-		ops := namespace(t, "preflight-tidy-system")
-		apps := namespace(t, "preflight-tidy-apps")
-		const group, finalizer = "tidy.e2e.example.com", "gizmos.tidy.e2e.example.com/cleanup"
+		ops := namespace(t, "preflight-orderly-system")
+		apps := namespace(t, "preflight-orderly-apps")
+		const group, finalizer = "orderly.e2e.example.com", "gizmos.orderly.e2e.example.com/cleanup"
 		if err := env.CRD(ctx, group, "Gizmo", "gizmos"); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Controller(ctx, ops, "tidy-controller", liveNode); err != nil {
+		if err := env.Controller(ctx, ops, "orderly-controller", liveNode); err != nil {
 			t.Fatal(err)
 		}
 		if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", apps, "g1", finalizer); err != nil {
@@ -251,11 +251,11 @@ func TestPreflightControlsAreClearAndComplete(t *testing.T) {
 			t.Fatal(err)
 		}
 		gone(t, "gizmos."+group+"/g1", "-n", apps)
-		wouldBeClear(t, "deploy/tidy-controller", "-n", ops)
-		if err := env.Client.AppsV1().Deployments(ops).Delete(ctx, "tidy-controller", metav1.DeleteOptions{}); err != nil {
+		wouldBeClear(t, "deploy/orderly-controller", "-n", ops)
+		if err := env.Client.AppsV1().Deployments(ops).Delete(ctx, "orderly-controller", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		gone(t, "deploy/tidy-controller", "-n", ops)
+		gone(t, "deploy/orderly-controller", "-n", ops)
 		if err := env.CustomResource(ctx, group, "Gizmo", "gizmos", apps, "g2"); err != nil {
 			t.Fatal(err)
 		}

@@ -203,8 +203,7 @@ type Complaint struct {
 
 // ComplainingResource creates an instance of a CRD made by CRD, held by
 // finalizer, with the complaint's conditions in its status and its Warning
-// event recorded about it, as its controller would write them; then
-// deletes it.
+// event recorded about it, as its controller would write them.
 func (e *Env) ComplainingResource(ctx context.Context, group, kind, plural, ns, name, finalizer string, c Complaint) error {
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: plural}
 	conditions := make([]any, 0, len(c.Conditions))
@@ -230,7 +229,7 @@ func (e *Env) ComplainingResource(ctx context.Context, group, kind, plural, ns, 
 			return err
 		}
 	}
-	return e.Dynamic.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	return nil
 }
 
 // Claim creates a 1Gi ReadWriteOnce claim (no class: never bound).
