@@ -217,7 +217,7 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		evidence = append(evidence, report.FieldFact("spec.csi", fmt.Sprintf("driver %s, volumeHandle %s", csi.Driver, csi.VolumeHandle)))
 		owner += " of driver " + csi.Driver
 	}
-	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, f.name, owner, "backend volume", evidence,
+	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, f.name, owner, "backend volume", "", evidence,
 		step(catalog.VolumeDeleteFailed, "read-volume", kubectlOn("", "describe", "pv", pv.Name)),
 		step(catalog.VolumeDeleteFailed, "fix-provisioner", ""),
 		removeFinalizer(catalog.VolumeDeleteFailed, "remove-finalizer", t, f.name))
@@ -228,7 +228,9 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 // records one of its finalizer's failure events (the catalogue's
 // failureEvents) on the object while it cannot. Without one the controller
 // may not be running (events expire: a warning only).
-func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, finalizer, controller, thing string, evidence []report.Fact, steps ...report.Step) []report.Cause {
+// absent, when not "", proves the controller is not running (what it would
+// have done at once is not done): critical without a failure event.
+func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, finalizer, controller, thing, absent string, evidence []report.Fact, steps ...report.Step) []report.Cause {
 	reasons := catalog.FinalizerOwner(finalizer).FailureEvents
 	var failure *corev1.Event
 	for _, reason := range reasons {
@@ -240,9 +242,13 @@ func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, c
 		return []report.Cause{cause(code, settling(report.Critical, tm), 0.9,
 			"the "+controller+" fails to delete the "+thing+": "+failure.Message, append(evidence, eventFact(failure, s.Now)), steps...)}
 	}
+	evidence = append(evidence, noEventSeen(strings.Join(reasons, " or ")))
+	if absent != "" {
+		return []report.Cause{cause(code, settling(report.Critical, tm), 0.7,
+			"no "+controller+" acts on it: "+absent, evidence, steps...)}
+	}
 	return []report.Cause{cause(code, settling(report.Warning, tm), 0.5,
-		"the "+thing+" is not deleted yet and no failure is reported: the "+controller+" may not be running",
-		append(evidence, noEventSeen(strings.Join(reasons, " or "))), steps...)}
+		"the "+thing+" is not deleted yet and no failure is reported: the "+controller+" may not be running", evidence, steps...)}
 }
 
 // detachCause: the CSI external-attacher keeps a volume (or its
@@ -293,7 +299,13 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	for _, in := range t.Service.Status.LoadBalancer.Ingress {
 		evidence = append(evidence, report.FieldFact("status.loadBalancer.ingress", in.IP+in.Hostname))
 	}
-	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, f.name, "cloud-controller-manager", "cloud load balancer", evidence,
+	// The service controller cleans up a Service that is no LoadBalancer
+	// and removes the finalizer at once, deleted or not (needsCleanup).
+	absent := ""
+	if t.Service.Spec.Type != corev1.ServiceTypeLoadBalancer && writtenBefore(t.Object, s.Now.Add(-settleTime)) {
+		absent = fmt.Sprintf("the cloud service controller removes %s from a Service of type %s at once, deleted or not, and it is still there: no service controller runs in this cluster", f.name, t.Service.Spec.Type)
+	}
+	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, f.name, "cloud-controller-manager", "cloud load balancer", absent, evidence,
 		step(catalog.LoadBalancerCleanupPending, "read-events", kubectlOn(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
 		step(catalog.LoadBalancerCleanupPending, "fix-cloud", ""),
 		removeFinalizer(catalog.LoadBalancerCleanupPending, "remove-finalizer", t, f.name))

@@ -374,3 +374,35 @@ func TestForegroundChainCutSaysSo(t *testing.T) {
 		t.Errorf("%+v", top)
 	}
 }
+
+// A Service that is no LoadBalancer keeps the cloud's cleanup finalizer
+// only where no service controller runs: it removes it at once, deleted or
+// not (needsCleanup). A Helm chart that writes the finalizer on a ClusterIP
+// Service (aqua-helm's envoy Service) leaves it for ever: critical, before
+// the delete as after it; a Service written seconds ago may yet be
+// cleaned.
+func TestLoadBalancerCleanupWithoutAServiceController(t *testing.T) {
+	build := func(requested, age time.Duration, typ corev1.ServiceType) *snapshot.Snapshot {
+		svc := heldObject("Service", "services", "envoy", requested, "service.kubernetes.io/load-balancer-cleanup")
+		svc.Object.SetCreationTimestamp(*ago(age))
+		svc.Service = &corev1.Service{Spec: corev1.ServiceSpec{Type: typ}}
+		return snapOf(svc)
+	}
+	it := Diagnose(build(10*time.Minute, time.Hour, corev1.ServiceTypeClusterIP)).Items[0]
+	expectCauses(t, it, []string{"LoadBalancerCleanupPending"}, report.Critical, "no SyncLoadBalancerFailed or DeleteLoadBalancerFailed event seen")
+	if want := "no cloud-controller-manager acts on it: the cloud service controller removes service.kubernetes.io/load-balancer-cleanup from a Service of type ClusterIP at once, deleted or not, and it is still there"; !strings.HasPrefix(it.Causes[0].Summary, want) {
+		t.Errorf("summary %q", it.Causes[0].Summary)
+	}
+	fc := Preflight(build(0, time.Hour, corev1.ServiceTypeClusterIP)).Items[0]
+	if !fc.Stuck || fc.Severity != report.Critical || codes(fc)[0] != "LoadBalancerCleanupPending" || !strings.HasPrefix(fc.Causes[0].Summary, wouldStickPrefix+"no cloud-controller-manager acts on it") {
+		t.Errorf("preflight: %s %v %+v", fc.Severity, codes(fc), fc.Causes)
+	}
+	for name, s := range map[string]*snapshot.Snapshot{
+		"written seconds ago":      build(0, 5*time.Second, corev1.ServiceTypeClusterIP),
+		"a LoadBalancer, no event": build(0, time.Hour, corev1.ServiceTypeLoadBalancer),
+	} {
+		if fc := Preflight(s).Items[0]; fc.Stuck {
+			t.Errorf("%s: %s %v", name, fc.Severity, codes(fc))
+		}
+	}
+}

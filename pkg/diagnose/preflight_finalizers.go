@@ -30,7 +30,7 @@ func ownFinalizerNeeds(t *snapshot.Target) Evidence {
 func ownFinalizerForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 	var causes []report.Cause
 	for _, f := range t.Object.GetFinalizers() {
-		if held := inUseForecasts(s, t, f); len(held) > 0 { // what its rule names holds it, whatever its controller
+		if held := ruleForecasts(s, t, f); len(held) > 0 { // what its rule names holds it, whatever its controller
 			causes = append(causes, held...)
 			continue
 		}
@@ -206,26 +206,30 @@ func workloadName(w snapshot.Workload) string {
 	return strings.ToLower(w.Kind) + " " + w.Namespace + "/" + w.Name
 }
 
-// inUseCodes are the rules of the finalizers that hold an object while
-// something uses it, whatever its age: a claim a pod mounts, a volume bound
-// to a claim, an object others still name, a snapshot's source, a node a
-// drain must empty. Their verdict on a deletion begun now is the forecast,
-// from the severity given: a drain waiting for pods it may evict is one at
-// work, only one refused an eviction would stick.
-var inUseCodes = map[catalog.Code]report.Severity{catalog.PVCInUse: report.Warning, catalog.PVBound: report.Warning,
-	catalog.ObjectInUse: report.Warning, catalog.SnapshotSourceInUse: report.Warning, catalog.NodeDrainBlocked: report.Critical}
+// foreseenCodes are the rules of Kubernetes' finalizers whose judgement
+// of an object, as if its deletion had begun, foresees it, from the
+// severity given: the in-use protections, whatever the object's age (a
+// claim a pod mounts, a volume bound to a claim, an object others still
+// name, a snapshot's source, a node a drain must empty: only a drain
+// refused an eviction would stick, one waiting for pods it may evict is at
+// work); and the cloud load balancer's cleanup, when no service controller
+// is there to run it.
+var foreseenCodes = map[catalog.Code]report.Severity{catalog.PVCInUse: report.Warning, catalog.PVBound: report.Warning,
+	catalog.ObjectInUse: report.Warning, catalog.SnapshotSourceInUse: report.Warning, catalog.NodeDrainBlocked: report.Critical,
+	catalog.LoadBalancerCleanupPending: report.Critical}
 
 // asIfDeleted is the timing of a deletion past its settle time: what still
 // holds it then is held, not settling.
 var asIfDeleted = timing{terminating: settleTime, overdue: settleTime}
 
-// inUseForecasts: what an in-use finalizer's rule says of the object as if
-// its deletion had begun, when it says the deletion would be held.
-func inUseForecasts(s *snapshot.Snapshot, t *snapshot.Target, f string) []report.Cause {
+// ruleForecasts: what a finalizer's rule among foreseenCodes says of the
+// object as if its deletion had begun, when it says the deletion would be
+// held.
+func ruleForecasts(s *snapshot.Snapshot, t *snapshot.Target, f string) []report.Cause {
 	row, _ := catalog.LookupFinalizer(f)
 	r, ok := ruleOf(f)
-	least, inUse := inUseCodes[row.Code]
-	if !ok || !inUse {
+	least, foreseen := foreseenCodes[row.Code]
+	if !ok || !foreseen {
 		return nil
 	}
 	causes := slices.DeleteFunc(r.explain(s, t, heldBy{name: f}, asIfDeleted), func(c report.Cause) bool { return c.Severity.Weight() < least.Weight() })

@@ -171,3 +171,14 @@ func addedBy(u *unstructured.Unstructured, f string) []string {
 	}
 	return out
 }
+
+// writtenBefore: the object's last write, by anyone (its creation when its
+// managedFields record none), came before t: what a controller does at
+// once about it has had the time to be done.
+func writtenBefore(u *unstructured.Unstructured, t time.Time) bool {
+	last := u.GetCreationTimestamp().Time
+	if ws := writesOf(u); len(ws) > 0 {
+		last = ws[0].at
+	}
+	return last.Before(t)
+}

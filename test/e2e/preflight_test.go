@@ -297,3 +297,37 @@ func TestPreflightControlsAreClearAndComplete(t *testing.T) {
 		gone(t, "node/"+node)
 	})
 }
+
+// A Helm chart that writes the cloud's load-balancer cleanup finalizer on a
+// ClusterIP Service (aqua-helm's envoy Service), in a cluster where no
+// service controller runs (the lab's, as a cluster without a cloud
+// provider): preflight says its deletion would stick, and why agrees.
+func TestPreflightLoadBalancerFinalizerWithoutAServiceController(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "preflight-envoy")
+	const finalizer = "service.kubernetes.io/load-balancer-cleanup"
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "envoy", Namespace: ns, Finalizers: []string{finalizer}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: map[string]string{"app": "envoy"}, Ports: []corev1.ServicePort{{Port: 8443}}}}
+	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.Client.CoreV1().Services(ns).Patch(context.Background(), "envoy", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	time.Sleep(31 * time.Second) // a service controller would have removed it by now
+	want := "no cloud-controller-manager acts on it: the cloud service controller removes " + finalizer + " from a Service of type ClusterIP at once"
+	r, res := diagnose(t, "preflight", "svc/envoy", "-n", ns)
+	if fc := only(t, r); res.code != 2 || !fc.Forecast || codesOf(fc)[0] != "LoadBalancerCleanupPending" || fc.Causes[0].Severity != "critical" ||
+		!strings.HasPrefix(fc.Causes[0].Summary, "the deletion would stick: "+want) {
+		t.Errorf("preflight: exit %d %+v", res.code, fc)
+	}
+	if err := env.Client.CoreV1().Services(ns).Delete(ctx, "envoy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, time.Now())
+	r, res = diagnose(t, "why", "svc/envoy", "-n", ns)
+	if it := only(t, r); res.code != 2 || codesOf(it)[0] != "LoadBalancerCleanupPending" || it.Causes[0].Severity != "critical" || !strings.HasPrefix(it.Causes[0].Summary, want) {
+		t.Errorf("why after the delete: exit %d %v %+v", res.code, codesOf(it), it.Causes)
+	}
+}
