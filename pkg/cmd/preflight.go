@@ -23,8 +23,9 @@ func newPreflightCommand(o *Options) *cobra.Command {
 the namespace, with -A or -l), were it to begin now: the same mechanisms and cause codes as why,
 marked as forecasts. Nothing is deleted.
 
-Exit status: 0 nothing found that would hold it, 2 the deletion would stick (or would leave objects
-whose deletion would: an operator uninstalled before its custom resources), 1 could not tell.`,
+Exit status: 0 nothing found that would hold it, 2 the deletion would stick (a critical cause) or may
+(a warning: a suspect webhook, a failure its controller reports now), or would leave objects whose
+deletion would (an operator uninstalled before its custom resources), 1 could not tell.`,
 		Example: `  # Tear down a preview environment only if nothing would hold it
   kubectl terminating preflight ns/preview-123 && kubectl delete ns preview-123 --wait=false &&
     kubectl terminating wait ns/preview-123

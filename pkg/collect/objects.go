@@ -144,8 +144,15 @@ func (c *Collector) namespacePods(ctx context.Context, ns string) (map[types.UID
 // readVolumeAttachments gives each PersistentVolume target the
 // VolumeAttachments of that volume (external-attacher finalizers).
 func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snapshot) {
+	needing := topNeeding(s, diagnose.AttachmentEvidence)
+	c.attachVolumes(ctx, needing)
+	c.readAttacherLeases(ctx, s, needing)
+}
+
+// attachVolumes gives each volume target its VolumeAttachments.
+func (c *Collector) attachVolumes(ctx context.Context, needing []*snapshot.Target) {
 	var volumes []*snapshot.Target
-	for _, t := range topNeeding(s, diagnose.AttachmentEvidence) {
+	for _, t := range needing {
 		if t.Volume != nil {
 			volumes = append(volumes, t)
 		}
@@ -165,6 +172,36 @@ func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snaps
 			if pv := va.Spec.Source.PersistentVolumeName; pv != nil && *pv == t.Volume.Name {
 				t.Attachments = append(t.Attachments, va)
 			}
+		}
+	}
+}
+
+// readAttacherLeases reads, for each CSI driver whose attachments the
+// targets have, its external-attacher's leader-election Lease, wherever the
+// attacher runs: one list of every namespace by the Lease's name. A live
+// attacher renews it every few seconds.
+func (c *Collector) readAttacherLeases(ctx context.Context, s *snapshot.Snapshot, needing []*snapshot.Target) {
+	drivers := map[string][]*snapshot.Target{}
+	for _, t := range needing {
+		for _, va := range t.Attachments {
+			drivers[va.Spec.Attacher] = append(drivers[va.Spec.Attacher], t)
+		}
+	}
+	for driver, targets := range drivers {
+		if driver == "" {
+			continue
+		}
+		name := snapshot.AttacherLeaseName(driver)
+		leases, err := c.Clients.Typed.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			for _, t := range targets {
+				c.skipTarget(t, skipOf("list leases named "+name, err))
+			}
+			continue
+		}
+		s.AttacherLeases[driver] = nil
+		if len(leases.Items) > 0 {
+			s.AttacherLeases[driver] = &leases.Items[0]
 		}
 	}
 }

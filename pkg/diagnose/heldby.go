@@ -72,9 +72,8 @@ func nodeAgents(s *snapshot.Snapshot, finalizers []heldBy, node string, n nodeHe
 	}
 	var out []report.Fact
 	for _, f := range finalizers {
-		tokens := ownerWords(f.name)
-		for _, w := range s.Controllers.Workloads {
-			if strings.EqualFold(w.Kind, "DaemonSet") && len(tokens) > 0 && workloadMatches(w, tokens) {
+		for _, w := range ownerWorkloads(s.Controllers, f.name) {
+			if strings.EqualFold(w.Kind, "DaemonSet") {
 				out = append(out, report.Noted(fmt.Sprintf("DaemonSet %s/%s looks like the owner of %s: it runs one pod per node, and its pod on node %s cannot act (the node is %s)",
 					w.Namespace, w.Name, f.name, node, state)))
 			}

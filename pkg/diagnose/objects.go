@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -284,9 +285,63 @@ func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 	if attached == 0 {
 		return nil
 	}
-	return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Warning, tm), 0.5,
-		fmt.Sprintf("the volume is still attached (%s) and no detach error is reported: the %s may not be running", report.Count(attached, "attachment"), owner), evidence, check,
+	still := fmt.Sprintf("the volume is still attached (%s) and no detach error is reported", report.Count(attached, "attachment"))
+	lease, leaseFacts := attacherLease(s, va.Spec.Attacher)
+	evidence = append(evidence, leaseFacts...)
+	if lease == leaseStale {
+		return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Critical, tm), 0.8,
+			fmt.Sprintf("%s: the external-attacher of driver %s is not running (its leader lease is not renewed): nothing will detach it", still, va.Spec.Attacher), evidence, check,
+			step(catalog.VolumeDetachFailed, "check-attacher", ""), force)}
+	}
+	why := "the " + owner + " may not be running"
+	if lease == leaseRenewed {
+		why = "the " + owner + " runs (its leader lease is renewed): the detach may be under way, or failing at the storage backend"
+	}
+	return []report.Cause{cause(catalog.VolumeDetachFailed, settling(report.Warning, tm), 0.5, still+": "+why, evidence, check,
 		step(catalog.VolumeDetachFailed, "check-attacher", ""), force)}
+}
+
+// leaseState is what a CSI sidecar's leader-election Lease says of it.
+type leaseState int
+
+const (
+	leaseUnknown leaseState = iota // not read, or none (leader election off)
+	leaseRenewed                   // renewed within its duration's grace: the sidecar runs
+	leaseStale                     // not renewed: no replica of the sidecar runs
+)
+
+// staleLease is how long past a Lease's duration its holder is taken as
+// gone: leader election renews well within it.
+const staleLease = time.Minute
+
+// attacherLease judges the external-attacher of driver by its leader
+// election Lease (snapshot.AttacherLeaseName).
+func attacherLease(s *snapshot.Snapshot, driver string) (leaseState, []report.Fact) {
+	lease, read := s.AttacherLeases[driver]
+	name := snapshot.AttacherLeaseName(driver)
+	switch {
+	case !read:
+		return leaseUnknown, nil
+	case lease == nil:
+		return leaseUnknown, []report.Fact{report.Noted(fmt.Sprintf("no lease %s in any namespace: the attacher's leader election is off, or it never ran", name))}
+	case lease.Spec.RenewTime == nil:
+		return leaseUnknown, []report.Fact{report.Noted(fmt.Sprintf("lease %s/%s: never renewed", lease.Namespace, name))}
+	}
+	age := s.Now.Sub(lease.Spec.RenewTime.Time)
+	duration := 15 * time.Second // the CSI sidecars' default --leader-election-lease-duration
+	if d := lease.Spec.LeaseDurationSeconds; d != nil {
+		duration = time.Duration(*d) * time.Second
+	}
+	holder := ""
+	if h := lease.Spec.HolderIdentity; h != nil {
+		holder = *h
+	}
+	fact := report.Fact{Text: fmt.Sprintf("lease %s/%s: holder %q, renewed %s ago (duration %s)", lease.Namespace, name, holder, report.HumanDuration(age), duration),
+		Object: &report.ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases.coordination.k8s.io", Namespace: lease.Namespace, Name: name}}
+	if age > duration+staleLease {
+		return leaseStale, []report.Fact{fact}
+	}
+	return leaseRenewed, []report.Fact{fact}
 }
 
 // loadBalancerCause: the cloud service controller deletes the cloud load

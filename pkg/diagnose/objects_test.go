@@ -406,3 +406,47 @@ func TestLoadBalancerCleanupWithoutAServiceController(t *testing.T) {
 		}
 	}
 }
+
+// A CSI driver's external-attacher renews its leader-election Lease every
+// few seconds wherever it runs: a Lease not renewed says no attacher runs,
+// and a volume still attached will never be detached (critical, before
+// the delete as after it); a renewed one says it runs; none says nothing.
+func TestDetachByTheAttachersLease(t *testing.T) {
+	build := func(requested time.Duration, renewed *time.Duration) *snapshot.Snapshot {
+		pv := heldObject("PersistentVolume", "persistentvolumes", "pv-1", requested, "external-attacher/pd-csi-storage-gke-io")
+		pv.Volume = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeReleased}}
+		pv.Attachments = []storagev1.VolumeAttachment{{ObjectMeta: metav1.ObjectMeta{Name: "csi-123"},
+			Spec: storagev1.VolumeAttachmentSpec{Attacher: "pd.csi.storage.gke.io", NodeName: "node-1"}, Status: storagev1.VolumeAttachmentStatus{Attached: true}}}
+		s := snapOf(pv)
+		s.AttacherLeases["pd.csi.storage.gke.io"] = nil
+		if renewed != nil {
+			l := lease("external-attacher-leader-pd-csi-storage-gke-io", *renewed)
+			l.Namespace = "gce-pd-csi-driver"
+			s.AttacherLeases["pd.csi.storage.gke.io"] = l
+		}
+		return s
+	}
+	stale, fresh := 20*time.Minute, 3*time.Second
+	it := Diagnose(build(10*time.Minute, &stale)).Items[0]
+	expectCauses(t, it, []string{"VolumeDetachFailed"}, report.Critical, "lease gce-pd-csi-driver/external-attacher-leader-pd-csi-storage-gke-io: holder")
+	if !strings.Contains(it.Causes[0].Summary, "the external-attacher of driver pd.csi.storage.gke.io is not running (its leader lease is not renewed)") {
+		t.Errorf("summary %q", it.Causes[0].Summary)
+	}
+	fc := Preflight(build(0, &stale)).Items[0]
+	if !fc.Stuck || fc.Severity != report.Critical || codes(fc)[0] != "VolumeDetachFailed" {
+		t.Errorf("preflight: %s %v", fc.Severity, codes(fc))
+	}
+	it = Diagnose(build(10*time.Minute, &fresh)).Items[0]
+	expectCauses(t, it, []string{"VolumeDetachFailed"}, report.Warning, "")
+	if !strings.Contains(it.Causes[0].Summary, "runs (its leader lease is renewed)") {
+		t.Errorf("renewed: %q", it.Causes[0].Summary)
+	}
+	if fc := Preflight(build(0, &fresh)).Items[0]; fc.Stuck {
+		t.Errorf("preflight with the attacher running: %s %v", fc.Severity, codes(fc))
+	}
+	expectCauses(t, Diagnose(build(10*time.Minute, nil)).Items[0], []string{"VolumeDetachFailed"}, report.Warning,
+		"no lease external-attacher-leader-pd-csi-storage-gke-io in any namespace")
+	if got := snapshot.AttacherLeaseName("weird.driver/"); got != "external-attacher-leader-weird-driver-X" {
+		t.Errorf("AttacherLeaseName: %q", got)
+	}
+}

@@ -56,10 +56,7 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []r
 		return ownerUnknown, evidence
 	}
 	state := ownerGone
-	for _, w := range ctl.Workloads {
-		if !workloadMatches(w, tokens) {
-			continue
-		}
+	for _, w := range ownerWorkloads(ctl, finalizer) {
 		evidence = append(evidence, report.Noted(fmt.Sprintf("%s %s/%s: %d/%d ready (looks like the owner of %s)", w.Kind, w.Namespace, w.Name, w.Ready, w.Desired, finalizer)))
 		switch {
 		case w.Ready > 0:
@@ -72,6 +69,59 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []r
 		evidence = append(evidence, report.Noted(fmt.Sprintf("no Deployment, StatefulSet or DaemonSet in the cluster is named or labelled %q: the controller that removes %s looks gone", strings.Join(tokens, "|"), finalizer)))
 	}
 	return state, evidence
+}
+
+// ownerWorkloads are the workloads that look like finalizer's controller:
+// those its words name (ownerWords), narrowed, when some of them carry its
+// path's word too, to those (an operator that runs one controller per
+// finalizer: Config Connector's cnrm-deletiondefender removes
+// cnrm.cloud.google.com/deletion-defender, cnrm-controller-manager
+// cnrm.cloud.google.com/finalizer).
+func ownerWorkloads(ctl *snapshot.Controllers, finalizer string) []snapshot.Workload {
+	tokens := ownerWords(finalizer)
+	if ctl == nil || len(tokens) == 0 {
+		return nil
+	}
+	var named, narrowed []snapshot.Workload
+	path := pathWord(finalizer)
+	for _, w := range ctl.Workloads {
+		if !workloadMatches(w, tokens) {
+			continue
+		}
+		named = append(named, w)
+		if path != "" && workloadMatches(joined(w), []string{path}) {
+			narrowed = append(narrowed, w)
+		}
+	}
+	if len(narrowed) > 0 {
+		return narrowed
+	}
+	return named
+}
+
+// genericPaths are the finalizer paths that name no controller of their own.
+var genericPaths = []string{"finalizer", "finalizers", "cleanup", "protection", "teardown", "delete", "deletion", "resources", "resource",
+	"controller", "operator", "dependents", "wait", "foreground"}
+
+// pathWord is a finalizer's path, the part after "/", without separators
+// ("deletion-defender" -> "deletiondefender"), when it is distinctive.
+func pathWord(finalizer string) string {
+	_, path, ok := strings.Cut(strings.ToLower(finalizer), "/")
+	word := strings.NewReplacer("-", "", "_", "", ".", "").Replace(path)
+	if !ok || len(word) < 5 || slices.Contains(genericPaths, word) {
+		return ""
+	}
+	return word
+}
+
+// joined is w with separators removed from the fields workloadMatches reads.
+func joined(w snapshot.Workload) snapshot.Workload {
+	strip := strings.NewReplacer("-", "", "_", "", ".", "")
+	out := snapshot.Workload{Name: strip.Replace(w.Name), Namespace: strip.Replace(w.Namespace), Labels: map[string]string{}}
+	for _, l := range snapshot.WorkloadNameLabels {
+		out.Labels[l] = strip.Replace(w.Labels[l])
+	}
+	return out
 }
 
 // ownerWords are what names a finalizer's controller: the words of the
@@ -89,12 +139,8 @@ func ownerWords(finalizer string) []string {
 // sends its writes as: the service account of the ready workloads that look
 // like its owner, when they agree on one.
 func ownerServiceAccount(ctl *snapshot.Controllers, finalizer string) (account string, from snapshot.Workload, ok bool) {
-	tokens := ownerWords(finalizer)
-	if ctl == nil || len(tokens) == 0 {
-		return "", snapshot.Workload{}, false
-	}
-	for _, w := range ctl.Workloads {
-		if w.Ready == 0 || w.ServiceAccount == "" || !workloadMatches(w, tokens) {
+	for _, w := range ownerWorkloads(ctl, finalizer) {
+		if w.Ready == 0 || w.ServiceAccount == "" {
 			continue
 		}
 		sa := "system:serviceaccount:" + w.Namespace + ":" + w.ServiceAccount

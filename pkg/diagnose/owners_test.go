@@ -66,3 +66,40 @@ func TestKubernetesFinalizersAreNotJudgedByWorkloads(t *testing.T) {
 		t.Errorf("kube-controller-manager's finalizers are not third-party: %+v", c)
 	}
 }
+
+// An operator that runs one controller per finalizer: each finalizer is
+// judged by the workloads that carry its path's word too (Config
+// Connector's deletion defender, crash-looping beside a healthy controller
+// manager), not by any workload of the operator; a generic path (cleanup)
+// narrows nothing.
+func TestEachFinalizerItsOwnController(t *testing.T) {
+	ctl := &snapshot.Controllers{Workloads: []snapshot.Workload{
+		{Kind: "StatefulSet", Namespace: "cnrm-system", Name: "cnrm-controller-manager", Desired: 1, Ready: 1},
+		{Kind: "StatefulSet", Namespace: "cnrm-system", Name: "cnrm-deletiondefender", Desired: 1, Ready: 0},
+	}}
+	for f, want := range map[string]ownerState{
+		"cnrm.cloud.google.com/deletion-defender": ownerDown,
+		"cnrm.cloud.google.com/finalizer":         ownerHealthy, // a generic path: any of the operator's
+		"cnrm.cloud.google.com/cleanup":           ownerHealthy,
+	} {
+		if got, _ := ownerLiveness(ctl, f); got != want {
+			t.Errorf("%s: state %d, want %d", f, got, want)
+		}
+	}
+	u := widget(10*time.Minute, "cnrm.cloud.google.com/finalizer", "cnrm.cloud.google.com/deletion-defender")
+	s := snap(u)
+	s.Controllers = ctl
+	c := Diagnose(s).Items[0].Causes[0]
+	if c.Severity != report.Critical || c.Summary != "the controller that removes cnrm.cloud.google.com/deletion-defender has no ready replica: nothing removes the finalizer" {
+		t.Errorf("why: %s %q", c.Severity, c.Summary)
+	}
+	notDeleted(u)
+	s = snap(u)
+	s.Controllers = ctl
+	if it := Preflight(s).Items[0]; !it.Stuck || it.Severity != report.Critical ||
+		!slices.ContainsFunc(it.Causes, func(c report.Cause) bool {
+			return strings.Contains(c.Summary, "finalizer cnrm.cloud.google.com/deletion-defender, and its controller has no ready replica")
+		}) {
+		t.Errorf("preflight: %s %+v", it.Severity, it.Causes)
+	}
+}

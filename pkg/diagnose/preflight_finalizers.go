@@ -197,8 +197,7 @@ func liveOwnersWithin(ctl *snapshot.Controllers, f, ns string) string {
 // liveOwners are the workloads with ready replicas that look like
 // finalizer f's controller (ownerLiveness's matching).
 func liveOwners(ctl *snapshot.Controllers, f string) []snapshot.Workload {
-	words := ownerWords(f)
-	return slices.DeleteFunc(slices.Clone(ctl.Workloads), func(w snapshot.Workload) bool { return w.Ready == 0 || !workloadMatches(w, words) })
+	return slices.DeleteFunc(ownerWorkloads(ctl, f), func(w snapshot.Workload) bool { return w.Ready == 0 })
 }
 
 // workloadName names a workload as the evidence does: "deployment ops/acme".
@@ -212,11 +211,11 @@ func workloadName(w snapshot.Workload) string {
 // claim a pod mounts, a volume bound to a claim, an object others still
 // name, a snapshot's source, a node a drain must empty: only a drain
 // refused an eviction would stick, one waiting for pods it may evict is at
-// work); and the cloud load balancer's cleanup, when no service controller
-// is there to run it.
+// work); the cloud load balancer's cleanup, when no service controller is
+// there to run it; a CSI volume's detach, when its attacher is not running.
 var foreseenCodes = map[catalog.Code]report.Severity{catalog.PVCInUse: report.Warning, catalog.PVBound: report.Warning,
 	catalog.ObjectInUse: report.Warning, catalog.SnapshotSourceInUse: report.Warning, catalog.NodeDrainBlocked: report.Critical,
-	catalog.LoadBalancerCleanupPending: report.Critical}
+	catalog.LoadBalancerCleanupPending: report.Critical, catalog.VolumeDetachFailed: report.Critical}
 
 // asIfDeleted is the timing of a deletion past its settle time: what still
 // holds it then is held, not settling.

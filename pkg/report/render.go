@@ -239,14 +239,18 @@ func writeHeader(p *printer, it Item, head string, st Style) {
 }
 
 // writeForecastHeader heads a preflight's item: the object is not being
-// deleted, and the verdict is what its deletion would do.
+// deleted, and the verdict is what its deletion would do: stick (a
+// critical cause), or may stick (a warning, exit 2 all the same).
 func writeForecastHeader(p *printer, it Item, head string, st Style) {
 	severity, verdict := st.paint("CLEAR"), st.paint("nothing found that would hold it", color.FgGreen)
 	if len(it.Causes) > 0 {
 		severity = st.severity(it.Severity, strings.ToUpper(string(it.Severity)))
 	}
-	if it.Stuck {
+	switch {
+	case it.Stuck && it.Severity == Critical:
 		verdict = st.paint("its deletion WOULD STICK", color.FgRed, color.Bold)
+	case it.Stuck: // a warning: what may hold it (a suspect, a failure reported now)
+		verdict = st.paint("its deletion MAY STICK", color.FgYellow, color.Bold)
 	}
 	p.linef("%s%s  %s  not being deleted  %s", head, objectName(it.Object), severity, verdict)
 }

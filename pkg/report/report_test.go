@@ -423,4 +423,14 @@ func TestForecastScreens(t *testing.T) {
 	if strings.Contains(out.String(), "held the same way") || strings.Contains(out.String(), "Terminating") {
 		t.Errorf("a forecast says nothing is held or Terminating:\n%s", out.String())
 	}
+	// A warning (a suspect, a failure its controller reports now) says the
+	// deletion may stick, not that it would.
+	held.Severity, held.Causes[0].Severity = Warning, Warning
+	out.Reset()
+	if err := WriteWhy(&out, Report{Items: []Item{held}}, Style{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "namespace/preview  WARNING  not being deleted  its deletion MAY STICK\n"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("a warning's forecast: want %q:\n%s", want, out.String())
+	}
 }

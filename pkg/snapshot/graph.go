@@ -101,3 +101,20 @@ func (s *Snapshot) CheckGraph(maxUnfolded int) error {
 	}
 	return nil
 }
+
+// AttacherLeaseName is the leader-election Lease of a CSI driver's
+// external-attacher: external-attacher-leader-<driver>, every character but
+// letters, digits and '-' made '-' (csi-lib-utils' leaderelection, as
+// external-attacher's SanitizeDriverName does for its finalizer).
+func AttacherLeaseName(driver string) string {
+	name := []byte("external-attacher-leader-" + driver)
+	for i, b := range name {
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-') {
+			name[i] = '-'
+		}
+	}
+	if name[len(name)-1] == '-' {
+		name = append(name, 'X')
+	}
+	return string(name)
+}

@@ -34,6 +34,11 @@ type Snapshot struct {
 	MissingNodes map[string]bool `json:"missingNodes"`
 	// Leases holds the kube-node-lease Lease of each node in Nodes, by node name.
 	Leases map[string]*coordinationv1.Lease `json:"leases"`
+	// AttacherLeases holds, by CSI driver (a VolumeAttachment's
+	// spec.attacher), the leader-election Lease of its external-attacher
+	// (external-attacher-leader-<driver>, in whichever namespace it runs):
+	// nil when none was found; a driver not read has no entry.
+	AttacherLeases map[string]*coordinationv1.Lease `json:"attacherLeases,omitempty"`
 	// Events holds the events about each target, by involvedObject.uid.
 	// Events expire (one hour by default): their absence proves nothing.
 	Events map[types.UID][]corev1.Event `json:"events"`
@@ -420,14 +425,15 @@ func (s *Snapshot) AllTargets() []*Target {
 // New returns an empty snapshot taken at now.
 func New(now time.Time) *Snapshot {
 	return &Snapshot{
-		Now:          now,
-		Nodes:        map[string]*corev1.Node{},
-		MissingNodes: map[string]bool{},
-		Leases:       map[string]*coordinationv1.Lease{},
-		Events:       map[types.UID][]corev1.Event{},
-		Namespaces:   map[string]*corev1.Namespace{},
-		CRDs:         map[string]*CRD{},
-		DRA:          DRA{Claims: map[types.NamespacedName]*resourcev1.ResourceClaim{}, Slices: map[string][]resourcev1.ResourceSlice{}},
+		Now:            now,
+		Nodes:          map[string]*corev1.Node{},
+		MissingNodes:   map[string]bool{},
+		Leases:         map[string]*coordinationv1.Lease{},
+		AttacherLeases: map[string]*coordinationv1.Lease{},
+		Events:         map[types.UID][]corev1.Event{},
+		Namespaces:     map[string]*corev1.Namespace{},
+		CRDs:           map[string]*CRD{},
+		DRA:            DRA{Claims: map[types.NamespacedName]*resourcev1.ResourceClaim{}, Slices: map[string][]resourcev1.ResourceSlice{}},
 		Volumes: Volumes{Claims: map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
 			PersistentVolumes: map[string]*corev1.PersistentVolume{}, CSINodes: map[string]*storagev1.CSINode{}},
 	}

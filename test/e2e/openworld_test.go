@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
@@ -349,5 +350,48 @@ func adopted(t *testing.T, op scenario.Operator, ns, name string, status map[str
 	}
 	t.Cleanup(func() {
 		release(env.Dynamic.Resource(schema.GroupVersionResource{Group: op.Group, Version: "v1", Resource: op.Plural}).Namespace(ns), name)
+	})
+}
+
+// An operator that runs one controller per finalizer (Config Connector: a
+// deletion defender beside its controller manager): each finalizer is
+// judged by its own controller. With the defender down and the manager
+// healthy, preflight says the deletion would stick on the defender's
+// finalizer, and why agrees after the delete.
+func TestEachFinalizerItsOwnController(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	system, team := namespace(t, "kcc-cnrm-system"), namespace(t, "kcc-team-a")
+	const group, defender = "storage.cnrm.cloud.google.com", "cnrm.cloud.google.com/deletion-defender"
+	if err := env.CRD(ctx, group, "StorageBucket", "storagebuckets"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Controller(ctx, system, "cnrm-controller-manager", liveNode); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Controller(ctx, system, "cnrm-deletiondefender", ""); err != nil { // no ready replica
+		t.Fatal(err)
+	}
+	if err := env.CustomResource(ctx, group, "StorageBucket", "storagebuckets", team, "b1", "cnrm.cloud.google.com/finalizer", defender); err != nil {
+		t.Fatal(err)
+	}
+	r, res := diagnose(t, "preflight", "storagebuckets."+group+"/b1", "-n", team)
+	if fc := only(t, r); res.code != 2 || fc.Severity != "critical" || !slices.ContainsFunc(fc.Causes, func(c cause) bool {
+		return strings.Contains(c.Summary, "finalizer "+defender+", and its controller has no ready replica")
+	}) {
+		t.Errorf("preflight: exit %d %+v", res.code, fc.Causes)
+	}
+	if err := env.DeleteCustomResource(ctx, group, "storagebuckets", team, "b1"); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, time.Now())
+	r, res = diagnose(t, "why", "storagebuckets."+group+"/b1", "-n", team)
+	if it := only(t, r); res.code != 2 || it.Causes[0].Severity != "critical" ||
+		it.Causes[0].Summary != "the controller that removes "+defender+" has no ready replica: nothing removes the finalizer" {
+		t.Errorf("why after the delete: exit %d %+v", res.code, it.Causes)
+	}
+	t.Cleanup(func() {
+		gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "storagebuckets"}
+		_, _ = env.Dynamic.Resource(gvr).Namespace(team).Patch(context.Background(), "b1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	})
 }

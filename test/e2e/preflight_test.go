@@ -331,3 +331,38 @@ func TestPreflightLoadBalancerFinalizerWithoutAServiceController(t *testing.T) {
 		t.Errorf("why after the delete: exit %d %v %+v", res.code, codesOf(it), it.Causes)
 	}
 }
+
+// A CSI volume still attached whose driver's controller was removed
+// (external-provisioner#576): its attacher's leader lease is no longer
+// renewed, so preflight says its deletion would stick, and why agrees; a
+// volume whose attacher renews its lease is clear.
+func TestPreflightVolumeWhoseAttacherIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "preflight-csi-drivers")
+	if err := env.AttachedCSIVolume(ctx, "pv-gone-attacher", "pd.csi.gone.example.com", liveNode, ns, time.Now().Add(-20*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.ReleaseCSIVolume(context.Background(), "pv-gone-attacher") })
+	if err := env.AttachedCSIVolume(ctx, "pv-live-attacher", "pd.csi.live.example.com", liveNode, ns, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.ReleaseCSIVolume(context.Background(), "pv-live-attacher") })
+	want := "the volume is still attached (1 attachment) and no detach error is reported: the external-attacher of driver pd.csi.gone.example.com is not running (its leader lease is not renewed)"
+	r, res := diagnose(t, "preflight", "pv/pv-gone-attacher")
+	if fc := only(t, r); res.code != 2 || codesOf(fc)[0] != "VolumeDetachFailed" || fc.Causes[0].Severity != "critical" || !strings.HasPrefix(fc.Causes[0].Summary, "the deletion would stick: "+want) ||
+		!hasEvidence(fc.Causes[0], "lease "+ns+"/external-attacher-leader-pd-csi-gone-example-com: holder \"csi-controller-0\", renewed 20m") {
+		t.Errorf("preflight: exit %d %+v", res.code, fc.Causes)
+	}
+	if r, res := diagnose(t, "preflight", "pv/pv-live-attacher"); res.code != 0 || only(t, r).Stuck {
+		t.Errorf("preflight with the attacher running: exit %d %+v", res.code, only(t, r).Causes)
+	}
+	if err := env.Client.CoreV1().PersistentVolumes().Delete(ctx, "pv-gone-attacher", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, time.Now())
+	r, res = diagnose(t, "why", "pv/pv-gone-attacher")
+	if it := only(t, r); res.code != 2 || codesOf(it)[0] != "VolumeDetachFailed" || it.Causes[0].Severity != "critical" || !strings.HasPrefix(it.Causes[0].Summary, want) {
+		t.Errorf("why after the delete: exit %d %+v", res.code, it.Causes)
+	}
+}

@@ -3,14 +3,17 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ForegroundOwner creates configmap owner and configmap dependent, which
@@ -239,4 +242,48 @@ func (e *Env) Claim(ctx context.Context, ns, name string) error {
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 	_, err := e.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
 	return err
+}
+
+// AttachedCSIVolume creates a CSI volume of driver, attached to node: the
+// PersistentVolume and its VolumeAttachment (status attached, as the
+// attacher reports it), both held by the external-attacher's finalizer;
+// and, in namespace ns, the attacher's leader-election Lease, last renewed
+// at renewed (a live attacher renews it every few seconds).
+func (e *Env) AttachedCSIVolume(ctx context.Context, pv, driver, node, ns string, renewed time.Time) error {
+	finalizer := "external-attacher/" + strings.NewReplacer(".", "-", "/", "-").Replace(driver)
+	vol := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv, Finalizers: []string{finalizer}},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "disk-" + pv}}}}
+	if _, err := e.Client.CoreV1().PersistentVolumes().Create(ctx, vol, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	vas := e.Client.StorageV1().VolumeAttachments()
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-" + pv, Finalizers: []string{finalizer}},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: driver, NodeName: node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv}}}
+	created, err := vas.Create(ctx, va, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	created.Status = storagev1.VolumeAttachmentStatus{Attached: true}
+	if _, err := vas.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	holder, duration := "csi-controller-0", int32(15)
+	at := metav1.NewMicroTime(renewed)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "external-attacher-leader-" + strings.NewReplacer(".", "-", "/", "-").Replace(driver), Namespace: ns},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &duration, AcquireTime: &at, RenewTime: &at}}
+	_, err = e.Client.CoordinationV1().Leases(ns).Create(ctx, lease, metav1.CreateOptions{})
+	return err
+}
+
+// ReleaseCSIVolume removes the external-attacher's finalizers from a volume
+// AttachedCSIVolume made and from its attachment, so that they go.
+func (e *Env) ReleaseCSIVolume(ctx context.Context, pv string) {
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	_, _ = e.Client.StorageV1().VolumeAttachments().Patch(ctx, "csi-"+pv, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, _ = e.Client.CoreV1().PersistentVolumes().Patch(ctx, pv, types.MergePatchType, patch, metav1.PatchOptions{})
+	_ = e.Client.StorageV1().VolumeAttachments().Delete(ctx, "csi-"+pv, metav1.DeleteOptions{})
+	_ = e.Client.CoreV1().PersistentVolumes().Delete(ctx, pv, metav1.DeleteOptions{})
 }
