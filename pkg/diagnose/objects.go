@@ -396,7 +396,7 @@ func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing
 	var causes []report.Cause
 	for _, f := range refusals(*s.Admission, r, what) {
 		if f.severity == report.Critical {
-			causes = append(causes, f.asCause(tm, report.Noted("the finalizer's controller retries and logs the refusal; the object keeps its finalizers")))
+			causes = append(causes, f.asCause(tm, report.Noted("the finalizer's controller, while it runs, retries and logs the refusal; the object keeps its finalizers")))
 		}
 	}
 	said := invalidUpdates(complaints(s, t, finalizersOf(t)))

@@ -72,31 +72,42 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []r
 }
 
 // ownerWorkloads are the workloads that look like finalizer's controller:
-// those its words name (ownerWords), narrowed, when some of them carry its
-// path's word too, to those (an operator that runs one controller per
-// finalizer: Config Connector's cnrm-deletiondefender removes
-// cnrm.cloud.google.com/deletion-defender, cnrm-controller-manager
-// cnrm.cloud.google.com/finalizer).
+// those its words name (ownerWords), the closest first: when some carry
+// more of its words than others, or its path's word too, only those (an
+// operator that runs one controller per finalizer: Config Connector's
+// cnrm-deletiondefender removes cnrm.cloud.google.com/deletion-defender,
+// cnrm-controller-manager cnrm.cloud.google.com/finalizer; Tekton's
+// tekton-chains-controller removes chains.tekton.dev, not
+// tekton-pipelines-webhook).
 func ownerWorkloads(ctl *snapshot.Controllers, finalizer string) []snapshot.Workload {
 	tokens := ownerWords(finalizer)
 	if ctl == nil || len(tokens) == 0 {
 		return nil
 	}
-	var named, narrowed []snapshot.Workload
 	path := pathWord(finalizer)
+	var best []snapshot.Workload
+	top := 0
 	for _, w := range ctl.Workloads {
-		if !workloadMatches(w, tokens) {
+		score := 0
+		for _, t := range tokens {
+			if workloadMatches(w, []string{t}) {
+				score++
+			}
+		}
+		if score == 0 {
 			continue
 		}
-		named = append(named, w)
 		if path != "" && workloadMatches(joined(w), []string{path}) {
-			narrowed = append(narrowed, w)
+			score++
+		}
+		switch {
+		case score > top:
+			best, top = []snapshot.Workload{w}, score
+		case score == top:
+			best = append(best, w)
 		}
 	}
-	if len(narrowed) > 0 {
-		return narrowed
-	}
-	return named
+	return best
 }
 
 // genericPaths are the finalizer paths that name no controller of their own.

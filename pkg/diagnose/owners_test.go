@@ -70,8 +70,9 @@ func TestKubernetesFinalizersAreNotJudgedByWorkloads(t *testing.T) {
 // An operator that runs one controller per finalizer: each finalizer is
 // judged by the workloads that carry its path's word too (Config
 // Connector's deletion defender, crash-looping beside a healthy controller
-// manager), not by any workload of the operator; a generic path (cleanup)
-// narrows nothing.
+// manager), or more of its words (Tekton Chains' controller beside the
+// Pipelines webhook), not by any workload of the operator; a generic path
+// (cleanup) narrows nothing.
 func TestEachFinalizerItsOwnController(t *testing.T) {
 	ctl := &snapshot.Controllers{Workloads: []snapshot.Workload{
 		{Kind: "StatefulSet", Namespace: "cnrm-system", Name: "cnrm-controller-manager", Desired: 1, Ready: 1},
@@ -85,6 +86,15 @@ func TestEachFinalizerItsOwnController(t *testing.T) {
 		if got, _ := ownerLiveness(ctl, f); got != want {
 			t.Errorf("%s: state %d, want %d", f, got, want)
 		}
+	}
+	// The workloads that carry more of its words: Tekton Chains' controller,
+	// down, not the Pipelines webhook beside it.
+	tekton := &snapshot.Controllers{Workloads: []snapshot.Workload{
+		{Kind: "Deployment", Namespace: "tekton-pipelines", Name: "tekton-pipelines-webhook", Desired: 1, Ready: 1},
+		{Kind: "Deployment", Namespace: "tekton-chains", Name: "tekton-chains-controller", Desired: 1, Ready: 0},
+	}}
+	if got, ev := ownerLiveness(tekton, "chains.tekton.dev"); got != ownerDown || slices.ContainsFunc(ev, func(f report.Fact) bool { return strings.Contains(f.Text, "webhook") }) {
+		t.Errorf("chains.tekton.dev: state %d, evidence %v", got, ev)
 	}
 	u := widget(10*time.Minute, "cnrm.cloud.google.com/finalizer", "cnrm.cloud.google.com/deletion-defender")
 	s := snap(u)
