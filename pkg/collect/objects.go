@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -200,8 +201,9 @@ func (c *Collector) readAttacherLeases(ctx context.Context, s *snapshot.Snapshot
 			continue
 		}
 		s.AttacherLeases[driver] = nil
-		if len(leases.Items) > 0 {
-			s.AttacherLeases[driver] = &leases.Items[0]
+		if len(leases.Items) > 0 { // what the rule reads: where it is, and its spec
+			l := leases.Items[0]
+			s.AttacherLeases[driver] = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace}, Spec: l.Spec}
 		}
 	}
 }

@@ -61,10 +61,11 @@ func dependentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause
 	if !root.Forecast {
 		state = "which is stuck already"
 	}
-	summary := fmt.Sprintf("deleted with --cascade=foreground, it would wait on %s, %s: %s", strings.Join(chain, " -> "), state, strings.TrimPrefix(root.Causes[0].Summary, wouldStickPrefix))
+	waits := "it would wait on "
 	if len(stuck) > 1 {
-		summary = fmt.Sprintf("deleted with --cascade=foreground, it would wait on %d dependents whose deletion would stick; %s, %s: %s", len(stuck), strings.Join(chain, " -> "), state, strings.TrimPrefix(root.Causes[0].Summary, wouldStickPrefix))
+		waits = fmt.Sprintf("it would wait on %d dependents whose deletion would stick; ", len(stuck))
 	}
+	summary := fmt.Sprintf("deleted with --cascade=foreground, %s%s, %s: %s", waits, strings.Join(chain, " -> "), state, strings.TrimPrefix(root.Causes[0].Summary, wouldStickPrefix))
 	c := cause(catalog.ForegroundDeletionBlocked, stuck[0].Severity, 0.85, summary, evidence,
 		step(catalog.ForegroundDeletionBlocked, "resolve-dependents-before", kubectl(root.Object.Namespace, "terminating", "preflight", strings.ToLower(root.Object.Resource)+"/"+root.Object.Name)),
 		step(catalog.ForegroundDeletionBlocked, "delete-in-background", kubectlOn(t.Ref.Namespace, "delete", strings.ToLower(t.Ref.Resource), t.Ref.Name, "--cascade=background")))
