@@ -67,6 +67,8 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	dependents, depEvidence := dependentsDeleted(s, t, tm)
 	evidence = append(evidence, depEvidence...)
 	stuck := slices.IndexFunc(dependents, func(it report.Item) bool { return it.Stuck })
+	agent, agentWhy, agentEvidence := stuckAgent(s, t)
+	evidence = append(evidence, agentEvidence...)
 	depends, namedEvidence := namedTrouble(t)
 	evidence = append(evidence, namedEvidence...)
 	users := make([]string, 0, len(t.NamedBy)) // what still names it, and where
@@ -90,6 +92,10 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		sev, confidence = report.Critical, 0.8
 		summary = fmt.Sprintf("the controller that removes %s looks healthy, but the object is paused (%s): a controller leaves a paused object alone, its deletion included", report.FirstFew(healthy), paused.field)
 		steps = []report.Step{paused.unpause("unpause", t)}
+	case agentWhy != "": // the one replica that can act on the object's node cannot
+		sev, confidence = report.Critical, 0.7
+		summary = fmt.Sprintf("the node agent that removes %s on node %s (%s) cannot act: %s", agent.finalizer, agent.node.Node, agent.node.Field, agentWhy)
+		steps = agentSteps(agent)
 	case len(said) > 0 && said[0].fresh: // said about this deletion
 		sev, confidence = saysWhy(0.8)
 	case isWorking:

@@ -69,6 +69,9 @@ const (
 	// FinalizedEvidence: every object of the cluster not being deleted that
 	// carries a third-party finalizer (a preflight of what runs a controller).
 	FinalizedEvidence
+	// NodeAgentEvidence: the pods, on the nodes the target names, of the
+	// DaemonSets that look like its finalizers' controllers (node agents).
+	NodeAgentEvidence
 )
 
 // Has reports whether e includes every read of x.
@@ -250,7 +253,7 @@ func pendingNeeds(t *snapshot.Target, f heldBy) Evidence {
 			e |= NamedByEvidence // what of its kin names it (for an object read in full, as what it names)
 		}
 		if len(snapshot.NodeReferences(t.Object)) > 0 {
-			e |= NodeEvidence
+			e |= NodeEvidence | NodeAgentEvidence
 		}
 		if len(snapshot.NamedIn(t.Object)) > 0 {
 			e |= NamedEvidence

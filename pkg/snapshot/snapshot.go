@@ -321,6 +321,11 @@ type Target struct {
 	// family (knative.dev for eventing.knative.dev), whose spec names it
 	// (NamingField): an event source naming its bus. Nil: not read.
 	NamedBy []*Target `json:"namedBy"`
+	// NodeAgents are the pods, on the nodes the target names, of the
+	// namespaces of the DaemonSets that look like its finalizers'
+	// controllers (diagnose.NodeAgentReads): only a node agent's pod on the
+	// object's node can do its cleanup. Nil: not read.
+	NodeAgents []corev1.Pod `json:"nodeAgents"`
 }
 
 // WorkloadNameLabels are the labels that name what a workload runs, matched

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -241,6 +242,90 @@ func TestWhatAnOperatorsObjectNames(t *testing.T) {
 	if top := it.Causes[0]; res.code != 0 || it.Stuck || top.Severity != "info" || !strings.HasPrefix(top.Summary, "progressing: the object's 1 dependent being deleted is not stuck") {
 		t.Errorf("web-vm: exit %d, stuck %t, %v, top %s: %s", res.code, it.Stuck, codesOf(it), top.Severity, top.Summary)
 	}
+}
+
+// Issue 36, item 4: an object pinned to a live node whose controller is a
+// node agent (a DaemonSet) is judged by the agent's pod on that node, not by
+// the DaemonSet's ready count. TopoLVM (pkg/topolvm constants.go:
+// LogicalVolumeFinalizer "topolvm.io/logicalvolume"; the cluster-scoped
+// LogicalVolume's spec.nodeName; topolvm-node, a DaemonSet, removes it
+// after the volume is gone from its node). Its agent is ready on the kwok
+// node, crashing on one node, absent from another (a label it selects on
+// missing): the DaemonSet reads 2 pods, 1 ready, and looks alive.
+func TestANodeAgentIsJudgedOnTheObjectsNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "topolvm-system")
+	lv := scenario.Operator{Group: "topolvm.io", Kind: "LogicalVolume", Plural: "logicalvolumes",
+		Manager: "topolvm-node", Finalizer: "topolvm.io/logicalvolume", Cluster: true}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(env.StatusCRD(ctx, lv))
+	const label, crashing, bare = "lab.kubectl-terminating.io/topolvm", "topolvm-crashing", "topolvm-bare"
+	for _, n := range []string{crashing, bare} {
+		stop, err := env.HandNode(ctx, n)
+		must(err)
+		t.Cleanup(stop)
+	}
+	for _, n := range []string{liveNode, crashing} {
+		_, err := env.Client.CoreV1().Nodes().Patch(ctx, n, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+label+`":"yes"}}}`), metav1.PatchOptions{})
+		must(err)
+	}
+	must(env.NodeAgent(ctx, ns, "topolvm-node", label, []string{liveNode, crashing}, map[string]corev1.PodStatus{crashing: scenario.CrashLoop("topolvm-node", 9)}))
+	volumes := map[string]string{"pvc-crashing": crashing, "pvc-bare": bare, "pvc-live": liveNode}
+	for name, node := range volumes {
+		must(env.Adopt(ctx, lv, "", name, map[string]any{"name": name, "nodeName": node, "deviceClass": "ssd", "size": "1Gi"},
+			map[string]any{"volumeID": "0b3c" + name, "code": int64(0)}))
+	}
+	t.Cleanup(func() { // cluster-scoped: leave nothing stuck for the tests that list everything
+		for name := range volumes {
+			_, _ = env.Dynamic.Resource(schema.GroupVersionResource{Group: lv.Group, Version: "v1", Resource: lv.Plural}).
+				Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+	})
+	time.Sleep(1100 * time.Millisecond) // the writes to the second before the deletions
+	deleted := time.Now()
+	for name := range volumes {
+		must(env.Delete(ctx, lv, "", name))
+	}
+	settle(t, deleted)
+
+	agentPod := func(node string) string {
+		pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		must(err)
+		if len(pods.Items) != 1 {
+			t.Fatalf("%d agent pods on %s", len(pods.Items), node)
+		}
+		return pods.Items[0].Name
+	}
+	for _, tc := range []struct{ volume, summary, command string }{
+		{"pvc-crashing", "the node agent that removes topolvm.io/logicalvolume on node " + crashing + " (spec.nodeName) cannot act: its pod " + ns + "/" + agentPod(crashing) +
+			" on node " + crashing + " is not ready: container topolvm-node waiting CrashLoopBackOff, restarted 9 times",
+			"kubectl logs pod/" + agentPod(crashing) + " -n " + ns + " --all-containers --previous"},
+		{"pvc-bare", "the node agent that removes topolvm.io/logicalvolume on node " + bare + " (spec.nodeName) cannot act: DaemonSet " + ns + "/topolvm-node runs no pod on node " + bare,
+			"kubectl describe daemonset topolvm-node -n " + ns},
+	} {
+		r, res := diagnose(t, "why", "logicalvolumes/"+tc.volume)
+		it := only(t, r)
+		top := it.Causes[0]
+		if res.code != 2 || top.Code != "FinalizerPending" || top.Severity != "critical" || !strings.Contains(top.Summary, tc.summary) {
+			t.Errorf("%s: exit %d, %v, top %s: %s", tc.volume, res.code, codesOf(it), top.Severity, top.Summary)
+		}
+		if !slices.ContainsFunc(top.Remediation, func(s struct{ ID, Action, Command, Risk, RiskLevel string }) bool { return s.Command == tc.command }) {
+			t.Errorf("%s: no step runs %q", tc.volume, tc.command)
+		}
+	}
+	// The control: its agent ready on its node, the controller looks healthy as before.
+	r, res := diagnose(t, "why", "logicalvolumes/pvc-live")
+	top := only(t, r).Causes[0]
+	if res.code != 2 || strings.Contains(top.Summary, "node agent") || !strings.Contains(top.Summary, "looks healthy") {
+		t.Errorf("pvc-live: exit %d, %s: %s", res.code, top.Severity, top.Summary)
+	}
+	expectEvidence(t, top, "node agent of topolvm.io/logicalvolume on node "+liveNode+" (spec.nodeName): DaemonSet "+ns+"/topolvm-node's pod "+agentPod(liveNode)+" runs, ready")
 }
 
 func causeOf(it item, code string) *cause {

@@ -95,3 +95,13 @@ func (e *Env) NotReadyNode(ctx context.Context, name string) (stop func(), err e
 	}
 	return e.renewLease(name), nil
 }
+
+// HandNode creates a node whose kubelet stays alive (Ready, its Lease
+// renewed every 2 s until stop is called) but is not kwok's: the scenario
+// writes its pods' status by hand.
+func (e *Env) HandNode(ctx context.Context, name string) (stop func(), err error) {
+	if err := e.DyingNode(ctx, name); err != nil {
+		return nil, err
+	}
+	return e.renewLease(name), nil
+}

@@ -22,6 +22,8 @@ type Operator struct {
 	// Manager is the field manager its writes appear under.
 	Manager   string
 	Finalizer string
+	// Cluster makes its kind cluster-scoped (TopoLVM's LogicalVolume).
+	Cluster bool
 }
 
 func (o Operator) gvr() schema.GroupVersionResource {
@@ -31,6 +33,11 @@ func (o Operator) gvr() schema.GroupVersionResource {
 // StatusCRD creates the operator's CRD, with a status subresource.
 func (e *Env) StatusCRD(ctx context.Context, o Operator) error {
 	crd := crdObject(o.Group, o.Kind, o.Plural, []string{"v1"}, nil)
+	if o.Cluster {
+		if err := unstructured.SetNestedField(crd.Object, "Cluster", "spec", "scope"); err != nil {
+			return err
+		}
+	}
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	for _, v := range versions {
 		v.(map[string]any)["subresources"] = map[string]any{"status": map[string]any{}}
