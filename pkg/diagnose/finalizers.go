@@ -72,10 +72,17 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	depends, namedEvidence := namedTrouble(t)
 	evidence = append(evidence, namedEvidence...)
 	users := make([]string, 0, len(t.NamedBy)) // what still names it, and where
+	var firstUser *snapshot.Target
 	for _, u := range t.NamedBy {
 		field, _ := snapshot.NamingField(u.Object, t.Ref.Kind, t.Ref.Name)
-		users = append(users, fmt.Sprintf("%s (%s)", report.Name(u.Ref), field))
 		evidence = append(evidence, report.Noted(fmt.Sprintf("named by %s: %s: %s (%s)", refName(u.Ref), field, t.Ref.Name, deletionState(u))))
+		if u.Object.GetDeletionTimestamp() != nil {
+			continue // going too, and often waiting for this one (a Cluster API cluster for its infrastructure): no user to remove
+		}
+		users = append(users, fmt.Sprintf("%s (%s)", report.Name(u.Ref), field))
+		if firstUser == nil {
+			firstUser = u
+		}
 	}
 	switch {
 	case tm.overdue < settleTime:
@@ -104,6 +111,14 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		summary = fmt.Sprintf("progressing: field manager %s wrote %s %s ago, after the deletion began: the controller that removes %s is at work",
 			working.manager, working.what(), report.HumanDuration(s.Now.Sub(working.at)), report.FirstFew(names))
 		steps = []report.Step{step(catalog.FinalizerPending, "wait", waitCommand(t.Ref, 5*time.Minute))}
+	case depends.paused != nil: // what it depends on is left alone by its own controller
+		sev, confidence = report.Critical, 0.75
+		summary = fmt.Sprintf("the controller that removes %s depends on %s (%s), which is paused (%s): its controller leaves it alone, its deletion included",
+			report.FirstFew(names), report.Name(depends.at.Ref), strings.Join(depends.path[:len(depends.path)-1], " -> "), depends.paused.field)
+		steps = []report.Step{
+			step(catalog.FinalizerPending, "describe-dependency", kubectlOn(depends.at.Ref.Namespace, "describe", strings.ToLower(depends.at.Ref.Resource), depends.at.Ref.Name)),
+			depends.paused.unpause("unpause-dependency", depends.at, "object", report.Name(depends.at.Ref)),
+		}
 	case depends.at != nil: // what it depends on says it fails
 		sev, confidence = report.Critical, 0.7
 		top := depends.words[0]
@@ -119,7 +134,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		summary = fmt.Sprintf("the controller that removes %s may wait for the %s that still %s the object: %s",
 			report.FirstFew(names), report.Count(len(users), "object"), agree(len(users), "names", "name"), strings.Join(users[:min(len(users), 3)], ", "))
 		steps = []report.Step{
-			step(catalog.FinalizerPending, "read-users", kubectlOn(t.Ref.Namespace, "get", strings.ToLower(t.NamedBy[0].Ref.Resource), t.NamedBy[0].Ref.Name, "-o", "yaml")),
+			step(catalog.FinalizerPending, "read-users", kubectlOn(t.Ref.Namespace, "get", strings.ToLower(firstUser.Ref.Resource), firstUser.Ref.Name, "-o", "yaml")),
 			step(catalog.FinalizerPending, "delete-users", ""),
 		}
 	case len(gone) > 0:

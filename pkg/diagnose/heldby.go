@@ -128,13 +128,15 @@ func finalizerNames(finalizers []heldBy) []string {
 	return names
 }
 
-// trouble is an object a held object depends on that says it fails: the
-// way there (each field and the object it names) and its words. missing is
-// the first object it depends on that does not exist, with its way there.
+// trouble is an object a held object depends on that says it fails, or is
+// paused: the way there (each field and the object it names), and its words
+// or its pause. missing is the first object it depends on that does not
+// exist, with its way there.
 type trouble struct {
-	path  []string
-	at    *snapshot.Target
-	words []complaint
+	path   []string
+	at     *snapshot.Target
+	words  []complaint
+	paused *pause
 
 	missing     *snapshot.ObjectRef
 	missingPath []string
@@ -142,8 +144,10 @@ type trouble struct {
 
 // namedTrouble follows what a held object's spec names (and what those
 // name in turn, as the collector read them) to the first object whose
-// status says it fails: a restore's backup's storage location
-// Unavailable, a claim's snapshot in error.
+// status says it fails, or that is paused: a restore's backup's storage
+// location Unavailable, a claim's snapshot in error, a Cluster API
+// cluster's infrastructure object paused (its controller then never
+// finishes deleting it, and the cluster waits for it).
 func namedTrouble(t *snapshot.Target) (trouble, []report.Fact) {
 	var evidence []report.Fact
 	type step struct {
@@ -184,6 +188,11 @@ func namedTrouble(t *snapshot.Target) (trouble, []report.Fact) {
 					evidence = append(evidence, ofObject(n.Ref, report.Name(n.Ref)+": ", w.evidence))
 				}
 				found.path, found.at, found.words = path, n, words
+				return found, evidence
+			}
+			if p, ok := pausedBy(n.Object); ok { // its controller leaves it alone, its deletion included
+				evidence = append(evidence, ofObject(n.Ref, report.Name(n.Ref)+": ", p.fact()))
+				found.path, found.at, found.paused = path, n, &p
 				return found, evidence
 			}
 			queue = append(queue, step{t: n, path: path})

@@ -191,6 +191,46 @@ func TestWhatAHeldObjectDependsOn(t *testing.T) {
 	expectGradedSteps(t, it)
 }
 
+// A Cluster API cluster waits for its infrastructure cluster, which its own
+// controller leaves alone while it is paused: the cluster's report names
+// the paused object one hop away and how to unpause it, whatever the
+// operator (the marker's shape, as for the held object itself).
+func TestAPausedObjectItDependsOn(t *testing.T) {
+	cluster := heldWith("cluster.cluster.x-k8s.io")
+	cluster.SetAPIVersion("cluster.x-k8s.io/v1beta1")
+	cluster.SetKind("Cluster")
+	cluster.SetName("prod")
+	infra := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSCluster",
+		"metadata": map[string]any{"name": "prod", "namespace": "shop", "deletionTimestamp": "2026-01-01T00:00:00Z",
+			"finalizers": []any{"awscluster.infrastructure.cluster.x-k8s.io"}, "annotations": map[string]any{"cluster.x-k8s.io/paused": ""}},
+		"status": map[string]any{"ready": true}}}
+	_ = unstructured.SetNestedMap(cluster.Object, map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSCluster", "name": "prod"}, "spec", "infrastructureRef")
+	s := snap(cluster)
+	ref := report.ObjectRef{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2", Kind: "AWSCluster", Resource: "awsclusters.infrastructure.cluster.x-k8s.io", Namespace: "shop", Name: "prod"}
+	s.Targets[0].Named = []*snapshot.Target{{Object: infra, Ref: ref}}
+	s.Controllers = &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "capi-system", Name: "capi-controller-manager", Desired: 1, Ready: 1}}}
+	it := Diagnose(s).Items[0]
+	c := it.Causes[0]
+	want := "the controller that removes cluster.cluster.x-k8s.io depends on awscluster.infrastructure.cluster.x-k8s.io/prod (spec.infrastructureRef), which is paused (metadata.annotations[cluster.x-k8s.io/paused]): its controller leaves it alone, its deletion included"
+	if c.Code != "FinalizerPending" || c.Severity != report.Critical || c.Summary != want {
+		t.Errorf("%s %s: %s\nwant %q", c.Code, c.Severity, c.Summary, want)
+	}
+	if got := stepIDs(c); !slices.Equal(got[:2], []string{"describe-dependency", "unpause-dependency"}) ||
+		c.Remediation[1].Command != "kubectl annotate awsclusters.infrastructure.cluster.x-k8s.io prod cluster.x-k8s.io/paused- -n shop" ||
+		!strings.HasPrefix(c.Remediation[1].Action, "Unpause awscluster.infrastructure.cluster.x-k8s.io/prod (metadata.annotations[cluster.x-k8s.io/paused])") {
+		t.Errorf("steps %+v", c.Remediation)
+	}
+	if !hasLine(c.Evidence, "awscluster.infrastructure.cluster.x-k8s.io/prod: metadata.annotations[cluster.x-k8s.io/paused]: ") {
+		t.Errorf("evidence %q", c.Evidence)
+	}
+	expectGradedSteps(t, it)
+	// Unpaused, it is no cause: the controller looks healthy, as before.
+	infra.SetAnnotations(nil)
+	if c := Diagnose(s).Items[0].Causes[0]; strings.Contains(c.Summary, "paused") {
+		t.Errorf("unpaused: %s", c.Summary)
+	}
+}
+
 // What of its kin still names a held object (an event source naming its
 // bus) is what its controller may wait for.
 func TestWhatStillNamesAHeldObject(t *testing.T) {
@@ -210,4 +250,12 @@ func TestWhatStillNamesAHeldObject(t *testing.T) {
 		t.Errorf("%s: %s; evidence %q", c.Severity, c.Summary, c.Evidence)
 	}
 	expectGradedSteps(t, it)
+	// A namer being deleted itself is going too, and may be waiting for this
+	// one (a cluster for its infrastructure): quoted, never the cause.
+	now := metav1.Now()
+	source.SetDeletionTimestamp(&now)
+	c = Diagnose(s).Items[0].Causes[0]
+	if strings.Contains(c.Summary, "still names") || !hasLine(c.Evidence, "named by eventsource.argoproj.io/webhook -n shop: spec.eventBusName: default (being deleted") {
+		t.Errorf("a namer being deleted: %s; evidence %q", c.Summary, c.Evidence)
+	}
 }

@@ -42,13 +42,13 @@ func pausedBy(u *unstructured.Unstructured) (pause, bool) {
 // fact quotes the marker.
 func (p pause) fact() report.Fact { return report.FieldFact(p.field, p.value) }
 
-// unpause is the step that lets the controller act again: the annotation
-// removed, or spec.paused set false.
-func (p pause) unpause(id string, t *snapshot.Target) report.Step {
+// unpause is the step that lets t's controller act again: the annotation
+// removed, or spec.paused set false; args fill the step's text beside the field.
+func (p pause) unpause(id string, t *snapshot.Target, args ...string) report.Step {
 	resource := strings.ToLower(t.Ref.Resource)
 	command := kubectlOn(t.Ref.Namespace, "patch", resource, t.Ref.Name, "--type=merge", "-p", `{"spec":{"paused":false}}`)
 	if p.annotation != "" {
 		command = kubectlOn(t.Ref.Namespace, "annotate", resource, t.Ref.Name, p.annotation+"-")
 	}
-	return step(catalog.FinalizerPending, id, command, "field", p.field)
+	return step(catalog.FinalizerPending, id, command, append([]string{"field", p.field}, args...)...)
 }

@@ -328,6 +328,73 @@ func TestANodeAgentIsJudgedOnTheObjectsNode(t *testing.T) {
 	expectEvidence(t, top, "node agent of topolvm.io/logicalvolume on node "+liveNode+" (spec.nodeName): DaemonSet "+ns+"/topolvm-node's pod "+agentPod(liveNode)+" runs, ready")
 }
 
+// The acceptance run's Cluster API case: a cluster being deleted waits for
+// its infrastructure cluster, which its provider leaves alone while it is
+// paused. Cluster API: cluster.cluster.x-k8s.io (the Cluster controller,
+// capi-controller-manager, field manager "manager"), spec.infrastructureRef;
+// CAPA: awscluster.infrastructure.cluster.x-k8s.io. The pause is one hop
+// away from the object asked about; the unpaused pair is the control.
+func TestAPausedObjectOneHopAway(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "capi-clusters")
+	clusters := scenario.Operator{Group: "cluster.x-k8s.io", Kind: "Cluster", Plural: "clusters", Manager: "manager", Finalizer: "cluster.cluster.x-k8s.io"}
+	infra := scenario.Operator{Group: "infrastructure.cluster.x-k8s.io", Kind: "AWSCluster", Plural: "awsclusters", Manager: "manager", Finalizer: "awscluster.infrastructure.cluster.x-k8s.io"}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []scenario.Operator{clusters, infra} {
+		must(env.StatusCRD(ctx, o))
+	}
+	must(env.Controller(ctx, ns, "capi-controller-manager", liveNode))
+	must(env.Controller(ctx, ns, "capa-controller-manager", liveNode))
+	for _, name := range []string{"prod", "dev"} {
+		must(env.Adopt(ctx, infra, ns, name, map[string]any{"region": "eu-west-1"}, map[string]any{"ready": true}))
+		must(env.Adopt(ctx, clusters, ns, name, map[string]any{"infrastructureRef": map[string]any{
+			"apiVersion": "infrastructure.cluster.x-k8s.io/v1", "kind": "AWSCluster", "name": name, "namespace": ns}}, map[string]any{"phase": "Provisioned"}))
+	}
+	// Paused by a person (clusterctl move does the same) before the deletion.
+	_, err := env.Dynamic.Resource(schema.GroupVersionResource{Group: infra.Group, Version: "v1", Resource: infra.Plural}).Namespace(ns).
+		Patch(ctx, "prod", types.MergePatchType, []byte(`{"metadata":{"annotations":{"cluster.x-k8s.io/paused":""}}}`), metav1.PatchOptions{FieldManager: "kubectl-annotate"})
+	must(err)
+	time.Sleep(1100 * time.Millisecond)
+	deleted := time.Now()
+	for _, name := range []string{"prod", "dev"} {
+		must(env.Delete(ctx, clusters, ns, name))
+		must(env.Delete(ctx, infra, ns, name))
+	}
+	settle(t, deleted)
+
+	r, res := diagnose(t, "why", "clusters.cluster.x-k8s.io/prod", "-n", ns)
+	top := only(t, r).Causes[0]
+	want := "depends on awscluster.infrastructure.cluster.x-k8s.io/prod (spec.infrastructureRef), which is paused (metadata.annotations[cluster.x-k8s.io/paused]): its controller leaves it alone, its deletion included"
+	if res.code != 2 || top.Code != "FinalizerPending" || top.Severity != "critical" || !strings.Contains(top.Summary, want) {
+		t.Errorf("prod: exit %d, %s %s: %s", res.code, top.Code, top.Severity, top.Summary)
+	}
+	unpause := "kubectl annotate awsclusters.infrastructure.cluster.x-k8s.io prod cluster.x-k8s.io/paused- -n " + ns
+	if !slices.ContainsFunc(top.Remediation, func(s struct{ ID, Action, Command, Risk, RiskLevel string }) bool {
+		return s.ID == "unpause-dependency" && s.Command == unpause
+	}) {
+		t.Errorf("prod: no step runs %q: %+v", unpause, top.Remediation)
+	}
+	// The infrastructure cluster itself: paused, not "still named" by the cluster that waits for it.
+	r, _ = diagnose(t, "why", "awsclusters/prod", "-n", ns)
+	if top := only(t, r).Causes[0]; !strings.Contains(top.Summary, "the object is paused") || strings.Contains(top.Summary, "still names") {
+		t.Errorf("awscluster prod: %s", top.Summary)
+	}
+	r, _ = diagnose(t, "why", "clusters.cluster.x-k8s.io/dev", "-n", ns)
+	if top := only(t, r).Causes[0]; strings.Contains(top.Summary, "paused") {
+		t.Errorf("dev (nothing paused): %s", top.Summary)
+	}
+	r, _ = diagnose(t, "why", "awsclusters/dev", "-n", ns)
+	if top := only(t, r).Causes[0]; strings.Contains(top.Summary, "still names") {
+		t.Errorf("awscluster dev, named only by the cluster being deleted: %s", top.Summary)
+	}
+}
+
 func causeOf(it item, code string) *cause {
 	for i := range it.Causes {
 		if it.Causes[i].Code == code {
