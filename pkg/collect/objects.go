@@ -192,20 +192,31 @@ func (c *Collector) readAttacherLeases(ctx context.Context, s *snapshot.Snapshot
 		if driver == "" {
 			continue
 		}
-		name := snapshot.AttacherLeaseName(driver)
-		leases, err := c.Clients.Typed.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-		if err != nil {
+		lease, failed := c.leaderLease(ctx, snapshot.AttacherLeaseName(driver))
+		if failed != nil {
 			for _, t := range targets {
-				c.skipTarget(t, skipOf("list leases named "+name, err))
+				c.skipTarget(t, *failed)
 			}
 			continue
 		}
-		s.AttacherLeases[driver] = nil
-		if len(leases.Items) > 0 { // what the rule reads: where it is, and its spec
-			l := leases.Items[0]
-			s.AttacherLeases[driver] = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace}, Spec: l.Spec}
-		}
+		s.AttacherLeases[driver] = lease
 	}
+}
+
+// leaderLease finds a leader-election Lease by its name in every namespace
+// (one list, by field selector), reduced to what the rules read: where it
+// is, and its spec. Nil when there is none; the read that failed, if it did.
+func (c *Collector) leaderLease(ctx context.Context, name string) (*coordinationv1.Lease, *report.Skip) {
+	leases, err := c.Clients.Typed.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		failed := skipOf("list leases named "+name, err)
+		return nil, &failed
+	}
+	if len(leases.Items) == 0 {
+		return nil, nil
+	}
+	l := leases.Items[0]
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace}, Spec: l.Spec}, nil
 }
 
 // readClaimUsers finds, for each claim target and each claim a namespace's

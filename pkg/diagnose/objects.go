@@ -8,6 +8,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -218,7 +219,8 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 		evidence = append(evidence, report.FieldFact("spec.csi", fmt.Sprintf("driver %s, volumeHandle %s", csi.Driver, csi.VolumeHandle)))
 		owner += " of driver " + csi.Driver
 	}
-	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, f.name, owner, "backend volume", "", evidence,
+	provisioner, seen := provisionerSeen(s, pv)
+	return externalCleanupCause(s, t, tm, catalog.VolumeDeleteFailed, f.name, owner, "backend volume", provisioner, append(evidence, seen...),
 		step(catalog.VolumeDeleteFailed, "read-volume", kubectlOn("", "describe", "pv", pv.Name)),
 		step(catalog.VolumeDeleteFailed, "fix-provisioner", ""),
 		removeFinalizer(catalog.VolumeDeleteFailed, "remove-finalizer", t, f.name))
@@ -231,7 +233,7 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 // may not be running (events expire: a warning only).
 // absent, when not "", proves the controller is not running (what it would
 // have done at once is not done): critical without a failure event.
-func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, finalizer, controller, thing, absent string, evidence []report.Fact, steps ...report.Step) []report.Cause {
+func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, finalizer, controller, thing string, owner cleanupOwner, evidence []report.Fact, steps ...report.Step) []report.Cause {
 	reasons := catalog.FinalizerOwner(finalizer).FailureEvents
 	var failure *corev1.Event
 	for _, reason := range reasons {
@@ -244,13 +246,21 @@ func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, c
 			"the "+controller+" fails to delete the "+thing+": "+failure.Message, append(evidence, eventFact(failure, s.Now)), steps...)}
 	}
 	evidence = append(evidence, noEventSeen(strings.Join(reasons, " or ")))
-	if absent != "" {
+	if owner.absent != "" {
 		return []report.Cause{cause(code, settling(report.Critical, tm), 0.7,
-			"no "+controller+" acts on it: "+absent, evidence, steps...)}
+			"no "+controller+" acts on it: "+owner.absent, evidence, steps...)}
+	}
+	why := "the " + controller + " may not be running"
+	if owner.runs != "" {
+		why = owner.runs
 	}
 	return []report.Cause{cause(code, settling(report.Warning, tm), 0.5,
-		"the "+thing+" is not deleted yet and no failure is reported: the "+controller+" may not be running", evidence, steps...)}
+		"the "+thing+" is not deleted yet and no failure is reported: "+why, evidence, steps...)}
 }
+
+// cleanupOwner is what the API shows of the controller that does an
+// external cleanup: absent says why none acts, runs that one does.
+type cleanupOwner struct{ absent, runs string }
 
 // detachCause: the CSI external-attacher keeps a volume (or its
 // VolumeAttachment) until it is detached from the node.
@@ -318,12 +328,17 @@ const staleLease = time.Minute
 // election Lease (snapshot.AttacherLeaseName).
 func attacherLease(s *snapshot.Snapshot, driver string) (leaseState, []report.Fact) {
 	lease, read := s.AttacherLeases[driver]
-	name := snapshot.AttacherLeaseName(driver)
+	return sidecarLease(s, lease, read, snapshot.AttacherLeaseName(driver), "attacher")
+}
+
+// sidecarLease judges a CSI sidecar by its leader-election Lease named
+// name: read says it was looked for, lease is nil when none was found.
+func sidecarLease(s *snapshot.Snapshot, lease *coordinationv1.Lease, read bool, name, sidecar string) (leaseState, []report.Fact) {
 	switch {
 	case !read:
 		return leaseUnknown, nil
 	case lease == nil:
-		return leaseUnknown, []report.Fact{report.Noted(fmt.Sprintf("no lease %s in any namespace: the attacher's leader election is off, or it never ran", name))}
+		return leaseUnknown, []report.Fact{report.Noted(fmt.Sprintf("no lease %s in any namespace: the %s's leader election is off, or it never ran", name, sidecar))}
 	case lease.Spec.RenewTime == nil:
 		return leaseUnknown, []report.Fact{report.Noted(fmt.Sprintf("lease %s/%s: never renewed", lease.Namespace, name))}
 	}
@@ -344,6 +359,34 @@ func attacherLease(s *snapshot.Snapshot, driver string) (leaseState, []report.Fa
 	return leaseRenewed, []report.Fact{fact}
 }
 
+// provisionerSeen says, for a CSI volume, whether its driver's
+// external-provisioner runs: absent when the API shows it does not (its
+// lease not renewed; or no lease and no CSIDriver: the driver uninstalled),
+// runs when its lease is renewed; with what was read.
+func provisionerSeen(s *snapshot.Snapshot, pv *corev1.PersistentVolume) (cleanupOwner, []report.Fact) {
+	if pv.Spec.CSI == nil {
+		return cleanupOwner{}, nil
+	}
+	driver := pv.Spec.CSI.Driver
+	p, read := s.Provisioners[driver]
+	if !read || p == nil {
+		return cleanupOwner{}, nil
+	}
+	state, evidence := sidecarLease(s, p.Lease, true, snapshot.ProvisionerLeaseName(driver), "external-provisioner")
+	if !p.Installed {
+		evidence = append(evidence, report.Noted(fmt.Sprintf("csidriver %s: not found", driver)))
+	}
+	switch {
+	case state == leaseStale:
+		return cleanupOwner{absent: fmt.Sprintf("the external-provisioner of driver %s is not running (its leader lease is not renewed): nothing will delete the backend volume", driver)}, evidence
+	case state == leaseRenewed:
+		return cleanupOwner{runs: fmt.Sprintf("the external-provisioner of driver %s runs (its leader lease is renewed): the delete may be under way, or failing at the storage backend", driver)}, evidence
+	case p.Lease == nil && !p.Installed:
+		return cleanupOwner{absent: fmt.Sprintf("driver %s looks uninstalled (no CSIDriver %s, and no leader lease of its external-provisioner in any namespace): nothing will delete the backend volume", driver, driver)}, evidence
+	}
+	return cleanupOwner{}, evidence
+}
+
 // loadBalancerCause: the cloud service controller deletes the cloud load
 // balancer, then removes its finalizer.
 func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
@@ -360,7 +403,7 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 	if t.Service.Spec.Type != corev1.ServiceTypeLoadBalancer && writtenBefore(t.Object, s.Now.Add(-settleTime)) {
 		absent = fmt.Sprintf("the cloud service controller removes %s from a Service of type %s at once, deleted or not, and it is still there: no service controller runs in this cluster", f.name, t.Service.Spec.Type)
 	}
-	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, f.name, "cloud-controller-manager", "cloud load balancer", absent, evidence,
+	return externalCleanupCause(s, t, tm, catalog.LoadBalancerCleanupPending, f.name, "cloud-controller-manager", "cloud load balancer", cleanupOwner{absent: absent}, evidence,
 		step(catalog.LoadBalancerCleanupPending, "read-events", kubectlOn(t.Ref.Namespace, "describe", "service", t.Ref.Name)),
 		step(catalog.LoadBalancerCleanupPending, "fix-cloud", ""),
 		removeFinalizer(catalog.LoadBalancerCleanupPending, "remove-finalizer", t, f.name))

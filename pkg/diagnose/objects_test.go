@@ -8,6 +8,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -404,6 +405,64 @@ func TestLoadBalancerCleanupWithoutAServiceController(t *testing.T) {
 		if fc := Preflight(s).Items[0]; fc.Stuck {
 			t.Errorf("%s: %s %v", name, fc.Severity, codes(fc))
 		}
+	}
+}
+
+// A released CSI volume's backend volume is deleted by its driver's
+// external-provisioner: its leader Lease (named after the driver) not
+// renewed, or no Lease and no CSIDriver (the driver uninstalled, often
+// with its namespace), says none runs: critical; renewed, it runs; a
+// CSIDriver with no Lease (leader election off) says nothing.
+func TestVolumeDeleteByTheProvisionersLease(t *testing.T) {
+	build := func(p *snapshot.Provisioner, requested ...time.Duration) *snapshot.Snapshot {
+		pv := heldObject("PersistentVolume", "persistentvolumes", "pv-3", append(requested, 10*time.Minute)[0], "external-provisioner.volume.kubernetes.io/finalizer")
+		pv.Volume = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-3"},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-9"}}},
+			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeReleased}}
+		s := snapOf(pv)
+		s.Provisioners["ebs.csi.aws.com"] = p
+		return s
+	}
+	leased := func(renewed time.Duration) *coordinationv1.Lease {
+		l := lease("ebs-csi-aws-com", renewed)
+		l.Namespace = "kube-system"
+		return l
+	}
+	for _, tc := range []struct {
+		name     string
+		p        *snapshot.Provisioner
+		severity report.Severity
+		summary  string
+		evidence string
+	}{
+		{"uninstalled", &snapshot.Provisioner{}, report.Critical,
+			"no CSI external-provisioner of driver ebs.csi.aws.com acts on it: driver ebs.csi.aws.com looks uninstalled (no CSIDriver ebs.csi.aws.com, and no leader lease of its external-provisioner in any namespace)",
+			"csidriver ebs.csi.aws.com: not found"},
+		{"lease not renewed", &snapshot.Provisioner{Lease: leased(20 * time.Minute), Installed: true}, report.Critical,
+			"the external-provisioner of driver ebs.csi.aws.com is not running (its leader lease is not renewed)", "lease kube-system/ebs-csi-aws-com: holder"},
+		{"lease renewed", &snapshot.Provisioner{Lease: leased(3 * time.Second), Installed: true}, report.Warning,
+			"the external-provisioner of driver ebs.csi.aws.com runs (its leader lease is renewed)", "lease kube-system/ebs-csi-aws-com: holder"},
+		{"leader election off", &snapshot.Provisioner{Installed: true}, report.Warning,
+			"the CSI external-provisioner of driver ebs.csi.aws.com may not be running", "no lease ebs-csi-aws-com in any namespace: the external-provisioner's leader election is off"},
+	} {
+		it := Diagnose(build(tc.p)).Items[0]
+		expectCauses(t, it, []string{"VolumeDeleteFailed"}, tc.severity, tc.evidence)
+		if !strings.Contains(it.Causes[0].Summary, tc.summary) {
+			t.Errorf("%s: %q", tc.name, it.Causes[0].Summary)
+		}
+	}
+	// Before the delete: a released volume whose driver is gone would stick;
+	// one whose provisioner runs would not.
+	fc := Preflight(build(&snapshot.Provisioner{}, 0)).Items[0]
+	if !fc.Stuck || fc.Severity != report.Critical || codes(fc)[0] != "VolumeDeleteFailed" || !strings.HasPrefix(fc.Causes[0].Summary, wouldStickPrefix+"no CSI external-provisioner") {
+		t.Errorf("preflight, driver gone: %s %v %+v", fc.Severity, codes(fc), fc.Causes)
+	}
+	if fc := Preflight(build(&snapshot.Provisioner{Lease: leased(3 * time.Second), Installed: true}, 0)).Items[0]; fc.Stuck {
+		t.Errorf("preflight, provisioner running: %s %v", fc.Severity, codes(fc))
+	}
+	if got := snapshot.ProvisionerLeaseName("ebs.csi.aws.com"); got != "ebs-csi-aws-com" {
+		t.Errorf("ProvisionerLeaseName: %q", got)
 	}
 }
 

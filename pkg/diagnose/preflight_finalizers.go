@@ -212,10 +212,11 @@ func workloadName(w snapshot.Workload) string {
 // name, a snapshot's source, a node a drain must empty: only a drain
 // refused an eviction would stick, one waiting for pods it may evict is at
 // work); the cloud load balancer's cleanup, when no service controller is
-// there to run it; a CSI volume's detach, when its attacher is not running.
+// there to run it; a CSI volume's detach, when its attacher is not running,
+// and its delete, when its provisioner is not (or its driver is gone).
 var foreseenCodes = map[catalog.Code]report.Severity{catalog.PVCInUse: report.Warning, catalog.PVBound: report.Warning,
 	catalog.ObjectInUse: report.Warning, catalog.SnapshotSourceInUse: report.Warning, catalog.NodeDrainBlocked: report.Critical,
-	catalog.LoadBalancerCleanupPending: report.Critical, catalog.VolumeDetachFailed: report.Critical}
+	catalog.LoadBalancerCleanupPending: report.Critical, catalog.VolumeDetachFailed: report.Critical, catalog.VolumeDeleteFailed: report.Critical}
 
 // asIfDeleted is the timing of a deletion past its settle time: what still
 // holds it then is held, not settling.

@@ -72,6 +72,9 @@ const (
 	// NodeAgentEvidence: the pods, on the nodes the target names, of the
 	// DaemonSets that look like its finalizers' controllers (node agents).
 	NodeAgentEvidence
+	// ProvisionerEvidence: for a CSI volume, its driver's CSIDriver object
+	// and its external-provisioner's leader-election Lease.
+	ProvisionerEvidence
 )
 
 // Has reports whether e includes every read of x.
@@ -199,7 +202,7 @@ func init() {
 		catalog.PVCInUse:                   {needs: evidence(ClaimUserEvidence), explain: claimInUseCause},
 		catalog.PVBound:                    {needs: evidence(0), explain: volumeBoundCause},
 		catalog.VolumeDetachFailed:         {needs: evidence(AttachmentEvidence), explain: detachCause},
-		catalog.VolumeDeleteFailed:         {needs: evidence(EventEvidence), explain: volumeDeleteCause},
+		catalog.VolumeDeleteFailed:         {needs: evidence(EventEvidence | ProvisionerEvidence), explain: volumeDeleteCause},
 		catalog.LoadBalancerCleanupPending: {needs: evidence(EventEvidence), explain: loadBalancerCause},
 		catalog.NodeDrainBlocked:           {needs: evidence(DrainEvidence | EventEvidence), explain: drainCause},
 		catalog.SnapshotSourceInUse:        {needs: evidence(SnapshotEvidence), explain: snapshotSourceCause},

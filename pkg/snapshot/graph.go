@@ -103,17 +103,30 @@ func (s *Snapshot) CheckGraph(maxUnfolded int) error {
 }
 
 // AttacherLeaseName is the leader-election Lease of a CSI driver's
-// external-attacher: external-attacher-leader-<driver>, every character but
-// letters, digits and '-' made '-' (csi-lib-utils' leaderelection, as
-// external-attacher's SanitizeDriverName does for its finalizer).
+// external-attacher: external-attacher-leader-<driver> (csi-lib-utils'
+// leaderelection sanitizes it, as external-attacher's SanitizeDriverName
+// does for its finalizer).
 func AttacherLeaseName(driver string) string {
-	name := []byte("external-attacher-leader-" + driver)
+	return leaderLeaseName("external-attacher-leader-" + driver)
+}
+
+// ProvisionerLeaseName is the leader-election Lease of a CSI driver's
+// external-provisioner: the driver's own name (its lockName, '/' made '-',
+// kept from sig-storage-lib-external-provisioner), sanitized the same way.
+func ProvisionerLeaseName(driver string) string {
+	return leaderLeaseName(driver)
+}
+
+// leaderLeaseName is csi-lib-utils' sanitizeName: every character but
+// letters, digits and '-' made '-', and an 'X' after a final '-'.
+func leaderLeaseName(lock string) string {
+	name := []byte(lock)
 	for i, b := range name {
 		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-') {
 			name[i] = '-'
 		}
 	}
-	if name[len(name)-1] == '-' {
+	if len(name) == 0 || name[len(name)-1] == '-' {
 		name = append(name, 'X')
 	}
 	return string(name)

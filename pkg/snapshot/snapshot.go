@@ -39,6 +39,10 @@ type Snapshot struct {
 	// (external-attacher-leader-<driver>, in whichever namespace it runs):
 	// nil when none was found; a driver not read has no entry.
 	AttacherLeases map[string]*coordinationv1.Lease `json:"attacherLeases,omitempty"`
+	// Provisioners holds, by CSI driver (a PersistentVolume's spec.csi.driver),
+	// what says whether its external-provisioner runs; a driver not read has
+	// no entry.
+	Provisioners map[string]*Provisioner `json:"provisioners,omitempty"`
 	// Events holds the events about each target, by involvedObject.uid.
 	// Events expire (one hour by default): their absence proves nothing.
 	Events map[types.UID][]corev1.Event `json:"events"`
@@ -221,6 +225,18 @@ type Workload struct {
 	// ServiceAccount is its pods' service account: the user its
 	// controller's writes are sent as.
 	ServiceAccount string
+}
+
+// Provisioner is what the API says of a CSI driver's external-provisioner,
+// which deletes the backend volume of a released volume, then removes its
+// finalizer.
+type Provisioner struct {
+	// Lease is its leader-election Lease (ProvisionerLeaseName, in whichever
+	// namespace it runs); nil when none was found.
+	Lease *coordinationv1.Lease
+	// Installed says a CSIDriver object of the driver's name exists: a
+	// driver's install makes one, its uninstall deletes it.
+	Installed bool
 }
 
 // CRD is a CustomResourceDefinition, reduced to what explains a stuck CRD
@@ -435,6 +451,7 @@ func New(now time.Time) *Snapshot {
 		MissingNodes:   map[string]bool{},
 		Leases:         map[string]*coordinationv1.Lease{},
 		AttacherLeases: map[string]*coordinationv1.Lease{},
+		Provisioners:   map[string]*Provisioner{},
 		Events:         map[types.UID][]corev1.Event{},
 		Namespaces:     map[string]*corev1.Namespace{},
 		CRDs:           map[string]*CRD{},

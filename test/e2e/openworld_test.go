@@ -395,6 +395,56 @@ func TestAPausedObjectOneHopAway(t *testing.T) {
 	}
 }
 
+// The acceptance run's CSI case: a released volume whose driver was
+// uninstalled with its namespace (no CSIDriver, no external-provisioner
+// lease anywhere) waits forever, as does one whose provisioner stopped
+// renewing its leader lease (external-provisioner's lockName: the driver's
+// name, sanitized); a provisioner that renews it runs (the control).
+func TestVolumeWhoseProvisionerIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := namespace(t, "csi-provisioners")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(env.InstalledCSIDriver(ctx, "stale.csi.lab.example", ns, time.Now().Add(-10*time.Minute)))
+	must(env.InstalledCSIDriver(ctx, "live.csi.lab.example", ns, time.Now()))
+	volumes := map[string]string{"pv-driver-gone": "gone.csi.lab.example", "pv-provisioner-stale": "stale.csi.lab.example", "pv-provisioner-live": "live.csi.lab.example"}
+	deleted := time.Now()
+	for pv, driver := range volumes {
+		_, err := env.ReleasedCSIVolume(ctx, pv, driver)
+		must(err)
+		t.Cleanup(func() { env.ReleaseVolume(context.Background(), pv) })
+	}
+	_, err := env.CSIVolume(ctx, "pv-driver-gone-next", "gone.csi.lab.example") // not deleted yet
+	must(err)
+	t.Cleanup(func() { env.ReleaseVolume(context.Background(), "pv-driver-gone-next") })
+	settle(t, deleted)
+	r, res := diagnose(t, "preflight", "pv/pv-driver-gone-next")
+	if fc := only(t, r); res.code != 2 || codesOf(fc)[0] != "VolumeDeleteFailed" || fc.Causes[0].Severity != "critical" ||
+		!strings.HasPrefix(fc.Causes[0].Summary, "the deletion would stick: no CSI external-provisioner of driver gone.csi.lab.example acts on it") {
+		t.Errorf("preflight, driver gone: exit %d %+v", res.code, fc.Causes)
+	}
+	for _, tc := range []struct{ pv, severity, summary, evidence string }{
+		{"pv-driver-gone", "critical", "no CSI external-provisioner of driver gone.csi.lab.example acts on it: driver gone.csi.lab.example looks uninstalled (no CSIDriver gone.csi.lab.example, and no leader lease of its external-provisioner in any namespace)",
+			"csidriver gone.csi.lab.example: not found"},
+		{"pv-provisioner-stale", "critical", "the external-provisioner of driver stale.csi.lab.example is not running (its leader lease is not renewed)",
+			"lease " + ns + "/stale-csi-lab-example: holder \"csi-controller-0\", renewed 10m"},
+		{"pv-provisioner-live", "warning", "the external-provisioner of driver live.csi.lab.example runs (its leader lease is renewed)", "lease " + ns + "/live-csi-lab-example"},
+	} {
+		r, res := diagnose(t, "why", "pv/"+tc.pv)
+		it := only(t, r)
+		top := it.Causes[0]
+		if res.code != 2 || top.Code != "VolumeDeleteFailed" || top.Severity != tc.severity || !strings.Contains(top.Summary, tc.summary) {
+			t.Errorf("%s: exit %d, %s %s: %s", tc.pv, res.code, top.Code, top.Severity, top.Summary)
+		}
+		expectEvidence(t, top, tc.evidence)
+	}
+}
+
 func causeOf(it item, code string) *cause {
 	for i := range it.Causes {
 		if it.Causes[i].Code == code {

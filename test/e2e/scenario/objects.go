@@ -157,25 +157,12 @@ func (e *Env) FailedLoadBalancerCleanup(ctx context.Context, ns, name, message s
 	return err
 }
 
-// FailedVolumeDelete creates a CSI volume made by an external provisioner
-// (the pv.kubernetes.io/provisioned-by annotation: the PV controller leaves
-// its deletion to that provisioner), released by a claim that is gone, held
-// by the provisioner's finalizer; records the VolumeFailedDelete event the
-// provisioner writes (in namespace default, as for every cluster-scoped
-// object), then deletes the volume.
+// FailedVolumeDelete makes a ReleasedCSIVolume and records the
+// VolumeFailedDelete event its provisioner writes (in namespace default, as
+// for every cluster-scoped object).
 func (e *Env) FailedVolumeDelete(ctx context.Context, name, driver, message string) error {
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"external-provisioner.volume.kubernetes.io/finalizer"},
-		Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": driver}},
-		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			ClaimRef:                      &corev1.ObjectReference{Namespace: "default", Name: name + "-claim-gone", UID: "00000000-0000-0000-0000-000000000000"},
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "vol-" + name}}}}
-	created, err := e.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	created, err := e.ReleasedCSIVolume(ctx, name, driver)
 	if err != nil {
-		return err
-	}
-	if err := e.Client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
 	now := metav1.Now()
@@ -185,6 +172,51 @@ func (e *Env) FailedVolumeDelete(ctx context.Context, name, driver, message stri
 		Source: corev1.EventSource{Component: driver + "_csi-provisioner"}, FirstTimestamp: now, LastTimestamp: now, Count: 1}
 	_, err = e.Client.CoreV1().Events(metav1.NamespaceDefault).Create(ctx, ev, metav1.CreateOptions{})
 	return err
+}
+
+// ReleasedCSIVolume makes a CSIVolume and deletes it.
+func (e *Env) ReleasedCSIVolume(ctx context.Context, name, driver string) (*corev1.PersistentVolume, error) {
+	created, err := e.CSIVolume(ctx, name, driver)
+	if err != nil {
+		return nil, err
+	}
+	return created, e.Client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// CSIVolume creates a CSI volume made by an external provisioner (the
+// pv.kubernetes.io/provisioned-by annotation: the PV controller leaves its
+// deletion to that provisioner), released by a claim that is gone, held by
+// the provisioner's finalizer.
+func (e *Env) CSIVolume(ctx context.Context, name, driver string) (*corev1.PersistentVolume, error) {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"external-provisioner.volume.kubernetes.io/finalizer"},
+		Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": driver}},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: "default", Name: name + "-claim-gone", UID: "00000000-0000-0000-0000-000000000000"},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "vol-" + name}}}}
+	return e.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+}
+
+// InstalledCSIDriver stands for a CSI driver's install: its CSIDriver
+// object and, in namespace ns, its external-provisioner's leader-election
+// Lease (named after the driver, as csi-lib-utils sanitizes it), last
+// renewed at renewed (a live provisioner renews it every few seconds).
+func (e *Env) InstalledCSIDriver(ctx context.Context, driver, ns string, renewed time.Time) error {
+	if _, err := e.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	holder, duration := "csi-controller-0", int32(15)
+	at := metav1.NewMicroTime(renewed)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: strings.NewReplacer(".", "-", "/", "-").Replace(driver), Namespace: ns},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &duration, AcquireTime: &at, RenewTime: &at}}
+	_, err := e.Client.CoordinationV1().Leases(ns).Create(ctx, lease, metav1.CreateOptions{})
+	return err
+}
+
+// ReleaseVolume removes a volume's finalizers, so that it goes.
+func (e *Env) ReleaseVolume(ctx context.Context, pv string) {
+	_, _ = e.Client.CoreV1().PersistentVolumes().Patch(ctx, pv, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 }
 
 // ConfigMapWithFinalizer creates a configmap held by finalizer and deletes it.
