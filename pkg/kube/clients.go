@@ -4,6 +4,7 @@ package kube
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,9 +17,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// QPS and Burst are raised on purpose: client-go's default of 5/10 is a
-// hidden rate limit on a scan of every resource type. The apiserver's
-// priority and fairness still protects it.
+// QPS and Burst pace the run until the server shows it paces clients
+// itself (pace.go), and again once it says it is busy. Raised on purpose:
+// client-go's default of 5/10 is a hidden rate limit on a scan of every
+// resource type.
 const (
 	QPS   = 100
 	Burst = 200
@@ -42,16 +44,20 @@ type Clients struct {
 	Mapper    meta.RESTMapper
 }
 
-// Tune sets the user agent (so audit logs name the plugin), the rate limits
-// on every REST config that cli-runtime derives from the flags, and the
-// default of --request-timeout; the monitor it returns follows every request
-// of those configs (monitor.go).
+// Tune sets the user agent (so audit logs name the plugin), one pace for
+// every REST config that cli-runtime derives from the flags (the server's,
+// when it paces clients: pace.go), and the default of --request-timeout;
+// the monitor it returns follows every request of those configs
+// (monitor.go).
 func Tune(flags *genericclioptions.ConfigFlags, userAgent string) *Monitor {
 	*flags.Timeout = DefaultRequestTimeout.String()
 	m := NewMonitor()
+	pace := newServerPace(QPS, Burst)
 	flags.WrapConfigFn = func(c *rest.Config) *rest.Config {
 		c.UserAgent = userAgent
 		c.QPS, c.Burst = QPS, Burst
+		c.RateLimiter = pace
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &paced{pace: pace, rt: rt} })
 		m.observe(c)
 		return c
 	}

@@ -34,5 +34,12 @@ func TestTune(t *testing.T) {
 		if cfg.Timeout != tc.want || cfg.UserAgent != "kubectl-terminating/test" || cfg.QPS != QPS || cfg.Burst != Burst {
 			t.Errorf("%v: timeout %s, user agent %q, QPS %v, burst %d", tc.args, cfg.Timeout, cfg.UserAgent, cfg.QPS, cfg.Burst)
 		}
+		again, err := flags.ToRESTConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := cfg.RateLimiter.(*serverPace); !ok || again.RateLimiter != cfg.RateLimiter || p.QPS() != QPS {
+			t.Errorf("%v: the configs of a run do not share one server pace: %T, %T", tc.args, cfg.RateLimiter, again.RateLimiter)
+		}
 	}
 }

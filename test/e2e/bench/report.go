@@ -57,8 +57,13 @@ const design = `
 
 - Discovery once per run, read fresh and kept in memory (not written to kubectl's disk cache), then every listable type in scope with the metadata
   client (PartialObjectMetadataList: names, finalizers, owners, deletion timestamps, never specs),
-  16 lists in flight, pages of 500, QPS 100 and burst 200 (client-go's 5/10 would throttle a scan of
-  200 types), 30 s per request unless --request-timeout says otherwise.
+  16 lists in flight, pages of 500, 30 s per request unless --request-timeout says otherwise. The pace
+  follows the server (pkg/kube/pace.go): a token bucket of QPS 100 and burst 200 (client-go's 5/10 would
+  throttle a scan of 200 types) until a response carries priority and fairness's
+  ` + "`X-Kubernetes-PF-FlowSchema-UID`" + ` header, then none but the bounds on reads in flight (the server queues what it
+  cannot serve at once, and answers 429 with Retry-After, which client-go waits for and retries), and the
+  bucket again for the rest of the run from the first 429 (the server says it is busy). ` + "`hack/pace.sh`" + `
+  measures it (docs/lab.md).
 - A page is visited under one lock; an object becomes a diagnosis target only when it is kept
   (terminating pods, the first 3 objects each finalizer holds): memory stays flat in the number of
   objects.
