@@ -10,7 +10,7 @@ plugin=$root/bin/kubectl-terminating
 run=$(mktemp -d)
 (cd "$root/test/e2e" && go build -o "$run/labtool" ./cmd/lab)
 trap '"$run/labtool" down -dir "$run/state" >/dev/null 2>&1; rm -rf "$run"' EXIT
-"$run/labtool" up -dir "$run/state" -bin "$bin" >"$run/up.log" 2>&1
+"$run/labtool" up -dir "$run/state" -bin "$bin" ${LAB_FLAGS:-} >"$run/up.log" 2>&1
 export KUBECONFIG=$run/state/kubeconfig
 k="$bin/kubectl"
 

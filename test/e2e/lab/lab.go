@@ -64,6 +64,11 @@ type Options struct {
 	// deleted namespace keeps all its content) and no kwok. Every lab routes
 	// webhooks and aggregated APIs to endpoints, never to a ClusterIP.
 	Bench bool
+	// APFSeats, when set, runs the apiserver with priority and fairness (a
+	// real cluster's default, off in the suite's lab) and at most that many
+	// reads at once (--max-requests-inflight; writes half as many): a busy
+	// server, which queues and answers 429 (hack/pace.sh).
+	APFSeats int
 }
 
 // Lab is a running control plane.
@@ -134,7 +139,7 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + path("sa.key"), "--service-account-signing-key-file=" + path("sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false", "--profiling=false",
+		"--profiling=false",
 		// Webhooks and aggregated APIs resolve to their Service's endpoints,
 		// never to a ClusterIP: with no endpoints nothing is dialled, and a
 		// local backend is reached on its own address.
@@ -144,6 +149,11 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 		// hostname the machine would have to resolve.
 		"--kubelet-client-certificate=" + path("kubelet-client.crt"), "--kubelet-client-key=" + path("kubelet-client.key"),
 		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname"}
+	if o.APFSeats > 0 {
+		apiserver = append(apiserver, "--max-requests-inflight="+strconv.Itoa(o.APFSeats), "--max-mutating-requests-inflight="+strconv.Itoa(max(1, o.APFSeats/2)))
+	} else {
+		apiserver = append(apiserver, "--enable-priority-and-fairness=false")
+	}
 	if !o.Bench {
 		apiserver = append(apiserver, "--audit-policy-file="+path("audit-policy.yaml"), "--audit-log-path="+l.AuditLog)
 	}

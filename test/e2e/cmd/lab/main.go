@@ -21,6 +21,7 @@ func main() {
 	fs := flag.NewFlagSet("lab", flag.ExitOnError)
 	dir := fs.String("dir", ".lab/run", "the lab's state directory")
 	bin := fs.String("bin", ".lab/bin", "where `make lab-bin` put etcd, kube-apiserver, kube-controller-manager and kwok")
+	apf := fs.Int("apf-seats", 0, "run the apiserver with priority and fairness, as a real cluster does, serving at most this many reads at once (0: off, the suite's lab)")
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: lab up|gallery|down [-dir DIR] [-bin DIR]")
 		os.Exit(1)
@@ -31,7 +32,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "up":
-		err = up(ctx, *dir, *bin)
+		err = up(ctx, *dir, *bin, *apf)
 	case "gallery":
 		err = gallery(ctx, *dir)
 	case "down":
@@ -45,7 +46,7 @@ func main() {
 	}
 }
 
-func up(ctx context.Context, dir, bin string) error {
+func up(ctx context.Context, dir, bin string, apfSeats int) error {
 	if err := down(dir); err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func up(ctx context.Context, dir, bin string) error {
 		return err
 	}
 	start := time.Now()
-	l, err := lab.Start(ctx, lab.Options{BinDir: bin, Dir: abs, Detach: true})
+	l, err := lab.Start(ctx, lab.Options{BinDir: bin, Dir: abs, Detach: true, APFSeats: apfSeats})
 	if err != nil {
 		return err
 	}
