@@ -69,9 +69,17 @@ func TestReadEventsOfManyPodsInANamespace(t *testing.T) {
 			InvolvedObject: corev1.ObjectReference{UID: uid}, Reason: "Killing"})
 	}
 	fake := kubefake.NewClientset(objs...)
-	(&Collector{Clients: &kube.Clients{Typed: fake}}).readEvents(context.Background(), s)
+	c := &Collector{Clients: &kube.Clients{Typed: fake}}
+	c.readEvents(context.Background(), s)
+	// What a claim's or a snapshot's controller says in the same namespace
+	// comes from the same list, whichever reader asks first.
+	s.NamespaceClaims = map[string][]corev1.PersistentVolumeClaim{"shop": {{ObjectMeta: metav1.ObjectMeta{Name: "data", UID: "uid-0"}}}}
+	c.readBlockerEvents(context.Background(), s, []string{"shop"})
 	if len(fake.Actions()) != 1 {
 		t.Errorf("%d requests, want one list", len(fake.Actions()))
+	}
+	if len(s.BlockerEvents["uid-0"]) != 1 {
+		t.Errorf("blocker events %v", s.BlockerEvents)
 	}
 	for i := range n {
 		if ev := s.Events[types.UID(fmt.Sprintf("uid-%d", i))]; len(ev) != 1 || ev[0].Name != fmt.Sprintf("e%d", i) {

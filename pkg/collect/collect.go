@@ -58,6 +58,18 @@ type Collector struct {
 	discoverMu sync.Mutex
 	discovered bool
 	resources  []*metav1.APIResourceList
+
+	// The events of a namespace, listed once a run whoever asks first (the
+	// targets' events and the blockers' are read at the same time).
+	eventsMu sync.Mutex
+	events   map[string]*namespaceEventsRead
+}
+
+// namespaceEventsRead is one list of a namespace's events, shared.
+type namespaceEventsRead struct {
+	once  sync.Once
+	byUID map[types.UID][]corev1.Event
+	err   error
 }
 
 // Fresh is a collector with c's clients and settings and none of its run's
@@ -308,17 +320,31 @@ func eventNamespace(t *snapshot.Target) string {
 	return t.Ref.Namespace
 }
 
-// namespaceEvents reads every event of a namespace, by involvedObject.uid.
+// namespaceEvents reads every event of a namespace, by involvedObject.uid:
+// one list a run, shared by whoever asks.
 func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.UID][]corev1.Event, error) {
-	events, err := listAll[corev1.Event](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().Events(ns).List))
-	if err != nil {
-		return nil, err
+	c.eventsMu.Lock()
+	if c.events == nil {
+		c.events = map[string]*namespaceEventsRead{}
 	}
-	out := map[types.UID][]corev1.Event{}
-	for _, e := range events {
-		out[e.InvolvedObject.UID] = append(out[e.InvolvedObject.UID], e)
+	read, ok := c.events[ns]
+	if !ok {
+		read = &namespaceEventsRead{}
+		c.events[ns] = read
 	}
-	return out, nil
+	c.eventsMu.Unlock()
+	read.once.Do(func() {
+		events, err := listAll[corev1.Event](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().Events(ns).List))
+		if err != nil {
+			read.err = err
+			return
+		}
+		read.byUID = map[types.UID][]corev1.Event{}
+		for _, e := range events {
+			read.byUID[e.InvolvedObject.UID] = append(read.byUID[e.InvolvedObject.UID], e)
+		}
+	})
+	return read.byUID, read.err
 }
 
 // concurrently runs the readers at once and waits for all of them.
