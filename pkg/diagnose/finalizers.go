@@ -95,10 +95,15 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	case len(down) > 0:
 		sev, confidence = report.Critical, 0.7
 		summary = fmt.Sprintf("the controller that removes %s has no ready replica: nothing removes the finalizer", report.FirstFew(down))
-	case isPaused && len(healthy) > 0: // told to leave it alone
+	case isPaused && len(down) == 0: // told to leave it alone, whoever its controller is
 		sev, confidence = report.Critical, 0.8
-		summary = fmt.Sprintf("the controller that removes %s looks healthy, but the object is paused (%s): a controller leaves a paused object alone, its deletion included", report.FirstFew(healthy), paused.field)
+		summary = fmt.Sprintf("the object is paused (%s): a controller leaves a paused object alone, its deletion included", paused.field)
 		steps = []report.Step{paused.unpause("unpause", t)}
+		if len(healthy) > 0 {
+			summary = fmt.Sprintf("the controller that removes %s looks healthy, but %s", report.FirstFew(healthy), summary)
+		} else { // named unlike its finalizer (CAPA's capa-controller-manager), or not there
+			steps = append(steps, findOwners(catalog.FinalizerPending, t, names))
+		}
 	case agentWhy != "": // the one replica that can act on the object's node cannot
 		sev, confidence = report.Critical, 0.7
 		summary = fmt.Sprintf("the node agent that removes %s on node %s (%s) cannot act: %s", agent.finalizer, agent.node.Node, agent.node.Field, agentWhy)

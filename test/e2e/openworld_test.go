@@ -337,7 +337,7 @@ func TestANodeAgentIsJudgedOnTheObjectsNode(t *testing.T) {
 func TestAPausedObjectOneHopAway(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := namespace(t, "capi-clusters")
+	ns := namespace(t, "capi-demo")
 	clusters := scenario.Operator{Group: "cluster.x-k8s.io", Kind: "Cluster", Plural: "clusters", Manager: "manager", Finalizer: "cluster.cluster.x-k8s.io"}
 	infra := scenario.Operator{Group: "infrastructure.cluster.x-k8s.io", Kind: "AWSCluster", Plural: "awsclusters", Manager: "manager", Finalizer: "awscluster.infrastructure.cluster.x-k8s.io"}
 	must := func(err error) {
