@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
@@ -34,8 +35,10 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 		crds                       []metav1.PartialObjectMetadata
 		dErr, stErr, dsErr, crdErr error
 		all                        = metav1.ListOptions{}
+		grantsFailed               *report.Skip
 	)
 	concurrently(
+		func() { ctl.Grants, grantsFailed = c.readGrants(ctx) },
 		func() { deployments, dErr = listAll[appsv1.Deployment](ctx, all, pages(apps.Deployments("").List)) },
 		func() { statefulSets, stErr = listAll[appsv1.StatefulSet](ctx, all, pages(apps.StatefulSets("").List)) },
 		func() { daemonSets, dsErr = listAll[appsv1.DaemonSet](ctx, all, pages(apps.DaemonSets("").List)) },
@@ -45,6 +48,9 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 			}
 		},
 	)
+	if grantsFailed != nil { // judged by names alone
+		c.Skip(*grantsFailed)
+	}
 	if dErr != nil {
 		c.Skip(skipOf("list deployments.apps", dErr))
 		return

@@ -30,6 +30,11 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 			continue
 		}
 		state, ev := ownerLiveness(s.Controllers, f.name)
+		if state == ownerGone { // named unlike its finalizer: who may write the object
+			if granted, gev := grantedLiveness(s.Controllers, t, f.name); granted != ownerGone {
+				state, ev = granted, append(ev[:len(ev)-1], gev...) // not its last line, "looks gone"
+			}
+		}
 		evidence = append(evidence, ev...)
 		switch state {
 		case ownerGone:

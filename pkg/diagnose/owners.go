@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -177,4 +179,52 @@ func workloadMatches(w snapshot.Workload, tokens []string) bool {
 		}
 	}
 	return false
+}
+
+// grantedOwners are the workloads whose service account RBAC lets update or
+// patch the held object's resource (or its finalizers), by a rule naming
+// its API group: the controller allowed to remove the finalizer, whatever
+// it is named (Cluster API's AWS provider runs as capa-controller-manager
+// for awscluster.infrastructure.cluster.x-k8s.io), with how it is granted.
+func grantedOwners(ctl *snapshot.Controllers, t *snapshot.Target) ([]snapshot.Workload, []string) {
+	if ctl == nil || len(ctl.Grants) == 0 {
+		return nil, nil
+	}
+	gr := schema.ParseGroupResource(t.Ref.Resource)
+	if gr.Group == "" {
+		return nil, nil // a core kind: every controller of the cluster may write some
+	}
+	var out []snapshot.Workload
+	var via []string
+	for _, w := range ctl.Workloads {
+		for _, g := range ctl.Grants {
+			if g.ServiceAccount != w.Namespace+"/"+w.ServiceAccount || (g.Namespace != "" && g.Namespace != t.Ref.Namespace) ||
+				!slices.Contains(g.APIGroups, gr.Group) ||
+				!slices.ContainsFunc(g.Resources, func(r string) bool { return r == "*" || r == gr.Resource || r == gr.Resource+"/finalizers" }) {
+				continue
+			}
+			out, via = append(out, w), append(via, g.Via)
+			break
+		}
+	}
+	return out, via
+}
+
+// grantedLiveness judges, when no workload is named like a finalizer's
+// controller, the workloads RBAC lets write the object.
+func grantedLiveness(ctl *snapshot.Controllers, t *snapshot.Target, finalizer string) (ownerState, []report.Fact) {
+	owners, via := grantedOwners(ctl, t)
+	if len(owners) == 0 {
+		return ownerGone, nil
+	}
+	state := ownerDown
+	var evidence []report.Fact
+	for i, w := range owners {
+		evidence = append(evidence, report.Noted(fmt.Sprintf("%s %s/%s: %d/%d ready (its service account %s may update %s: %s; may be the controller that removes %s)",
+			w.Kind, w.Namespace, w.Name, w.Ready, w.Desired, w.ServiceAccount, t.Ref.Resource, via[i], finalizer)))
+		if w.Ready > 0 {
+			state = ownerHealthy
+		}
+	}
+	return state, evidence
 }

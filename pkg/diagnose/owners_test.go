@@ -113,3 +113,40 @@ func TestEachFinalizerItsOwnController(t *testing.T) {
 		t.Errorf("preflight: %s %+v", it.Severity, it.Causes)
 	}
 }
+
+// A controller named unlike its finalizer is found by what RBAC lets it
+// write: the workloads whose service account may update the held object's
+// resource (or its finalizers) in its group; a grant bound in another
+// namespace, or to a wildcard group (never read), names none.
+func TestAControllerFoundByItsGrant(t *testing.T) {
+	build := func(grant snapshot.Grant, ready int32) report.Cause {
+		u := heldWith("awscluster.infrastructure.cluster.x-k8s.io")
+		s := snap(u)
+		s.Targets[0].Ref.Resource = "awsclusters.infrastructure.cluster.x-k8s.io"
+		s.Controllers = &snapshot.Controllers{
+			Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "capa-system", Name: "capa-controller-manager", Desired: 1, Ready: ready, ServiceAccount: "capa-controller-manager"}},
+			Grants:    []snapshot.Grant{grant},
+		}
+		return Diagnose(s).Items[0].Causes[0]
+	}
+	grant := snapshot.Grant{ServiceAccount: "capa-system/capa-controller-manager", APIGroups: []string{"infrastructure.cluster.x-k8s.io"},
+		Resources: []string{"awsclusters", "awsclusters/status"}, Via: "clusterrole capa-manager-role (clusterrolebinding capa-manager-rolebinding)"}
+	c := build(grant, 1)
+	if !strings.Contains(c.Summary, "the controller that removes awscluster.infrastructure.cluster.x-k8s.io looks healthy") ||
+		!hasLine(c.Evidence, "deployment capa-system/capa-controller-manager: 1/1 ready (its service account capa-controller-manager may update awsclusters.infrastructure.cluster.x-k8s.io: clusterrole capa-manager-role (clusterrolebinding capa-manager-rolebinding)") ||
+		hasLine(c.Evidence, "looks gone") {
+		t.Errorf("granted, ready: %s; evidence %q", c.Summary, c.Evidence)
+	}
+	if c := build(grant, 0); !strings.Contains(c.Summary, "has no ready replica") {
+		t.Errorf("granted, down: %s", c.Summary)
+	}
+	for name, g := range map[string]snapshot.Grant{
+		"another namespace's binding": func() snapshot.Grant { g := grant; g.Namespace = "elsewhere"; return g }(),
+		"another group":               func() snapshot.Grant { g := grant; g.APIGroups = []string{"cluster.x-k8s.io"}; return g }(),
+		"another account":             func() snapshot.Grant { g := grant; g.ServiceAccount = "capa-system/default"; return g }(),
+	} {
+		if c := build(g, 1); !strings.Contains(c.Summary, "no controller that could remove") {
+			t.Errorf("%s: %s", name, c.Summary)
+		}
+	}
+}

@@ -203,6 +203,27 @@ type Controllers struct {
 	Workloads []Workload
 	// APIGroups are the groups served by CRDs, e.g. "cert-manager.io".
 	APIGroups []string
+	// Grants are what RBAC lets service accounts write: who may remove a
+	// finalizer, whatever its controller is named. Nil: not read.
+	Grants []Grant
+}
+
+// Grant is a role's rule that lets a service account update or patch
+// resources of API groups (never a wildcard group: that is an
+// administrator's, not a controller's), and how it is bound.
+type Grant struct {
+	// ServiceAccount is "namespace/name".
+	ServiceAccount string
+	APIGroups      []string
+	// Resources may hold "*", a resource, or its finalizers subresource
+	// ("awsclusters/finalizers").
+	Resources []string
+	// Via names the role and its binding: "clusterrole capa-manager-role
+	// (clusterrolebinding capa-manager-rolebinding)".
+	Via string
+	// Namespace limits the grant to one namespace (a RoleBinding's); ""
+	// for every namespace.
+	Namespace string
 }
 
 // Finalized counts, by third-party finalizer, the objects not being deleted

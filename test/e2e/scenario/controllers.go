@@ -14,6 +14,18 @@ import (
 // without, no scheduler places it and it has zero ready replicas. It waits
 // until the real deployment controller reports that state.
 func (e *Env) Controller(ctx context.Context, ns, name, node string) error {
+	return e.ControllerAs(ctx, ns, name, node, "")
+}
+
+// ControllerAs is Controller whose pods run as the service account
+// account (created here; "" is the namespace's default), as an operator's
+// install makes one for its controller and binds it its role.
+func (e *Env) ControllerAs(ctx context.Context, ns, name, node, account string) error {
+	if account != "" {
+		if _, err := e.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: account}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
 	one := int32(1)
 	labels := map[string]string{"app.kubernetes.io/name": name}
 	no := false
@@ -24,7 +36,7 @@ func (e *Env) Controller(ctx context.Context, ns, name, node string) error {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{NodeName: node, AutomountServiceAccountToken: &no,
+				Spec: corev1.PodSpec{NodeName: node, AutomountServiceAccountToken: &no, ServiceAccountName: account,
 					Containers: []corev1.Container{{Name: "manager", Image: "registry.example/" + name + ":1"}}},
 			},
 		},

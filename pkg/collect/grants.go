@@ -1,0 +1,88 @@
+package collect
+
+import (
+	"context"
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// readGrants reads what RBAC lets service accounts write (cluster roles and
+// roles, through their bindings), reduced to the rules that let one update
+// or patch the resources of named API groups: a controller is allowed to
+// remove its finalizer, so the grant names it when its name does not. Four
+// lists at once; nil and a skip when one fails.
+func (c *Collector) readGrants(ctx context.Context) ([]snapshot.Grant, *report.Skip) {
+	var (
+		clusterRoles    []rbacv1.ClusterRole
+		clusterBindings []rbacv1.ClusterRoleBinding
+		roles           []rbacv1.Role
+		bindings        []rbacv1.RoleBinding
+		errs            [4]error
+		all             = metav1.ListOptions{}
+		r               = c.Clients.Typed.RbacV1()
+	)
+	concurrently(
+		func() { clusterRoles, errs[0] = listAll[rbacv1.ClusterRole](ctx, all, pages(r.ClusterRoles().List)) },
+		func() {
+			clusterBindings, errs[1] = listAll[rbacv1.ClusterRoleBinding](ctx, all, pages(r.ClusterRoleBindings().List))
+		},
+		func() { roles, errs[2] = listAll[rbacv1.Role](ctx, all, pages(r.Roles("").List)) },
+		func() { bindings, errs[3] = listAll[rbacv1.RoleBinding](ctx, all, pages(r.RoleBindings("").List)) },
+	)
+	for i, err := range errs {
+		if err != nil {
+			sk := skipOf("list "+[]string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"}[i], err)
+			return nil, &sk
+		}
+	}
+	clusterRules := map[string][]rbacv1.PolicyRule{}
+	for _, cr := range clusterRoles {
+		clusterRules[cr.Name] = cr.Rules
+	}
+	roleRules := map[string][]rbacv1.PolicyRule{}
+	for _, ro := range roles {
+		roleRules[ro.Namespace+"/"+ro.Name] = ro.Rules
+	}
+	grants := []snapshot.Grant{}
+	for _, b := range clusterBindings {
+		if b.RoleRef.Kind == "ClusterRole" {
+			grants = append(grants, grantsOf(b.Subjects, "", clusterRules[b.RoleRef.Name], "clusterrole "+b.RoleRef.Name+" (clusterrolebinding "+b.Name+")", "")...)
+		}
+	}
+	for _, b := range bindings {
+		rules, kind := roleRules[b.Namespace+"/"+b.RoleRef.Name], "role"
+		if b.RoleRef.Kind == "ClusterRole" {
+			rules, kind = clusterRules[b.RoleRef.Name], "clusterrole"
+		}
+		grants = append(grants, grantsOf(b.Subjects, b.Namespace, rules, kind+" "+b.RoleRef.Name+" (rolebinding "+b.Namespace+"/"+b.Name+")", b.Namespace)...)
+	}
+	return grants, nil
+}
+
+// grantsOf is, for each service account among subjects, each rule that
+// lets it update or patch resources of named groups.
+func grantsOf(subjects []rbacv1.Subject, bindingNS string, rules []rbacv1.PolicyRule, via, scope string) []snapshot.Grant {
+	var out []snapshot.Grant
+	for _, sub := range subjects {
+		if sub.Kind != rbacv1.ServiceAccountKind {
+			continue
+		}
+		ns := sub.Namespace
+		if ns == "" {
+			ns = bindingNS
+		}
+		for _, rule := range rules {
+			writes := slices.ContainsFunc(rule.Verbs, func(v string) bool { return v == "update" || v == "patch" || v == rbacv1.VerbAll })
+			if !writes || len(rule.Resources) == 0 || slices.Contains(rule.APIGroups, rbacv1.APIGroupAll) {
+				continue
+			}
+			out = append(out, snapshot.Grant{ServiceAccount: ns + "/" + sub.Name, APIGroups: rule.APIGroups, Resources: rule.Resources, Via: via, Namespace: scope})
+		}
+	}
+	return out
+}
