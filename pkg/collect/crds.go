@@ -26,7 +26,9 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // webhook may be why), and the endpoints of the conversion webhooks that
 // concern the targets.
 func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
-	concerned := needing(s, diagnose.CRDEvidence)
+	// The run's own targets (CRDs, namespaces): the nesting sources of this
+	// stage write the rest of the graph meanwhile.
+	concerned := topNeeding(s, diagnose.CRDEvidence)
 	if len(concerned) == 0 {
 		return
 	}
