@@ -29,12 +29,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		if !catalog.ThirdPartyFinalizer(f.name) {
 			continue
 		}
-		state, ev := ownerLiveness(s.Controllers, f.name)
-		if state == ownerGone { // named unlike its finalizer: who may write the object
-			if granted, gev := grantedLiveness(s.Controllers, t, f.name); granted != ownerGone {
-				state, ev = granted, append(ev[:len(ev)-1], gev...) // not its last line, "looks gone"
-			}
-		}
+		state, ev := ownerLiveness(s.Controllers, f.name, t)
 		evidence = append(evidence, ev...)
 		switch state {
 		case ownerGone:

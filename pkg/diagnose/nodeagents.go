@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,20 +30,11 @@ func NodeAgentReads(s *snapshot.Snapshot, t *snapshot.Target) []AgentRead {
 	var out []AgentRead
 	for _, a := range agentsOf(s, t) {
 		r := AgentRead{Namespace: a.daemonSet.Namespace, Node: a.node.Node}
-		if !containsRead(out, r) {
+		if !slices.Contains(out, r) {
 			out = append(out, r)
 		}
 	}
 	return out
-}
-
-func containsRead(reads []AgentRead, r AgentRead) bool {
-	for _, x := range reads {
-		if x == r {
-			return true
-		}
-	}
-	return false
 }
 
 // nodeAgent is a DaemonSet that looks like a finalizer's controller, and a

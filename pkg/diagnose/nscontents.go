@@ -130,7 +130,7 @@ func forecastCauses(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 		if !catalog.ThirdPartyFinalizer(f) {
 			continue
 		}
-		state, evidence := ownerLiveness(s.Controllers, f)
+		state, evidence := ownerLiveness(s.Controllers, f, nil)
 		if state != ownerGone && state != ownerDown {
 			continue
 		}

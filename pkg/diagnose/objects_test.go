@@ -180,11 +180,11 @@ func TestLoadBalancerCleanup(t *testing.T) {
 // catalogue row names: Cluster API's machine finalizer and capi-controller-manager.
 func TestOwnerFoundByTheCataloguesWorkloads(t *testing.T) {
 	ctl := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "capi-system", Name: "capi-controller-manager", Desired: 1, Ready: 1}}}
-	if state, _ := ownerLiveness(ctl, "cluster.cluster.x-k8s.io"); state != ownerHealthy {
+	if state, _ := ownerLiveness(ctl, "cluster.cluster.x-k8s.io", nil); state != ownerHealthy {
 		t.Errorf("cluster.cluster.x-k8s.io with capi-controller-manager ready: state %d, want healthy", state)
 	}
 	ctl.Workloads[0].Ready = 0
-	if state, _ := ownerLiveness(ctl, "cluster.cluster.x-k8s.io"); state != ownerDown {
+	if state, _ := ownerLiveness(ctl, "cluster.cluster.x-k8s.io", nil); state != ownerDown {
 		t.Errorf("with no ready replica: state %d, want down", state)
 	}
 }

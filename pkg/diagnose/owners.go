@@ -41,8 +41,10 @@ func ownerTokens(finalizer string) []string {
 
 // ownerLiveness judges whether the controller behind a third-party finalizer
 // looks alive: a Deployment, StatefulSet or DaemonSet whose name, namespace
-// or app labels carry the finalizer's distinctive words, and its readiness.
-func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []report.Fact) {
+// or app labels carry the finalizer's distinctive words, and its readiness;
+// when none does, the workloads RBAC lets write held (grantedOwners; nil
+// when the finalizer holds no one object: a namespace's count).
+func ownerLiveness(ctl *snapshot.Controllers, finalizer string, held *snapshot.Target) (ownerState, []report.Fact) {
 	if ctl == nil {
 		return ownerUnknown, nil
 	}
@@ -66,6 +68,10 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string) (ownerState, []r
 		case state == ownerGone:
 			state = ownerDown
 		}
+	}
+	if state == ownerGone && held != nil { // named unlike its finalizer: who may write the object
+		granted, grants := grantedLiveness(ctl, held, finalizer)
+		state, evidence = granted, append(evidence, grants...)
 	}
 	if state == ownerGone {
 		evidence = append(evidence, report.Noted(fmt.Sprintf("no Deployment, StatefulSet or DaemonSet in the cluster is named or labelled %q: the controller that removes %s looks gone", strings.Join(tokens, "|"), finalizer)))

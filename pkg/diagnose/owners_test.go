@@ -83,7 +83,7 @@ func TestEachFinalizerItsOwnController(t *testing.T) {
 		"cnrm.cloud.google.com/finalizer":         ownerHealthy, // a generic path: any of the operator's
 		"cnrm.cloud.google.com/cleanup":           ownerHealthy,
 	} {
-		if got, _ := ownerLiveness(ctl, f); got != want {
+		if got, _ := ownerLiveness(ctl, f, nil); got != want {
 			t.Errorf("%s: state %d, want %d", f, got, want)
 		}
 	}
@@ -93,7 +93,7 @@ func TestEachFinalizerItsOwnController(t *testing.T) {
 		{Kind: "Deployment", Namespace: "tekton-pipelines", Name: "tekton-pipelines-webhook", Desired: 1, Ready: 1},
 		{Kind: "Deployment", Namespace: "tekton-chains", Name: "tekton-chains-controller", Desired: 1, Ready: 0},
 	}}
-	if got, ev := ownerLiveness(tekton, "chains.tekton.dev"); got != ownerDown || slices.ContainsFunc(ev, func(f report.Fact) bool { return strings.Contains(f.Text, "webhook") }) {
+	if got, ev := ownerLiveness(tekton, "chains.tekton.dev", nil); got != ownerDown || slices.ContainsFunc(ev, func(f report.Fact) bool { return strings.Contains(f.Text, "webhook") }) {
 		t.Errorf("chains.tekton.dev: state %d, evidence %v", got, ev)
 	}
 	u := widget(10*time.Minute, "cnrm.cloud.google.com/finalizer", "cnrm.cloud.google.com/deletion-defender")

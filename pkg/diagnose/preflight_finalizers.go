@@ -119,7 +119,7 @@ func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f, held, within 
 	if s.Controllers == nil {
 		return report.Cause{}, false
 	}
-	state, liveness := ownerLiveness(s.Controllers, f)
+	state, liveness := ownerLiveness(s.Controllers, f, own)
 	evidence = append(append(evidence, ownerEvidence([]string{f})...), liveness...)
 	waits := fmt.Sprintf("once deleted, %s would wait for finalizer %s", held, f)
 	var c report.Cause

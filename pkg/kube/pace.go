@@ -65,7 +65,7 @@ func (p *serverPace) heard(resp *http.Response) {
 	}
 }
 
-// Free says whether the server paces the run now (tests, and the bench's notes).
+// Free says whether the server paces the run now.
 func (p *serverPace) Free() bool { return p.free.Load() }
 
 // paced wraps a transport so that every response informs the pace.
