@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 )
@@ -103,6 +104,26 @@ var thirdParty = Finalizer{Owner: "a third-party controller", HoldsWhile: "that 
 // row's name or prefix; a prefix row's Owner names the driver), and whether
 // it is known; an unknown finalizer gets the third-party row, with no Name.
 func LookupFinalizer(f string) (Finalizer, bool) {
+	if l, ok := lookedUp.Load(f); ok {
+		l := l.(lookup)
+		return l.row, l.known
+	}
+	row, known := lookupFinalizer(f)
+	lookedUp.Store(f, lookup{row, known})
+	return row, known
+}
+
+// lookedUp remembers each finalizer's row: the rules ask it of every held
+// object, many times (a run of list -A on thousands of them), and the
+// catalogue does not change.
+var lookedUp sync.Map // finalizer name -> lookup
+
+type lookup struct {
+	row   Finalizer
+	known bool
+}
+
+func lookupFinalizer(f string) (Finalizer, bool) {
 	for _, row := range finalizers {
 		if row.Name == f {
 			return row, true

@@ -22,7 +22,7 @@ func init() {
 // readAdmission reads the webhooks and admission policies, the endpoints of
 // the webhooks' services, and the targets' namespaces (for namespaceSelectors).
 func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
-	if len(needing(s, diagnose.AdmissionEvidence)) == 0 {
+	if len(c.needing(s, diagnose.AdmissionEvidence)) == 0 {
 		return
 	}
 	api := c.Clients.Typed.AdmissionregistrationV1()

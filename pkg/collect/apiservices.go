@@ -23,7 +23,7 @@ var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", V
 // readAPIServices reads the aggregated APIServices when a rule needs them,
 // with the ready endpoints of unavailable ones.
 func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
-	if !apiServicesNeeded(s) {
+	if !c.apiServicesNeeded(s) {
 		return
 	}
 	items, err := listAll[unstructured.Unstructured](ctx, metav1.ListOptions{}, pages(c.Clients.Dynamic.Resource(apiServices).List))
@@ -71,6 +71,6 @@ func apiServiceOf(u *unstructured.Unstructured) snapshot.APIService {
 // the garbage collector's finalizers). An unavailable APIService blocks them
 // even before their controller says so, and aggregated discovery hides the
 // group from clients without an error.
-func apiServicesNeeded(s *snapshot.Snapshot) bool {
-	return len(needing(s, diagnose.APIServiceEvidence)) > 0
+func (c *Collector) apiServicesNeeded(s *snapshot.Snapshot) bool {
+	return len(c.needing(s, diagnose.APIServiceEvidence)) > 0
 }

@@ -63,6 +63,10 @@ type Collector struct {
 	// targets' events and the blockers' are read at the same time).
 	eventsMu sync.Mutex
 	events   map[string]*namespaceEventsRead
+
+	// stageNeeds is what each target needed when the stage being read began
+	// (see needs); written between stages only.
+	stageNeeds map[*snapshot.Target]targetNeeds
 }
 
 // namespaceEventsRead is one list of a namespace's events, shared.
@@ -183,7 +187,7 @@ func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
 // readNodes reads, once per node, the Node and its Lease for every pod
 // target and every node another target names.
 func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
-	byNode, names := targetsByNode(s, false)
+	byNode, names := c.targetsByNode(s, false)
 	// One Node and one Lease read per node, shared by all its targets; the two
 	// reads at once.
 	var (
@@ -233,9 +237,9 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 // node: a pod's spec.nodeName ("" for unscheduled pods) and, unless
 // podsOnly, the nodes another object names (snapshot.NodeReferences); with
 // the node names sorted.
-func targetsByNode(s *snapshot.Snapshot, podsOnly bool) (map[string][]*snapshot.Target, []string) {
+func (c *Collector) targetsByNode(s *snapshot.Snapshot, podsOnly bool) (map[string][]*snapshot.Target, []string) {
 	byNode := map[string][]*snapshot.Target{}
-	for _, t := range needing(s, diagnose.NodeEvidence) {
+	for _, t := range c.needing(s, diagnose.NodeEvidence) {
 		if t.Pod != nil {
 			byNode[t.Pod.Spec.NodeName] = append(byNode[t.Pod.Spec.NodeName], t)
 			continue
@@ -264,7 +268,7 @@ func targetsByNode(s *snapshot.Snapshot, podsOnly bool) (map[string][]*snapshot.
 func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 	byNS := map[string][]*snapshot.Target{}
 	var namespaces []string
-	for _, t := range needing(s, diagnose.EventEvidence) {
+	for _, t := range c.needing(s, diagnose.EventEvidence) {
 		ns := eventNamespace(t)
 		if byNS[ns] == nil {
 			namespaces = append(namespaces, ns)

@@ -22,7 +22,7 @@ func init() {
 // readControllers reads the workloads (Deployments, StatefulSets, DaemonSets)
 // and the CRD groups, when a target waits on a third-party finalizer.
 func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
-	if len(needing(s, diagnose.OwnerEvidence)) == 0 && !slices.ContainsFunc(s.Targets, diagnose.ForecastNeedsOwners) {
+	if len(c.needing(s, diagnose.OwnerEvidence)) == 0 && !slices.ContainsFunc(s.Targets, diagnose.ForecastNeedsOwners) {
 		return
 	}
 	apps := c.Clients.Typed.AppsV1()

@@ -28,7 +28,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
 	// The run's own targets (CRDs, namespaces): the nesting sources of this
 	// stage write the rest of the graph meanwhile.
-	concerned := topNeeding(s, diagnose.CRDEvidence)
+	concerned := c.topNeeding(s, diagnose.CRDEvidence)
 	if len(concerned) == 0 {
 		return
 	}
@@ -104,7 +104,7 @@ func stringOf(v any) string {
 // in every namespace (metadata only, paginated), counted by namespace, with a
 // few examples of those each finalizer holds.
 func (c *Collector) readCRDInstances(ctx context.Context, s *snapshot.Snapshot) {
-	for _, t := range topNeeding(s, diagnose.InstanceEvidence) {
+	for _, t := range c.topNeeding(s, diagnose.InstanceEvidence) {
 		crd := s.CRDs[t.Ref.Name]
 		if crd == nil || len(crd.Served) == 0 {
 			continue

@@ -27,7 +27,7 @@ func init() {
 // types the rules read. Where the group is not served, DRA is off: not
 // applicable, and no claim can be told deleted from a 404.
 func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
-	targets := needing(s, diagnose.ResourceClaimEvidence)
+	targets := c.needing(s, diagnose.ResourceClaimEvidence)
 	if len(targets) == 0 {
 		return
 	}

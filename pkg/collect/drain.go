@@ -23,7 +23,7 @@ func init() {
 func (c *Collector) readDrains(ctx context.Context, s *snapshot.Snapshot) {
 	byNode := map[string][]*snapshot.Target{}
 	var nodes []string
-	for _, t := range needing(s, diagnose.DrainEvidence) {
+	for _, t := range c.needing(s, diagnose.DrainEvidence) {
 		node := diagnose.DrainedNode(t)
 		if node == "" {
 			continue

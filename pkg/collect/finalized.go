@@ -23,7 +23,7 @@ func init() {
 // with no one to remove it: only when a deletion forecast deletes a live
 // workload (the workloads are read first).
 func (c *Collector) readFinalized(ctx context.Context, s *snapshot.Snapshot) {
-	if !slices.ContainsFunc(topNeeding(s, diagnose.FinalizedEvidence), func(t *snapshot.Target) bool { return diagnose.DeletesLiveWorkloads(s, t) }) {
+	if !slices.ContainsFunc(c.topNeeding(s, diagnose.FinalizedEvidence), func(t *snapshot.Target) bool { return diagnose.DeletesLiveWorkloads(s, t) }) {
 		return // no live controller goes with the deletions: none can strand anything
 	}
 	all := Scope{AllNamespaces: true}

@@ -37,7 +37,7 @@ func (c *Collector) readKubelets(ctx context.Context, s *snapshot.Snapshot) {
 	if !c.Kubelet {
 		return
 	}
-	podsByNode, names := targetsByNode(s, true)
+	podsByNode, names := c.targetsByNode(s, true)
 	names = slices.DeleteFunc(names, func(n string) bool { return n == "" }) // unscheduled: no kubelet
 	views := make([]*snapshot.Kubelet, len(names))
 	bounded(kubeletConcurrency, len(names), func(i int) {

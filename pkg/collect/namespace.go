@@ -38,7 +38,7 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 	for _, t := range s.Targets {
 		byUID[t.Object.GetUID()] = t
 	}
-	for _, t := range topNeeding(s, diagnose.ContentEvidence) {
+	for _, t := range c.topNeeding(s, diagnose.ContentEvidence) {
 		if mappings == nil {
 			all, err := c.ListableMappings(Scope{Namespace: t.Ref.Name})
 			if err != nil {

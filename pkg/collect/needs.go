@@ -1,28 +1,83 @@
 package collect
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // needing returns the targets, nested ones included, whose rules need e:
 // the rules decide what is read (diagnose.Needs), the collector only reads it.
-func needing(s *snapshot.Snapshot, e diagnose.Evidence) []*snapshot.Target {
+func (c *Collector) needing(s *snapshot.Snapshot, e diagnose.Evidence) []*snapshot.Target {
 	var out []*snapshot.Target
 	for _, t := range s.AllTargets() {
-		if diagnose.Needs(t).Has(e) {
+		if c.needs(t).Has(e) {
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
+// needs is what t's rules need: as they said at the start of the stage
+// being read, or now for a target the stage nested. Every source of a stage
+// asks it of every target, and walking the rules for each (thousands of
+// held objects in a list -A) was most of a run's CPU; what a source of a
+// stage changes in a target is for the next stages to see anyway (sources
+// of one stage run at once).
+func (c *Collector) needs(t *snapshot.Target) diagnose.Evidence {
+	if n, ok := c.stageNeeds[t]; ok {
+		return n.e
+	}
+	return diagnose.Needs(t)
+}
+
+// targetNeeds is what a target needed, and the parts of it the rules read
+// it from: the readers replace them (a pod read, an object read in full),
+// never change them in place.
+type targetNeeds struct {
+	object *unstructured.Unstructured
+	pod    *corev1.Pod
+	ns     *corev1.Namespace
+	e      diagnose.Evidence
+}
+
+func needsOf(t *snapshot.Target) targetNeeds {
+	return targetNeeds{object: t.Object, pod: t.Pod, ns: t.Namespace, e: diagnose.Needs(t)}
+}
+
+func (n targetNeeds) current(t *snapshot.Target) bool {
+	return n.object == t.Object && n.pod == t.Pod && n.ns == t.Namespace
+}
+
+// rememberNeeds records what each target needs, before a stage is read: a
+// target whose parts were not replaced since the last stage keeps its
+// answer (a preflight's forecast, which reads the scans, is asked again).
+// nil forgets it (after the last stage).
+func (c *Collector) rememberNeeds(s *snapshot.Snapshot) {
+	if s == nil {
+		c.stageNeeds = nil
+		return
+	}
+	all := s.AllTargets()
+	fresh := make(map[*snapshot.Target]targetNeeds, len(all))
+	for _, t := range all {
+		if n, ok := c.stageNeeds[t]; ok && !t.Forecast && n.current(t) {
+			fresh[t] = n
+		} else {
+			fresh[t] = needsOf(t)
+		}
+	}
+	c.stageNeeds = fresh
+}
+
 // topNeeding is needing restricted to the run's own targets, for the reads
 // that nest more targets (scans), which run before the nested ones exist.
-func topNeeding(s *snapshot.Snapshot, e diagnose.Evidence) []*snapshot.Target {
+func (c *Collector) topNeeding(s *snapshot.Snapshot, e diagnose.Evidence) []*snapshot.Target {
 	var out []*snapshot.Target
 	for _, t := range s.Targets {
-		if diagnose.Needs(t).Has(e) {
+		if c.needs(t).Has(e) {
 			out = append(out, t)
 		}
 	}

@@ -20,7 +20,7 @@ func init() {
 // by field selector, shared by the objects that need it.
 func (c *Collector) readNodeAgents(ctx context.Context, s *snapshot.Snapshot) {
 	read := map[diagnose.AgentRead][]corev1.Pod{}
-	for _, t := range needing(s, diagnose.NodeAgentEvidence) {
+	for _, t := range c.needing(s, diagnose.NodeAgentEvidence) {
 		agents, ok := []corev1.Pod{}, true
 		for _, r := range diagnose.NodeAgentReads(s, t) {
 			pods, done := read[r]

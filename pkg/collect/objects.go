@@ -145,7 +145,7 @@ func (c *Collector) namespacePods(ctx context.Context, ns string) (map[types.UID
 // readVolumeAttachments gives each PersistentVolume target the
 // VolumeAttachments of that volume (external-attacher finalizers).
 func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snapshot) {
-	needing := topNeeding(s, diagnose.AttachmentEvidence)
+	needing := c.topNeeding(s, diagnose.AttachmentEvidence)
 	c.attachVolumes(ctx, needing)
 	c.readAttacherLeases(ctx, s, needing)
 }
@@ -300,7 +300,7 @@ type owned struct {
 // depth-bounded and cycle-safe.
 func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 	owners := map[string][]*snapshot.Target{} // by namespace; "" is cluster-wide
-	for _, t := range topNeeding(s, diagnose.DependentEvidence) {
+	for _, t := range c.topNeeding(s, diagnose.DependentEvidence) {
 		owners[t.Ref.Namespace] = append(owners[t.Ref.Namespace], t)
 	}
 	var pods []*snapshot.Target // terminating dependents, to read in full

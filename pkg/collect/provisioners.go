@@ -20,7 +20,7 @@ func init() {
 // driver's CSIDriver object (a driver uninstalled takes both with it).
 func (c *Collector) readProvisioners(ctx context.Context, s *snapshot.Snapshot) {
 	drivers := map[string][]*snapshot.Target{}
-	for _, t := range needing(s, diagnose.ProvisionerEvidence) {
+	for _, t := range c.needing(s, diagnose.ProvisionerEvidence) {
 		if t.Volume != nil && t.Volume.Spec.CSI != nil && t.Volume.Spec.CSI.Driver != "" {
 			drivers[t.Volume.Spec.CSI.Driver] = append(drivers[t.Volume.Spec.CSI.Driver], t)
 		}

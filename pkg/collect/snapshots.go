@@ -29,7 +29,7 @@ var volumeSnapshots = schema.GroupVersionResource{Group: "snapshot.storage.k8s.i
 // namespace.
 func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapshot) {
 	var snapNS, claimNS []string
-	for _, t := range needing(s, diagnose.SnapshotEvidence) {
+	for _, t := range c.needing(s, diagnose.SnapshotEvidence) {
 		list := &claimNS
 		if t.Ref.Kind == "PersistentVolumeClaim" {
 			list = &snapNS

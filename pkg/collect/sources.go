@@ -80,7 +80,9 @@ func (c *Collector) readSources(ctx context.Context, s *snapshot.Snapshot) {
 	if err != nil {
 		panic("collect: " + err.Error()) // a programming error, caught by TestSourcesFormStages
 	}
+	defer c.rememberNeeds(nil)
 	for _, stage := range ordered {
+		c.rememberNeeds(s)
 		bounded(len(stage), len(stage), func(i int) {
 			defer c.track(stage[i].name, 0).finish()
 			stage[i].read(c, ctx, s)

@@ -22,7 +22,7 @@ func init() {
 // CSINode, and the node's VolumeAttachments.
 func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
 	var pods []*corev1.Pod
-	for _, t := range needing(s, diagnose.VolumeEvidence) {
+	for _, t := range c.needing(s, diagnose.VolumeEvidence) {
 		pods = append(pods, t.Pod)
 	}
 	if len(pods) == 0 {

@@ -1,0 +1,63 @@
+package collect
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// What a stage's readers are told a target needs is what its rules said
+// when the stage began; a target whose object a reader replaced (read in
+// full) is asked again before the next stage, one untouched keeps its
+// answer, and a target nested during a stage is asked when it is met.
+func TestNeedsAreRememberedPerStage(t *testing.T) {
+	held := func(withSpec bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "acme.io/v1", "kind": "Widget"}}
+		u.SetNamespace("shop")
+		u.SetName("w")
+		u.SetFinalizers([]string{"acme.io/cleanup"})
+		now := metav1.Now()
+		u.SetDeletionTimestamp(&now)
+		if withSpec {
+			u.Object["spec"] = map[string]any{"size": "big"}
+		}
+		return u
+	}
+	widget := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Widget", Namespace: "shop", Name: "w"}, Object: held(false)}
+	pod := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "p"}, Object: &unstructured.Unstructured{Object: map[string]any{}},
+		Pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1"}}}
+	s := &snapshot.Snapshot{Targets: []*snapshot.Target{widget, pod}}
+	c := &Collector{}
+
+	c.rememberNeeds(s)
+	if got := c.needing(s, diagnose.NamedByEvidence); len(got) != 0 {
+		t.Fatalf("a metadata-only object is not asked what names it: %v", got)
+	}
+	first := c.stageNeeds[pod]
+	widget.Object = held(true) // read in full by a reader of the stage
+	if got := c.needing(s, diagnose.NamedByEvidence); len(got) != 0 {
+		t.Errorf("within the stage the answer is the stage's: %v", got)
+	}
+	c.rememberNeeds(s)
+	if got := c.needing(s, diagnose.NamedByEvidence); len(got) != 1 || got[0] != widget {
+		t.Errorf("the next stage asks the object read in full again: %v", got)
+	}
+	if c.stageNeeds[pod] != first {
+		t.Errorf("an untouched target keeps its answer: %+v, was %+v", c.stageNeeds[pod], first)
+	}
+	nested := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "q"}, Object: &unstructured.Unstructured{Object: map[string]any{}},
+		Pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n2"}}}
+	widget.Dependents = append(widget.Dependents, nested)
+	if got := c.needing(s, diagnose.NodeEvidence); len(got) != 2 {
+		t.Errorf("a target nested during the stage is asked when met: %d targets need their node, want 2", len(got))
+	}
+	c.rememberNeeds(nil)
+	if c.stageNeeds != nil {
+		t.Error("forgotten after the last stage")
+	}
+}
