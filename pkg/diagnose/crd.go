@@ -83,14 +83,37 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 // it (never the whole list). jq writes the kubectl commands, quoted with
 // @sh, from what the cluster returns: no name is pasted by the plugin.
 func removeFromEach(resource, namespace, finalizer string) string {
+	return removeFromEachOf([]string{resource}, namespace, finalizer)
+}
+
+// removeFromEachOf is removeFromEach over several types: one loop over
+// them, not a pipeline each (a namespace's leftovers may span a hundred
+// types).
+func removeFromEachOf(resources []string, namespace, finalizer string) string {
 	const program = `.items[] | select(.metadata.deletionTimestamp != null) | (.metadata.finalizers // [] | index($f)) as $i | select($i != null)` +
 		` | ["kubectl", "patch", $r, .metadata.name] + (if .metadata.namespace then ["-n", .metadata.namespace] else [] end)` +
 		` + ["--type=json", "-p", ([{op: "test", path: "/metadata/finalizers/\($i)", value: $f}, {op: "remove", path: "/metadata/finalizers/\($i)"}] | tojson)] | @sh`
-	get := kubectl(namespace, "get", resource, "-o", "json")
-	if namespace == "" {
-		get = kubectl("", "get", resource, "-A", "-o", "json")
+	each := func(resource string) string {
+		get := kubectl(namespace, "get", resource, "-o", "json")
+		if namespace == "" {
+			get = kubectl("", "get", resource, "-A", "-o", "json")
+		}
+		return pipe(get, command("jq", "-r", "--arg", "f", finalizer, "--arg", "r", resource, program), "sh")
 	}
-	return pipe(get, command("jq", "-r", "--arg", "f", finalizer, "--arg", "r", resource, program), "sh")
+	switch len(resources) {
+	case 0:
+		return ""
+	case 1:
+		return each(resources[0])
+	}
+	// A placeholder word quote leaves alone stands for the loop's variable.
+	const placeholder = "RESOURCE"
+	words := make([]string, len(resources))
+	for i, r := range resources {
+		words[i] = shellWord(r)
+	}
+	body := strings.ReplaceAll(each(placeholder), " "+placeholder+" ", ` "$r" `)
+	return "for r in " + strings.Join(words, " ") + "; do " + body + "; done"
 }
 
 // countsByNamespace reads "ns-a: 3, ns-b: 1"; cluster-scoped instances have no namespace.

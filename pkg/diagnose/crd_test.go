@@ -119,4 +119,17 @@ func TestRemoveFromEachRemovesOneFinalizerEach(t *testing.T) {
 			t.Errorf("namespace %q: calls:\n%q\nwant:\n%q", ns, calls, want)
 		}
 	}
+	// Several types: one loop, each type's objects patched through it (the
+	// stub serves the same list for each; a hostile type name stays one word).
+	types := []string{"widgets.example.com", "g$(touch PWNED).example.com"}
+	var both [][]string
+	for _, r := range types {
+		for _, w := range want {
+			both = append(both, append([]string{w[0], w[1], r}, w[3:]...))
+		}
+	}
+	cmd := removeFromEachOf(types, "shop", "acme.io/keep")
+	if calls := runSuggested(t, dir, log, cmd); !slices.EqualFunc(calls, both, slices.Equal) || strings.Count(cmd, "kubectl get") != 1 {
+		t.Errorf("two types: %s\ncalls:\n%q\nwant:\n%q", cmd, calls, both)
+	}
 }

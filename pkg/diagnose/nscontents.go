@@ -185,12 +185,9 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer string, thi
 	fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts[1:]...)
 	fc.BlockedBy = examples
 	// Its last step, the removal by hand, is for every object the
-	// finalizer holds, not the example's alone: one pipeline per type.
-	var each []string
-	for _, r := range heldTypes(c, finalizer) {
-		each = append(each, removeFromEach(r, held.Ref.Namespace, finalizer))
-	}
-	fc.Remediation[len(fc.Remediation)-1] = step(catalog.FinalizerPending, "remove-finalizer-everywhere", then(each...), "finalizer", finalizer, "which", agree(n, "the", "all"), "objects", things(n))
+	// finalizer holds, not the example's alone: each of their types.
+	each := removeFromEachOf(heldTypes(c, finalizer), held.Ref.Namespace, finalizer)
+	fc.Remediation[len(fc.Remediation)-1] = step(catalog.FinalizerPending, "remove-finalizer-everywhere", each, "finalizer", finalizer, "which", agree(n, "the", "all"), "objects", things(n))
 	return fc
 }
 

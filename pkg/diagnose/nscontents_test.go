@@ -261,12 +261,9 @@ func TestNamespaceRemovalCoversEveryHeldObject(t *testing.T) {
 	} {
 		c := build(tc.held, tc.counts, tc.notDeleted)
 		last := c.Remediation[len(c.Remediation)-1]
-		var want []string
-		for _, r := range tc.types {
-			want = append(want, removeFromEach(r, "shop", f))
-		}
-		if last.Command != then(want...) || last.RiskLevel != report.RiskHigh || !strings.Contains(last.Action, tc.from) {
-			t.Errorf("%s: last step %+v, want the command %s", tc.name, last, then(want...))
+		want := removeFromEachOf(tc.types, "shop", f)
+		if last.Command != want || last.RiskLevel != report.RiskHigh || !strings.Contains(last.Action, tc.from) {
+			t.Errorf("%s: last step %+v, want the command %s", tc.name, last, want)
 		}
 		if !strings.HasPrefix(c.Remediation[0].Command, "kubectl get deployments,statefulsets,daemonsets -A --show-labels | grep -Fi -e acme") {
 			t.Errorf("%s: first step %+v", tc.name, c.Remediation[0])
