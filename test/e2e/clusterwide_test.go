@@ -21,9 +21,9 @@ func TestClusterWideBlockers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	own, env2 := ownLab(t)
-	why := func(t *testing.T, ns string) (item, result) {
+	why := func(t *testing.T, ns string, flags ...string) (item, result) {
 		t.Helper()
-		res := runWith(t, "--kubeconfig", own.Kubeconfig, "why", "ns/"+ns, "-o", "json")
+		res := runWith(t, append([]string{"--kubeconfig", own.Kubeconfig, "why", "ns/" + ns, "-o", "json"}, flags...)...)
 		var r report
 		if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
 			t.Fatalf("exit %d: %v\nstdout %s\nstderr %s", res.code, err, res.stdout, res.stderr)
@@ -71,6 +71,13 @@ func TestClusterWideBlockers(t *testing.T) {
 		}
 		expectEvidence(t, it.Causes[0], "apiservice v1beta1.metrics.lab.example.com: condition Available=False reason MissingEndpoints",
 			"service metrics/metrics-server: 0 ready endpoints")
+		// The controller's listing failed: its conditions cannot stand in
+		// for a scan of every type (issue 38's discovery-failure fallback).
+		full, _ := why(t, "victim", "--full-scan")
+		if rd := it.ContentsRead; rd == nil || rd.Index || !strings.Contains(rd.Why, "NamespaceDeletionDiscoveryFailure condition is True") ||
+			strings.Join(codesOf(it), ",") != strings.Join(codesOf(full), ",") {
+			t.Errorf("read %+v, causes %v; want every type read because discovery failed, and the full scan's causes %v", rd, codesOf(it), codesOf(full))
+		}
 		// Repaired as the report advises for an uninstalled add-on.
 		apiservices := env2.Dynamic.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
 		if err := apiservices.Delete(ctx, "v1beta1.metrics.lab.example.com", metav1.DeleteOptions{}); err != nil {

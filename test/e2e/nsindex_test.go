@@ -79,6 +79,33 @@ func TestNamespaceConditionsIndexTheScan(t *testing.T) {
 		t.Errorf("the table does not say how it read:\n%s", table.stdout)
 	}
 
+	// Conditions older than the deletion (as a namespace deleted, restored
+	// from a backup with its status and deleted again would carry) do not
+	// describe it: every type is listed, with the same verdict. The
+	// controller keeps a condition whose status, reason and message it
+	// would write again, so the backdated time stays.
+	stale := namespace(t, "indexed-stale")
+	staleDeleted := deleteHeld(stale)
+	remaining(stale, "configmaps. has 1 resource instances")
+	n, err := env.Client.CoreV1().Namespaces().Get(ctx, stale, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n.Status.Conditions {
+		n.Status.Conditions[i].LastTransitionTime = metav1.NewTime(staleDeleted.Add(-time.Hour))
+	}
+	if _, err := env.Client.CoreV1().Namespaces().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = diagnose(t, "why", "ns/"+stale)
+	full, _ = diagnose(t, "why", "ns/"+stale, "--full-scan")
+	if rd := only(t, r).ContentsRead; rd == nil || rd.Index || !strings.Contains(rd.Why, "condition is older than the deletion") || rd.Types < 20 {
+		t.Errorf("stale conditions: read %+v; want every type, because they are older than the deletion", rd)
+	}
+	if verdict(only(t, r)) != verdict(only(t, full)) {
+		t.Errorf("stale conditions: the verdict is not the full scan's:\n%s\n---\n%s", verdict(only(t, r)), verdict(only(t, full)))
+	}
+
 	// Pods go first: while they remain the controller neither deletes nor
 	// counts the other types (its conditions say "All content successfully
 	// removed" meanwhile); every type is listed.

@@ -20,8 +20,9 @@ type Sample struct {
 	Requests int64
 	Bytes    int64
 	RSSKiB   int64
-	Objects  int64  // what the program saw, to check they agree
-	Top      string // the plugin's top cause code, when it reports one
+	CPU      time.Duration // user and system time of the process and its children
+	Objects  int64         // what the program saw, to check they agree
+	Top      string        // the plugin's top cause code, when it reports one
 	Exit     int
 }
 
@@ -33,8 +34,10 @@ type Result struct {
 	// Snapshot and SnapshotGz are the sizes of the run's --save-snapshot
 	// file, plain and gzip-compressed (namespace cases, the plugin only).
 	Snapshot, SnapshotGz int64
-	// Lines is the length of the program's table (case 4, the plugin only).
+	// Lines is the length of the program's table (cases 4 and 7, the plugin only).
 	Lines int
+	// Read is how a namespace's contents were read (case 6, the plugin only).
+	Read string
 }
 
 // program is how to run one measured program and read what it saw.
@@ -42,6 +45,9 @@ type program struct {
 	name  string
 	cmd   func() *exec.Cmd
 	count func(stdout string) (int64, string)
+	// once runs the program in one recorded round only (the one-liner over
+	// a thousand types takes minutes a run).
+	once bool
 }
 
 // sample runs p once through the proxy.
@@ -63,6 +69,7 @@ func sample(px *Proxy, p program) (Sample, error) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		s.RSSKiB = ru.Maxrss // the largest of the process and its children
 	}
+	s.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	s.Objects, s.Top = p.count(out.String())
 	if s.Exit == 1 && p.name != oneLinerName { // the one-liner exits 1 on any failing type
 		return s, fmt.Errorf("%s failed: %s", p.name, strings.TrimSpace(errOut.String()))
@@ -129,7 +136,7 @@ func itemsCount(stdout string) (int64, string) {
 func linesCount(stdout string) (int64, string) {
 	var n int64
 	for _, l := range strings.Split(stdout, "\n") {
-		if l != "" && !strings.HasPrefix(l, "NAME ") {
+		if l != "" && !strings.HasPrefix(l, "NAME ") && !strings.HasPrefix(l, "NAMESPACE ") {
 			n++
 		}
 	}
@@ -142,6 +149,39 @@ func numberCount(stdout string) (int64, string) {
 		return -1, ""
 	}
 	return n, ""
+}
+
+// pluginRun runs the plugin with args and -o json.
+func pluginRun(o Options, kubeconfig string, count func(string) (int64, string), args ...string) program {
+	return program{name: pluginName + " " + strings.Join(args, " "), count: count, cmd: func() *exec.Cmd {
+		return exec.Command(o.Plugin, append(append([]string{"--kubeconfig", kubeconfig}, args...), "-o", "json")...)
+	}}
+}
+
+// floorRun runs the floor program over namespace (every namespace when
+// empty). An unthrottled floor has no client-side rate limit: on a server
+// with priority and fairness it lists at the server's pace, the plugin's.
+func floorRun(o Options, kubeconfig, namespace string, unthrottled bool) program {
+	args := []string{"floor", "-kubeconfig", kubeconfig}
+	if namespace != "" {
+		args = append(args, "-namespace", namespace)
+	}
+	if unthrottled {
+		args = append(args, "-unthrottled")
+	}
+	return program{name: floorName, count: numberCount, cmd: func() *exec.Cmd { return exec.Command(o.Self, args...) }}
+}
+
+// oneLinerRun runs the operators' one-liner over namespace (every
+// namespace and cluster-scoped type when empty).
+func oneLinerRun(o Options, kubeconfig, namespace string, once bool) program {
+	script := "kubectl api-resources --verbs=list -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -A"
+	if namespace != "" {
+		script = "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n " + namespace
+	}
+	return program{name: oneLinerName, count: linesCount, once: once, cmd: func() *exec.Cmd {
+		return withEnv(exec.Command("sh", "-c", script), "KUBECONFIG="+kubeconfig, "PATH="+o.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}}
 }
 
 func withEnv(cmd *exec.Cmd, env ...string) *exec.Cmd {

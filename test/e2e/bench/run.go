@@ -20,7 +20,7 @@ import (
 type Options struct {
 	Scale, Out, Plugin, BinDir, Self string
 	Runs                             int
-	// Cases picks the cases to run: "1,2,3,4,5" (1, 3 and 4 share a lab).
+	// Cases picks the cases to run: "1,2,3,4,5,6,7" (1, 3 and 4 share a lab).
 	Cases string
 }
 
@@ -35,14 +35,23 @@ type sizes struct {
 	stuckPods, stuckMisc         int
 	// dependents: the pods of case 5's Deployment deleted in the foreground.
 	dependents int
+	// Case 6: manyCRDs in manyGroups API groups, liveObjects live objects
+	// and a namespace held by heldCRs custom resources and heldConfigMaps
+	// configmaps.
+	manyCRDs, manyGroups, liveObjects, heldCRs, heldConfigMaps int
+	// Case 7: heldNamespaces terminating namespaces of heldPerNamespace
+	// leftovers each, all held.
+	heldNamespaces, heldPerNamespace int
 	// settle waits past the stuck objects' deadlines and the plugin's settle
 	// time, so that they count as stuck (the smoke run checks no figure).
 	settle time.Duration
 }
 
 var scales = map[string]sizes{
-	"full":  {crds: 150, groups: 30, kinds: 40, objects: []int{1000, 10000, 100000}, oneLinerMax: 10000, manyNamespaces: 50, perNamespace: 100, nodes: 200, podsPerNode: 100, stuckPods: 100, stuckMisc: 300, dependents: 100, settle: 65 * time.Second},
-	"smoke": {crds: 6, groups: 3, kinds: 4, objects: []int{100}, oneLinerMax: 100, manyNamespaces: 3, perNamespace: 10, nodes: 4, podsPerNode: 10, stuckPods: 4, stuckMisc: 4, dependents: 3},
+	"full": {crds: 150, groups: 30, kinds: 40, objects: []int{1000, 10000, 100000}, oneLinerMax: 10000, manyNamespaces: 50, perNamespace: 100, nodes: 200, podsPerNode: 100, stuckPods: 100, stuckMisc: 300, dependents: 100, settle: 65 * time.Second,
+		manyCRDs: 1000, manyGroups: 100, liveObjects: 300, heldCRs: 30, heldConfigMaps: 10, heldNamespaces: 6, heldPerNamespace: 500},
+	"smoke": {crds: 6, groups: 3, kinds: 4, objects: []int{100}, oneLinerMax: 100, manyNamespaces: 3, perNamespace: 10, nodes: 4, podsPerNode: 10, stuckPods: 4, stuckMisc: 4, dependents: 3,
+		manyCRDs: 12, manyGroups: 4, liveObjects: 12, heldCRs: 6, heldConfigMaps: 2, heldNamespaces: 2, heldPerNamespace: 8},
 }
 
 // Run builds the workloads, measures, checks that every program saw the
@@ -68,8 +77,14 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	if strings.Contains(o.Cases, "5") {
-		r, err := usersCase(ctx, o, sz)
+	for _, c := range []struct {
+		name string
+		run  func(context.Context, Options, sizes) ([]Result, error)
+	}{{"5", usersCase}, {"6", manyTypesCase}, {"7", heldLeftoversCase}} {
+		if !strings.Contains(o.Cases, c.name) {
+			continue
+		}
+		r, err := c.run(ctx, o, sz)
 		results = append(results, r...)
 		if err != nil {
 			return err
@@ -87,11 +102,32 @@ func Run(ctx context.Context, o Options) error {
 
 // labFor starts a bench lab and a counting proxy in front of it.
 func labFor(ctx context.Context, o Options) (*lab.Lab, *Proxy, string, *scenario.Env, error) {
+	return labWith(ctx, o, lab.Options{})
+}
+
+// labWithKinds is labWith, the scale's CRDs served in it.
+func labWithKinds(ctx context.Context, o Options, lo lab.Options, sz sizes) (*lab.Lab, *Proxy, string, *scenario.Env, []scenario.BulkKind, error) {
+	l, px, kc, env, err := labWith(ctx, o, lo)
+	if err != nil {
+		return nil, nil, "", nil, nil, err
+	}
+	kinds, err := servedKinds(ctx, env, sz)
+	if err != nil {
+		cleanup(l, px)
+		return nil, nil, "", nil, nil, err
+	}
+	return l, px, kc, env, kinds, nil
+}
+
+// labWith starts a bench lab tuned by lo (its BinDir, Dir and Bench are set
+// here) and a counting proxy in front of it.
+func labWith(ctx context.Context, o Options, lo lab.Options) (*lab.Lab, *Proxy, string, *scenario.Env, error) {
 	dir, err := os.MkdirTemp("", "kubectl-terminating-bench-")
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	l, err := lab.Start(ctx, lab.Options{BinDir: o.BinDir, Dir: dir, Bench: true})
+	lo.BinDir, lo.Dir, lo.Bench = o.BinDir, dir, true
+	l, err := lab.Start(ctx, lo)
 	if err != nil {
 		return nil, nil, "", nil, fmt.Errorf("%w (lab state kept in %s)", err, dir)
 	}
@@ -126,15 +162,11 @@ func progress(format string, args ...any) {
 // namespaceCases are issue 6's cases 1 (a terminating namespace with N
 // leftovers among ~200 types) and 3 (the same with a hung aggregated API).
 func namespaceCases(ctx context.Context, o Options, sz sizes) ([]Result, error) {
-	l, px, kc, env, err := labFor(ctx, o)
+	l, px, kc, env, kinds, err := labWithKinds(ctx, o, lab.Options{}, sz)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup(l, px)
-	kinds, err := servedKinds(ctx, env, sz)
-	if err != nil {
-		return nil, err
-	}
 	var results []Result
 	for _, n := range sz.objects {
 		if !strings.Contains(o.Cases, "1") && (n != sz.oneLinerMax || !strings.Contains(o.Cases, "3")) {
@@ -215,21 +247,21 @@ func manyNamespacesCase(ctx context.Context, o Options, sz sizes, px *Proxy, kc 
 	}
 	progress("%d terminating namespaces of %d objects each in %s", sz.manyNamespaces, sz.perNamespace, time.Since(t).Round(time.Second))
 	c := fmt.Sprintf("4: %d terminating namespaces", sz.manyNamespaces)
-	rs, err := measureAll(px, c, []program{
-		{pluginName + " list -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "list", "-A", "-o", "json") }, itemsCount},
-		{pluginName + " why -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "-A", "-o", "json") }, itemsCount},
-		{floorName, func() *exec.Cmd { return exec.Command(o.Self, "floor", "-kubeconfig", kc) }, numberCount},
-	}, o.Runs)
+	return measureClusterWide(o, px, kc, c, floorRun(o, kc, "", false))
+}
+
+// measureClusterWide measures list -A and why -A beside others, then the
+// lengths of their tables: what a person reads.
+func measureClusterWide(o Options, px *Proxy, kc, c string, others ...program) ([]Result, error) {
+	progs := append([]program{pluginRun(o, kc, itemsCount, "list", "-A"), pluginRun(o, kc, itemsCount, "why", "-A")}, others...)
+	rs, err := measureAll(px, c, progs, o.Runs)
 	if err != nil {
 		return rs, err
 	}
-	// What a person reads: the tables' lengths.
 	for i, args := range [][]string{{"list", "-A"}, {"why", "-A"}} {
-		out, err := exec.Command(o.Plugin, append([]string{"--kubeconfig", kc}, args...)...).Output()
-		if err != nil && !isExit(err, 2) {
-			return rs, fmt.Errorf("%v: %v", args, err)
+		if rs[i].Lines, err = tableLines(o, kc, args...); err != nil {
+			return rs, err
 		}
-		rs[i].Lines = strings.Count(string(out), "\n")
 	}
 	return rs, nil
 }
@@ -242,20 +274,20 @@ func isExit(err error, code int) bool {
 
 func measureNamespace(o Options, px *Proxy, kc, c, ns string, oneLiner bool) ([]Result, error) {
 	progs := []program{
-		{pluginName, func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "ns/"+ns, "-o", "json") }, pluginCount},
-		{floorName, func() *exec.Cmd { return exec.Command(o.Self, "floor", "-kubeconfig", kc, "-namespace", ns) }, numberCount},
+		{name: pluginName, cmd: func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "ns/"+ns, "-o", "json") }, count: pluginCount},
+		floorRun(o, kc, ns, false),
 	}
 	if oneLiner {
-		progs = append(progs, program{oneLinerName, func() *exec.Cmd {
-			return withEnv(exec.Command("sh", "-c", "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n "+ns),
-				"KUBECONFIG="+kc, "PATH="+o.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-		}, linesCount})
+		progs = append(progs, oneLinerRun(o, kc, ns, false))
 	}
 	rs, err := measureAll(px, c, progs, o.Runs)
 	if err != nil {
 		return rs, err
 	}
-	rs[0].Snapshot, rs[0].SnapshotGz, err = snapshotSizes(o.Plugin, kc, "why", "ns/"+ns)
+	if rs[0].Snapshot, rs[0].SnapshotGz, err = snapshotSizes(o.Plugin, kc, "why", "ns/"+ns); err != nil {
+		return rs, err
+	}
+	rs[0].Read, err = contentsRead(progs[0])
 	return rs, err
 }
 
@@ -286,11 +318,15 @@ func snapshotSizes(plugin, kubeconfig string, args ...string) (plain, gz int64, 
 // measureAll measures the programs of a case in rounds: one unrecorded
 // warm-up round, then runs rounds each running every program once, so that
 // none of them pays alone for a cold apiserver or the machine's drift (the
-// first program measured used to run slower than the others).
+// first program measured used to run slower than the others). A program
+// marked once runs in the first recorded round only.
 func measureAll(px *Proxy, c string, progs []program, runs int) ([]Result, error) {
 	samples := make([][]Sample, len(progs))
 	for round := range runs + 1 {
 		for i, p := range progs {
+			if p.once && round != 1 {
+				continue // too slow to run every round: one recorded run
+			}
 			s, err := sample(px, p)
 			if err != nil {
 				return nil, err
@@ -338,9 +374,9 @@ func clusterCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 	time.Sleep(sz.settle)
 	c := fmt.Sprintf("2: %d nodes, %d pods", sz.nodes, sz.nodes*sz.podsPerNode)
 	return measureAll(px, c, []program{
-		{pluginName + " list -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "list", "-A", "-o", "json") }, itemsCount},
-		{pluginName + " why -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "-A", "-o", "json") }, itemsCount},
-		{floorName, func() *exec.Cmd { return exec.Command(o.Self, "floor", "-kubeconfig", kc) }, numberCount},
+		pluginRun(o, kc, itemsCount, "list", "-A"),
+		pluginRun(o, kc, itemsCount, "why", "-A"),
+		floorRun(o, kc, "", false),
 	}, o.Runs)
 }
 
@@ -386,12 +422,15 @@ func checkAgreement(results []Result) error {
 	}
 	var problems []string
 	for c, rs := range byCase {
-		if strings.HasPrefix(c, "2:") || strings.HasPrefix(c, "4:") || strings.HasPrefix(c, "5:") {
+		if strings.HasPrefix(c, "2:") || strings.HasPrefix(c, "4:") || strings.HasPrefix(c, "5:") || strings.HasPrefix(c, "7:") || strings.HasSuffix(c, ", the cluster") {
 			continue // list -A counts terminating objects, the floor every object
 		}
 		for _, r := range rs[1:] {
 			if r.Objects != rs[0].Objects {
 				problems = append(problems, fmt.Sprintf("case %s: %s saw %d objects, %s %d", c, rs[0].Program, rs[0].Objects, r.Program, r.Objects))
+			}
+			if r.Top != "" && r.Top != rs[0].Top {
+				problems = append(problems, fmt.Sprintf("case %s: %s's top cause is %s, %s's %s", c, rs[0].Program, rs[0].Top, r.Program, r.Top))
 			}
 		}
 	}

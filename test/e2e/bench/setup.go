@@ -51,6 +51,12 @@ func CRDs(ctx context.Context, env *scenario.Env, kinds []scenario.BulkKind) err
 
 // Objects creates n objects in ns, round-robin over kinds; one in ten holds Finalizer.
 func Objects(ctx context.Context, env *scenario.Env, ns string, kinds []scenario.BulkKind, n int) error {
+	return objects(ctx, env, ns, kinds, n, 10)
+}
+
+// objects creates n objects in ns, round-robin over kinds; one in every
+// holds Finalizer (every one when every is 1).
+func objects(ctx context.Context, env *scenario.Env, ns string, kinds []scenario.BulkKind, n, every int) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(64)
 	for i := range n {
@@ -60,7 +66,7 @@ func Objects(ctx context.Context, env *scenario.Env, ns string, kinds []scenario
 				"apiVersion": k.Group + "/v1", "kind": k.Kind,
 				"metadata": map[string]any{"name": fmt.Sprintf("o%06d", i), "namespace": ns},
 			}}
-			if i%10 == 0 {
+			if i%every == 0 {
 				obj.SetFinalizers([]string{Finalizer})
 			}
 			_, err := env.Dynamic.Resource(schema.GroupVersionResource{Group: k.Group, Version: "v1", Resource: k.Plural}).Namespace(ns).Create(gctx, obj, metav1.CreateOptions{})
@@ -73,9 +79,14 @@ func Objects(ctx context.Context, env *scenario.Env, ns string, kinds []scenario
 // DeleteHeld deletes the objects Objects gave a finalizer: they stay,
 // terminating, held by it.
 func DeleteHeld(ctx context.Context, env *scenario.Env, ns string, kinds []scenario.BulkKind, n int) error {
+	return deleteEvery(ctx, env, ns, kinds, n, 10)
+}
+
+// deleteEvery deletes one in every of the n objects objects made.
+func deleteEvery(ctx context.Context, env *scenario.Env, ns string, kinds []scenario.BulkKind, n, every int) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(64)
-	for i := 0; i < n; i += 10 {
+	for i := 0; i < n; i += every {
 		k := kinds[i%len(kinds)]
 		g.Go(func() error {
 			gvr := schema.GroupVersionResource{Group: k.Group, Version: "v1", Resource: k.Plural}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
 
@@ -31,15 +31,11 @@ const (
 // owner's dependents and the namespace's contents come from the run's one
 // scan, so both stay near the floor's requests.
 func usersCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
-	l, px, kc, env, err := labFor(ctx, o)
+	l, px, kc, env, kinds, err := labWithKinds(ctx, o, lab.Options{}, sz)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup(l, px)
-	kinds, err := servedKinds(ctx, env, sz)
-	if err != nil {
-		return nil, err
-	}
 
 	t := time.Now()
 	if err := env.Namespace(ctx, ownerNamespace); err != nil {
@@ -75,9 +71,9 @@ func usersCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 
 	c := usersCaseName(sz)
 	return measureAll(px, c, []program{
-		{pluginName + " list -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "list", "-A", "-o", "json") }, ownerCount},
-		{pluginName + " why -A", func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "-A", "-o", "json") }, ownerCount},
-		{floorName, func() *exec.Cmd { return exec.Command(o.Self, "floor", "-kubeconfig", kc) }, numberCount},
+		pluginRun(o, kc, ownerCount, "list", "-A"),
+		pluginRun(o, kc, ownerCount, "why", "-A"),
+		floorRun(o, kc, "", false),
 	}, o.Runs)
 }
 

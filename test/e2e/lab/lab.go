@@ -64,6 +64,9 @@ type Options struct {
 	// deleted namespace keeps all its content) and no kwok. Every lab routes
 	// webhooks and aggregated APIs to endpoints, never to a ClusterIP.
 	Bench bool
+	// NamespaceController keeps the namespace controller in a Bench lab (the
+	// bench's case of the controller's conditions, issue 38).
+	NamespaceController bool
 	// APFSeats, when set, runs the apiserver with priority and fairness (a
 	// real cluster's default, off in the suite's lab) and at most that many
 	// reads at once (--max-requests-inflight; writes half as many): a busy
@@ -165,7 +168,7 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 	}
 
 	controllers := "*"
-	if o.Bench {
+	if o.Bench && !o.NamespaceController {
 		controllers = "*,-namespace"
 	}
 	if err := l.spawn(o, "kube-controller-manager", kubeBin("kube-controller-manager"),

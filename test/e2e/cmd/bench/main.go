@@ -27,7 +27,7 @@ func main() {
 	var o bench.Options
 	flag.StringVar(&o.Scale, "scale", "full", "full (issue 6's sizes) or smoke (tiny, for make test)")
 	flag.IntVar(&o.Runs, "runs", 5, "runs of each measured program; the median is reported")
-	flag.StringVar(&o.Cases, "cases", "1,2,3,4,5", "the cases to run (4 runs in the lab of 1, 5 in a lab of its own)")
+	flag.StringVar(&o.Cases, "cases", "1,2,3,4,5,6,7", "the cases to run (4 runs in the lab of 1; 5, 6 and 7 each in a lab of its own)")
 	flag.StringVar(&o.Out, "out", "", "write the report (markdown) to this file")
 	flag.StringVar(&o.Plugin, "plugin", "../../bin/kubectl-terminating", "the plugin binary")
 	flag.StringVar(&o.BinDir, "bin", "../../.lab/bin", "the lab binaries")
@@ -56,8 +56,9 @@ func floor(args []string) {
 	fs := flag.NewFlagSet("floor", flag.ExitOnError)
 	kc := fs.String("kubeconfig", "", "kubeconfig")
 	ns := fs.String("namespace", "", "namespace; empty: every namespace and cluster-scoped types")
+	unthrottled := fs.Bool("unthrottled", false, "no client-side rate limit (the server's pace)")
 	_ = fs.Parse(args)
-	n, err := bench.Floor(context.Background(), *kc, *ns)
+	n, err := bench.Floor(context.Background(), *kc, *ns, *unthrottled)
 	if err != nil {
 		fail(err)
 	}
