@@ -248,12 +248,45 @@ func step(code catalog.Code, id, command string, args ...string) report.Step {
 	if len(args) == 0 { // most steps: nothing to fill in
 		return report.Step{ID: id, Action: s.Action, Command: command, Risk: s.Risk, RiskLevel: s.Level}
 	}
-	pairs := make([]string, 0, len(args))
-	for i := 0; i+1 < len(args); i += 2 {
-		pairs = append(pairs, "{"+args[i]+"}", args[i+1])
+	return report.Step{ID: id, Action: fillIn(s.Action, args), Command: command, Risk: fillIn(s.Risk, args), RiskLevel: s.Level}
+}
+
+// fillIn replaces each {name} of template with its value in args (name,
+// value pairs), in one pass: a value that holds "{name}" (cluster text)
+// stays as it is. Unknown names stay too. (A strings.Replacer did the same,
+// building its tables anew for each of thousands of steps.)
+func fillIn(template string, args []string) string {
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(template, '{')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(template[open:], '}')
+		if end < 0 {
+			break
+		}
+		b.WriteString(template[:open])
+		if value, ok := argument(args, template[open+1:open+end]); ok {
+			b.WriteString(value)
+			template = template[open+end+1:]
+		} else { // not a name: keep the brace, read on after it
+			b.WriteByte('{')
+			template = template[open+1:]
+		}
 	}
-	fill := strings.NewReplacer(pairs...)
-	return report.Step{ID: id, Action: fill.Replace(s.Action), Command: command, Risk: fill.Replace(s.Risk), RiskLevel: s.Level}
+	b.WriteString(template)
+	return b.String()
+}
+
+// argument is the value of name in args (name, value pairs).
+func argument(args []string, name string) (string, bool) {
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == name {
+			return args[i+1], true
+		}
+	}
+	return "", false
 }
 
 // onTheNode is a step whose command runs on the node (journalctl, crictl,

@@ -126,19 +126,22 @@ var genericPaths = []string{"finalizer", "finalizers", "cleanup", "protection", 
 // ("deletion-defender" -> "deletiondefender"), when it is distinctive.
 func pathWord(finalizer string) string {
 	_, path, ok := strings.Cut(strings.ToLower(finalizer), "/")
-	word := strings.NewReplacer("-", "", "_", "", ".", "").Replace(path)
+	word := separators.Replace(path)
 	if !ok || len(word) < 5 || slices.Contains(genericPaths, word) {
 		return ""
 	}
 	return word
 }
 
+// separators removes the separators of a name's words (a Replacer builds
+// its tables on first use: one for the run, not one a call).
+var separators = strings.NewReplacer("-", "", "_", "", ".", "")
+
 // joined is w with separators removed from the fields workloadMatches reads.
 func joined(w snapshot.Workload) snapshot.Workload {
-	strip := strings.NewReplacer("-", "", "_", "", ".", "")
-	out := snapshot.Workload{Name: strip.Replace(w.Name), Namespace: strip.Replace(w.Namespace), Labels: map[string]string{}}
+	out := snapshot.Workload{Name: separators.Replace(w.Name), Namespace: separators.Replace(w.Namespace), Labels: map[string]string{}}
 	for _, l := range snapshot.WorkloadNameLabels {
-		out.Labels[l] = strip.Replace(w.Labels[l])
+		out.Labels[l] = separators.Replace(w.Labels[l])
 	}
 	return out
 }
