@@ -16,7 +16,11 @@ import (
 )
 
 func init() {
-	register(source{name: "admission", after: nesting, read: (*Collector).readAdmission})
+	register(source{name: "admission", after: nesting, read: (*Collector).readAdmission,
+		permissions: []Permission{
+			{Read: "`list` validating/mutating webhook configurations, validating admission policies and bindings", UsedFor: "what refuses the kubelet's final DELETE (pods in state C), the namespace controller's DELETEs, the UPDATE that removes a finalizer", Without: "admission is not judged: no `AdmissionWebhookDenied`/`AdmissionPolicyDenied`, and `skipped` says so"},
+			{Read: "`list` endpointslices in a webhook service's namespace", UsedFor: "whether the webhook can answer", Without: "the webhook is reported as one that may refuse"},
+		}})
 }
 
 // readAdmission reads the webhooks and admission policies, the endpoints of

@@ -13,7 +13,10 @@ import (
 )
 
 func init() {
-	register(source{name: "apiservices", after: nesting, read: (*Collector).readAPIServices})
+	register(source{name: "apiservices", after: nesting, read: (*Collector).readAPIServices,
+		permissions: []Permission{
+			{Read: "`list` apiservices", UsedFor: "the APIService behind a namespace's discovery failure", Without: "`NamespaceDiscoveryFailure` without `APIServiceUnavailable`"},
+		}})
 }
 
 // apiServices is read through the dynamic client: its typed client lives in

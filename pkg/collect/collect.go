@@ -23,8 +23,15 @@ import (
 )
 
 func init() {
-	register(source{name: "nodes", after: nesting, read: (*Collector).readNodes})
-	register(source{name: "events", after: nesting, read: (*Collector).readEvents})
+	register(source{name: "nodes", after: nesting, read: (*Collector).readNodes,
+		permissions: []Permission{
+			{Read: "`get` nodes (`list` nodes when more than 8 are needed)", UsedFor: "node liveness of a pod, and of a node another object held by a third-party finalizer names (`status.nodeName`, `spec.ownerNodeID`...)", Without: "`node alive` is `unknown`, the node read is under `skipped`, the top cause may be `DiagnosisIncomplete`"},
+			{Read: "`get` leases in `kube-node-lease` (`list` when more than 8)", UsedFor: "when the kubelet last renewed", Without: "as above, for the Lease"},
+		}})
+	register(source{name: "events", after: nesting, read: (*Collector).readEvents,
+		permissions: []Permission{
+			{Read: "`list` events in the object's namespace (field selector `involvedObject.uid`; the whole namespace's events when more than 8 objects in it need theirs, or when several objects of a terminating namespace do), for pods, services and objects held by a third-party or drain finalizer; in `default` for cluster-scoped objects (PersistentVolumes, Nodes: their events are recorded there)", UsedFor: "FailedKillPod, ExceededGracePeriod, FailedPreStopHook, Killing; DeleteLoadBalancerFailed; VolumeFailedDelete; what a finalizer's controller says (its Warning events)", Without: "`skipped: events`; kill and sandbox failures are inferred from the pod's state only"},
+		}})
 }
 
 // Collector reads evidence through read-only clients.

@@ -16,7 +16,11 @@ import (
 )
 
 func init() {
-	register(source{name: "controllers", after: nesting, read: (*Collector).readControllers})
+	register(source{name: "controllers", after: nesting, read: (*Collector).readControllers,
+		permissions: []Permission{
+			{Read: "`list` deployments, statefulsets, daemonsets (all namespaces) and customresourcedefinitions (metadata)", UsedFor: "whether a third-party finalizer's controller looks alive", Without: "`FinalizerPending` without the liveness judgement"},
+			{Read: "`list` clusterroles, clusterrolebindings, roles and rolebindings (all namespaces), with the workloads", UsedFor: "the controller a finalizer's words do not name: the workloads whose service account may update the held object's resource", Without: "`skipped` names the list; the controller is judged by its name alone"},
+		}})
 }
 
 // readControllers reads the workloads (Deployments, StatefulSets, DaemonSets)

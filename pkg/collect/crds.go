@@ -15,8 +15,14 @@ import (
 )
 
 func init() {
-	register(source{name: "crds", after: []string{"namespace contents"}, read: (*Collector).readCRDs})
-	register(source{name: "crd instances", after: []string{"crds"}, read: (*Collector).readCRDInstances})
+	register(source{name: "crds", after: []string{"namespace contents"}, read: (*Collector).readCRDs,
+		permissions: []Permission{
+			{Read: "`list` customresourcedefinitions (full)", UsedFor: "a terminating CRD; the CRD behind a conversion webhook error", Without: "`CRDInstancesRemaining`/`ConversionWebhookFailing` fall back to the generic finalizer cause or the condition's text"},
+		}})
+	register(source{name: "crd instances", after: []string{"crds"}, read: (*Collector).readCRDInstances,
+		permissions: []Permission{
+			{Read: "`list` the instances of a terminating CRD (metadata, all namespaces)", UsedFor: "`CRDInstancesRemaining` counts and examples", Without: "the scan's failure is in the evidence"},
+		}})
 }
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

@@ -17,7 +17,10 @@ import (
 )
 
 func init() {
-	register(source{name: "dra", after: nesting, read: (*Collector).readDRA})
+	register(source{name: "dra", after: nesting, read: (*Collector).readDRA,
+		permissions: []Permission{
+			{Read: "`get` resourceclaims; `list` resourceslices (field selector `spec.nodeName`)", UsedFor: "the DRA claims of pods in state B'", Without: "`skipped` names the read; no `ResourceClaimCleanupPending`"},
+		}})
 }
 
 // readDRA reads the ResourceClaims of the pods whose rules need them (the

@@ -13,7 +13,10 @@ import (
 )
 
 func init() {
-	register(source{name: "drains", after: nesting, read: (*Collector).readDrains})
+	register(source{name: "drains", after: nesting, read: (*Collector).readDrains,
+		permissions: []Permission{
+			{Read: "`list` pods bound to a node (all namespaces, field selector `spec.nodeName`) and poddisruptionbudgets in their namespaces", UsedFor: "`NodeDrainBlocked`: the pods a drain finalizer (Karpenter's, Cluster API's) still has to evict, and the budgets that refuse their eviction", Without: "the generic `FinalizerPending`; `skipped` names the read"},
+		}})
 }
 
 // readDrains reads, for each node a drain finalizer empties (the node held

@@ -14,7 +14,10 @@ import (
 )
 
 func init() {
-	register(source{name: "finalized objects", after: []string{"controllers"}, read: (*Collector).readFinalized})
+	register(source{name: "finalized objects", after: []string{"controllers"}, read: (*Collector).readFinalized,
+		permissions: []Permission{
+			{Read: "`list` every type in every namespace (metadata only, as `list -A`)", UsedFor: "`preflight` of a Deployment, StatefulSet, DaemonSet or namespace: the objects elsewhere carrying a third-party finalizer whose only live controller the deletion deletes", Without: "the type is listed under `skipped` (a partial forecast)"},
+		}})
 }
 
 // readFinalized lists every type of the cluster (metadata only, as list -A

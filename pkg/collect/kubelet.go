@@ -18,7 +18,10 @@ import (
 )
 
 func init() {
-	register(source{name: "kubelets", after: nesting, read: (*Collector).readKubelets})
+	register(source{name: "kubelets", after: nesting, read: (*Collector).readKubelets,
+		permissions: []Permission{
+			{Read: "`get` on `nodes/proxy`, only with `--kubelet`", UsedFor: "the kubelet's own `/pods` and `/stats/summary` for the nodes of stuck pods: containers, volumes and cgroup as the node sees them", Without: "`skipped: nodes/NODE/proxy/pods` (Forbidden), the rows stay as without `--kubelet`"},
+		}})
 }
 
 const (

@@ -16,7 +16,10 @@ import (
 )
 
 func init() {
-	register(source{name: "named objects", after: []string{"namespace contents"}, read: (*Collector).readNamed})
+	register(source{name: "named objects", after: []string{"namespace contents"}, read: (*Collector).readNamed,
+		permissions: []Permission{
+			{Read: "`get` on the objects the spec of an object held by a third-party finalizer names (a restore's backup, the backup's storage location: two steps), metadata only for Secrets and ConfigMaps", UsedFor: "whether what the controller depends on says it fails", Without: "that reference is not followed; `skipped` names the read"},
+		}})
 }
 
 // namedDepth is how far readNamed follows references: what a held object

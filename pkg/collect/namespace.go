@@ -20,7 +20,12 @@ import (
 )
 
 func init() {
-	register(source{name: "namespace contents", read: (*Collector).readNamespaceContents})
+	register(source{name: "namespace contents", read: (*Collector).readNamespaceContents,
+		permissions: []Permission{
+			{Read: "`get` the objects a terminating namespace's finalizers hold (a few per finalizer, at most 50; metadata only for Secrets and ConfigMaps)", UsedFor: "the controller's words on what the namespace waits for, and what those objects name", Without: "the object is diagnosed from its metadata; `skipped` names the read"},
+			{Read: "`list` every namespaced type in a namespace not being deleted (metadata); `list` the instances of a CRD not being deleted (metadata, all namespaces)", UsedFor: "`preflight ns/NAME`, `preflight crd/NAME`: what the deletion would delete, and their finalizers", Without: "the type is listed under `skipped` (a partial forecast)"},
+			{Read: "`list` pods in a namespace not being deleted (in full), then `get` their nodes and leases", UsedFor: "`preflight ns/NAME`: pods on a node that would not run their shutdown", Without: "`skipped` names the read (a partial forecast: exit 1 unless something would stick)"},
+		}})
 }
 
 // heldExamples is how many objects held by one finalizer are diagnosed in

@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,5 +60,33 @@ func TestNeedsAreRememberedPerStage(t *testing.T) {
 	c.rememberNeeds(nil)
 	if c.stageNeeds != nil {
 		t.Error("forgotten after the last stage")
+	}
+}
+
+// What names a held object is looked for around the run's own targets and
+// the objects a namespace not being deleted holds (a preflight's), not
+// around the objects held in a namespace being deleted: its controller
+// deletes what names them too.
+func TestNamedByIsNotReadInsideANamespaceBeingDeleted(t *testing.T) {
+	now := metav1.Now()
+	object := func(ns, name string) *snapshot.Target {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "acme.io/v1", "kind": "Widget"}}
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Widget", Namespace: ns, Name: name}, Object: u}
+	}
+	namespace := func(name string, deleted bool, held ...*snapshot.Target) *snapshot.Target {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if deleted {
+			ns.DeletionTimestamp = &now
+		}
+		return &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Namespace", Name: name}, Namespace: ns,
+			Contents: &snapshot.Contents{Held: map[string][]*snapshot.Target{"acme.io/cleanup": held}}}
+	}
+	inDeleted, inLive, top := object("gone", "a"), object("staying", "b"), object("gone", "c")
+	s := &snapshot.Snapshot{Targets: []*snapshot.Target{namespace("gone", true, inDeleted), namespace("staying", false, inLive), top}}
+	got := namedByTargets(s)
+	if slices.Contains(got, inDeleted) || !slices.Contains(got, inLive) || !slices.Contains(got, top) || len(got) != 4 {
+		t.Errorf("targets %v: want the three run targets and b, not a", got)
 	}
 }

@@ -11,7 +11,10 @@ import (
 )
 
 func init() {
-	register(source{name: "node agents", after: []string{"controllers"}, read: (*Collector).readNodeAgents})
+	register(source{name: "node agents", after: []string{"controllers"}, read: (*Collector).readNodeAgents,
+		permissions: []Permission{
+			{Read: "`list` pods in the namespace of a DaemonSet that looks like a finalizer's controller, on a node a held object names (field selector `spec.nodeName`)", UsedFor: "whether the node agent's pod on the object's node can act (none, being deleted, not ready)", Without: "`skipped` names the read; the DaemonSet is judged by its ready count alone"},
+		}})
 }
 
 // readNodeAgents gives each held object that names a node the pods there of

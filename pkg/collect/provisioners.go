@@ -11,7 +11,10 @@ import (
 )
 
 func init() {
-	register(source{name: "provisioners", after: nesting, read: (*Collector).readProvisioners})
+	register(source{name: "provisioners", after: nesting, read: (*Collector).readProvisioners,
+		permissions: []Permission{
+			{Read: "`list` leases in every namespace, by name (the driver's name, sanitized: `ebs-csi-aws-com`); `get` csidrivers/DRIVER", UsedFor: "whether a CSI driver's external-provisioner runs (its leader lease renewed) or the driver is uninstalled (neither exists), for a released volume whose backend volume it must delete", Without: "`skipped` names the read; `VolumeDeleteFailed` stays a warning"},
+		}})
 }
 
 // readProvisioners reads, for each CSI driver of a volume whose backend

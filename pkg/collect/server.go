@@ -7,7 +7,10 @@ import (
 )
 
 func init() {
-	register(source{name: "server version", read: (*Collector).readServerVersion})
+	register(source{name: "server version", read: (*Collector).readServerVersion,
+		permissions: []Permission{
+			{Read: "`get` on the URL `/version`", UsedFor: "the release the verdicts are made for (what changed between releases: pkg/kubeversion)", Without: "everyone has it: `system:public-info-viewer`; without it `skipped` names the read"},
+		}})
 }
 
 // readServerVersion reads /version once per run: the rules derive from it

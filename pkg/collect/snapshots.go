@@ -16,7 +16,10 @@ import (
 )
 
 func init() {
-	register(source{name: "volume snapshots", after: nesting, read: (*Collector).readSnapshotSources})
+	register(source{name: "volume snapshots", after: nesting, read: (*Collector).readSnapshotSources,
+		permissions: []Permission{
+			{Read: "`list` volumesnapshots (`snapshot.storage.k8s.io`) in the namespace of a claim held by `pvc-as-source-protection`; `list` persistentvolumeclaims in the namespace of a VolumeSnapshot held by `volumesnapshot-as-source-protection`", UsedFor: "`SnapshotSourceInUse`: the snapshot still being taken from the claim, the claim still being restored from the snapshot", Without: "the generic `FinalizerPending`; `skipped` names the read"},
+		}})
 }
 
 // volumeSnapshots is read through the dynamic client: the API is a CRD of

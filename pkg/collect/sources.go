@@ -20,6 +20,8 @@ type source struct {
 	// they nest, or what they record.
 	after []string
 	read  func(c *Collector, ctx context.Context, s *snapshot.Snapshot)
+	// permissions are what read asks of the apiserver, for docs/rbac.md.
+	permissions []Permission
 }
 
 var sources []source

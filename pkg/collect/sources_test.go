@@ -68,3 +68,26 @@ func TestStagesRefuseBrokenOrders(t *testing.T) {
 		t.Errorf("a chain: %v, %v", ok, err)
 	}
 }
+
+// Every source says what it reads (docs/rbac.md's table is generated from
+// it), and says it once: no row twice in the table.
+func TestEverySourceDeclaresItsReads(t *testing.T) {
+	seen := map[Permission]string{}
+	for _, s := range sources {
+		if len(s.permissions) == 0 {
+			t.Errorf("source %q declares no permissions", s.name)
+		}
+		for _, p := range s.permissions {
+			if p.Read == "" || p.UsedFor == "" || p.Without == "" {
+				t.Errorf("source %q: a permission without its read, use or absence: %+v", s.name, p)
+			}
+			if other, ok := seen[p]; ok {
+				t.Errorf("sources %q and %q declare the same permission %q", other, s.name, p.Read)
+			}
+			seen[p] = s.name
+		}
+	}
+	if n := len(Permissions()); n < len(seen)+len(targetPermissions) {
+		t.Errorf("the table has %d rows, fewer than the %d declared", n, len(seen)+len(targetPermissions))
+	}
+}

@@ -14,7 +14,10 @@ import (
 )
 
 func init() {
-	register(source{name: "volumes", after: nesting, read: (*Collector).readVolumes})
+	register(source{name: "volumes", after: nesting, read: (*Collector).readVolumes,
+		permissions: []Permission{
+			{Read: "`get` persistentvolumeclaims, persistentvolumes, csinodes; `list` volumeattachments, csidrivers", UsedFor: "the volumes of pods in state C (csidrivers: whether a CSI volume is attachable, so tracked in `volumesInUse`)", Without: "`skipped` names the read; `volumes unmounted` stays `unknown`"},
+		}})
 }
 
 // readVolumes follows the volumes of the pods whose rules need them:

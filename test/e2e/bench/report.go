@@ -79,6 +79,9 @@ const design = `
   deleted or held by a finalizer; a dependent pod already read as a target is not read again.
 - The readers that do not depend on each other run at once, in three stages; a node's Lease with
   the Node; target namespaces (their labels) only when a webhook or policy exists to match them.
+- What each target's rules need (diagnose.Needs, which decides every read) is asked once a stage of
+  readers, and kept for the next while none of the target's parts was replaced; the targets are
+  judged on every CPU.
 - -o json streams the items (one reused buffer), in the schema's field order.
 `
 
