@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -145,5 +146,40 @@ func TestMetadataToUnstructuredKeepsOnlyWriters(t *testing.T) {
 	}
 	if len(p.ManagedFields) != 1 || p.ManagedFields[0].FieldsV1 == nil {
 		t.Errorf("the listed object lost its managedFields: %v", p.ManagedFields)
+	}
+}
+
+// Objects of one kind held in many namespaces, a few in each (configmaps
+// held by a finalizer in a hundred namespaces): one list of that kind's
+// events in every namespace, each event given to the object it is about.
+func TestReadEventsOfOneKindOverManyNamespaces(t *testing.T) {
+	var objs []runtime.Object
+	s := snapshot.New(time.Now())
+	now := metav1.Now()
+	n := batchThreshold + 2
+	for i := range n {
+		uid := types.UID(fmt.Sprintf("uid-%d", i))
+		ns := fmt.Sprintf("apps-%02d", i)
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
+		u.SetUID(uid)
+		u.SetNamespace(ns)
+		u.SetName("settings")
+		u.SetFinalizers([]string{"acme.io/keep"})
+		u.SetDeletionTimestamp(&now)
+		s.Targets = append(s.Targets, &snapshot.Target{Object: u, Ref: report.ObjectRef{Kind: "ConfigMap", Namespace: ns, Name: "settings"}})
+		objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("e%d", i), Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", UID: uid}, Reason: "CleanupFailed"})
+	}
+	fake := kubefake.NewClientset(objs...)
+	c := &Collector{Clients: &kube.Clients{Typed: fake}}
+	c.readEvents(context.Background(), s)
+	if a := fake.Actions(); len(a) != 1 || a[0].GetNamespace() != "" ||
+		a[0].(k8stesting.ListAction).GetListRestrictions().Fields.String() != "involvedObject.kind=ConfigMap" {
+		t.Errorf("requests %v, want one list of ConfigMaps' events in every namespace", a)
+	}
+	for i := range n {
+		if ev := s.Events[types.UID(fmt.Sprintf("uid-%d", i))]; len(ev) != 1 || ev[0].Name != fmt.Sprintf("e%d", i) {
+			t.Errorf("configmap %d: events %+v", i, ev)
+		}
 	}
 }

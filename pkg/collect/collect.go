@@ -30,7 +30,7 @@ func init() {
 		}})
 	register(source{name: "events", after: nesting, read: (*Collector).readEvents,
 		permissions: []Permission{
-			{Read: "`list` events in the object's namespace (field selector `involvedObject.uid`; the whole namespace's events when more than 8 objects in it need theirs, or when several objects of a terminating namespace do), for pods, services and objects held by a third-party or drain finalizer; in `default` for cluster-scoped objects (PersistentVolumes, Nodes: their events are recorded there)", UsedFor: "FailedKillPod, ExceededGracePeriod, FailedPreStopHook, Killing; DeleteLoadBalancerFailed; VolumeFailedDelete; what a finalizer's controller says (its Warning events)", Without: "`skipped: events`; kill and sandbox failures are inferred from the pod's state only"},
+			{Read: "`list` events in the object's namespace (field selector `involvedObject.uid`; the whole namespace's events when more than 8 objects in it need theirs, or when several objects of a terminating namespace do; for more than 8 objects of one kind other than pods, in several namespaces, one list of that kind's events in every namespace, field selector `involvedObject.kind`), for pods, services and objects held by a third-party or drain finalizer; in `default` for cluster-scoped objects (PersistentVolumes, Nodes: their events are recorded there)", UsedFor: "FailedKillPod, ExceededGracePeriod, FailedPreStopHook, Killing; DeleteLoadBalancerFailed; VolumeFailedDelete; what a finalizer's controller says (its Warning events)", Without: "`skipped: events`; kill and sandbox failures are inferred from the pod's state only"},
 		}})
 }
 
@@ -143,7 +143,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 	reading := c.track("the terminating objects", 0)
 	c.readPods(ctx, pods, c.podCounts())
 	c.readNamespaceTargets(ctx, namespaces)
-	c.parallel(len(others), func(i int) { c.readObject(ctx, others[i], otherGVRs[i]) })
+	c.readObjects(ctx, others, otherGVRs)
 	reading.finish()
 	c.readSources(ctx, s)
 	s.Skipped = c.Skips()
@@ -302,6 +302,7 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 			s.Events[t.Object.GetUID()] = all[t.Object.GetUID()]
 		}
 	}
+	single = c.readKindEvents(ctx, s, single)
 	events := make([][]corev1.Event, len(single))
 	errs := make([]error, len(single))
 	c.parallel(len(single), func(i int) {
@@ -315,6 +316,48 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		s.Events[t.Object.GetUID()] = events[i]
 	}
+}
+
+// readKindEvents reads, for the objects of one kind (pods aside) that are
+// more than batchThreshold over several namespaces (configmaps held by a
+// finalizer in a hundred namespaces), the events of that kind in every
+// namespace at once (field selector involvedObject.kind: controllers record
+// few events about anything but pods), matched by involvedObject.uid: one
+// list, not one each. It returns the objects left to read one by one.
+func (c *Collector) readKindEvents(ctx context.Context, s *snapshot.Snapshot, targets []*snapshot.Target) []*snapshot.Target {
+	byKind := map[string][]*snapshot.Target{}
+	var kinds []string
+	for _, t := range targets {
+		if t.Pod == nil && t.Ref.Kind != "Pod" {
+			if byKind[t.Ref.Kind] == nil {
+				kinds = append(kinds, t.Ref.Kind)
+			}
+			byKind[t.Ref.Kind] = append(byKind[t.Ref.Kind], t)
+		}
+	}
+	kinds = slices.DeleteFunc(kinds, func(k string) bool { return len(byKind[k]) <= batchThreshold })
+	events := make([][]corev1.Event, len(kinds))
+	errs := make([]error, len(kinds))
+	c.parallel(len(kinds), func(i int) {
+		events[i], errs[i] = listAll[corev1.Event](ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kinds[i]},
+			pages(c.Clients.Typed.CoreV1().Events(metav1.NamespaceAll).List))
+	})
+	read := map[*snapshot.Target]bool{}
+	for i, k := range kinds {
+		byUID := map[types.UID][]corev1.Event{}
+		for _, e := range events[i] {
+			byUID[e.InvolvedObject.UID] = append(byUID[e.InvolvedObject.UID], e)
+		}
+		for _, t := range byKind[k] {
+			read[t] = true
+			if errs[i] != nil {
+				c.skipTarget(t, skipOf("events", errs[i]))
+				continue
+			}
+			s.Events[t.Object.GetUID()] = byUID[t.Object.GetUID()]
+		}
+	}
+	return slices.DeleteFunc(targets, func(t *snapshot.Target) bool { return read[t] })
 }
 
 // terminatingNamespace reports whether a run's target is the namespace ns.

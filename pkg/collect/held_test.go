@@ -92,3 +92,55 @@ func TestHeldObjectsAreReadInFull(t *testing.T) {
 		t.Errorf("%d GETs, want %d: each held object once", gets, heldReads)
 	}
 }
+
+// Many objects of one type to read in full for their status (an operator
+// wrote them all since their deletion) that are a good part of that type's
+// objects as the run's scan counted them: one list of the type, each object
+// given its own; a few among many: a GET each.
+func TestManyObjectsOfATypeAreListedInFull(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "rds.services.k8s.aws", Version: "v1alpha1", Resource: "dbinstances"}
+	deleted := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	written := deleted.Add(time.Minute).UTC().Format(time.RFC3339)
+	object := func(name string, full bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetAPIVersion(gvr.GroupVersion().String())
+		u.SetKind("DBInstance")
+		u.SetNamespace("db")
+		u.SetName(name)
+		u.SetUID(types.UID(name))
+		u.SetDeletionTimestamp(&deleted)
+		u.SetFinalizers([]string{"finalizers.rds.services.k8s.aws/DBInstance"})
+		u.Object["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{"manager": "ack-rds-controller", "operation": "Update", "time": written}}
+		if full {
+			u.Object["status"] = map[string]any{"dbInstanceStatus": "deleting"}
+		}
+		return u
+	}
+	n := batchThreshold + 4
+	for _, tc := range []struct {
+		counted, wantActions int
+	}{{n, 1}, {4*n + 1, n}} {
+		var full []runtime.Object
+		var targets []*snapshot.Target
+		var gvrs []schema.GroupVersionResource
+		for i := range n {
+			name := fmt.Sprintf("db-%02d", i)
+			full = append(full, object(name, true))
+			meta := object(name, false)
+			targets, gvrs = append(targets, &snapshot.Target{Ref: Found{GVR: gvr, Object: meta}.Ref(), Object: meta}), append(gvrs, gvr)
+		}
+		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "DBInstanceList"}, full...)
+		c := &Collector{Clients: &kube.Clients{Dynamic: dyn}, Now: time.Now}
+		c.record = &scanRecord{scope: Scope{AllNamespaces: true}, attempted: map[schema.GroupResource]schema.GroupVersionResource{gvr.GroupResource(): gvr},
+			counts: map[string]map[schema.GroupResource]int{"db": {gvr.GroupResource(): tc.counted}}}
+		c.readObjects(context.Background(), targets, gvrs)
+		if got := len(dyn.Actions()); got != tc.wantActions {
+			t.Errorf("%d of %d counted: %d requests, want %d", n, tc.counted, got, tc.wantActions)
+		}
+		for _, tg := range targets {
+			if _, ok := tg.Object.Object["status"]; !ok {
+				t.Errorf("%d of %d counted: %s not read in full", n, tc.counted, tg.Ref.Name)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,69 @@ func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr sche
 	if _, typed := typedReaders[gvr.GroupResource()]; typed || diagnose.Needs(t).Has(diagnose.ObjectEvidence) {
 		c.readInFull(ctx, t, gvr)
 	}
+}
+
+// readObjects is readObject for each target. The objects of one type read
+// in full for their status (not a typed reader's) that are many, and a good
+// part of that type's objects in their scope as the run's scan counted them
+// (thousands of an operator's objects its controller wrote since their
+// deletion), are one paginated list of the type in full, not a GET each.
+func (c *Collector) readObjects(ctx context.Context, targets []*snapshot.Target, gvrs []schema.GroupVersionResource) {
+	type batch struct {
+		gvr     schema.GroupVersionResource
+		ns      string // "" when they are in several namespaces, or cluster-scoped
+		targets []*snapshot.Target
+		indices []int // of the targets in targets
+	}
+	var single []int
+	batches := map[schema.GroupVersionResource]*batch{}
+	var order []*batch
+	for i, t := range targets {
+		gvr := gvrs[i]
+		if _, typed := typedReaders[gvr.GroupResource()]; typed || metadataOnly[gvr.GroupResource()] || !c.needs(t).Has(diagnose.ObjectEvidence) {
+			single = append(single, i)
+			continue
+		}
+		b := batches[gvr]
+		if b == nil {
+			b = &batch{gvr: gvr, ns: t.Ref.Namespace}
+			batches[gvr], order = b, append(order, b)
+		}
+		if b.ns != t.Ref.Namespace {
+			b.ns = ""
+		}
+		b.targets, b.indices = append(b.targets, t), append(b.indices, i)
+	}
+	var lists []*batch
+	for _, b := range order {
+		if n, counted := c.recordedCount(b.gvr.GroupResource(), b.ns); len(b.targets) > batchThreshold && counted && n <= 4*len(b.targets) {
+			lists = append(lists, b)
+			continue
+		}
+		single = append(single, b.indices...)
+	}
+	var again []*snapshot.Target
+	var againGVRs []schema.GroupVersionResource
+	var mu sync.Mutex
+	c.parallel(len(lists), func(i int) {
+		b := lists[i]
+		items, err := listAll[unstructured.Unstructured](ctx, metav1.ListOptions{}, pages(c.Clients.Dynamic.Resource(b.gvr).Namespace(b.ns).List))
+		byUID := make(map[types.UID]*unstructured.Unstructured, len(items))
+		for j := range items {
+			byUID[items[j].GetUID()] = &items[j]
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, t := range b.targets {
+			if u := byUID[t.Object.GetUID()]; err == nil && u != nil {
+				t.Object = u
+				continue
+			}
+			again, againGVRs = append(again, t), append(againGVRs, b.gvr) // the list failed, or the object is gone: its GET says which
+		}
+	})
+	c.parallel(len(single), func(i int) { c.readObject(ctx, targets[single[i]], gvrs[single[i]]) })
+	c.parallel(len(again), func(i int) { c.readWhole(ctx, again[i], againGVRs[i]) })
 }
 
 // readInFull reads a target in full: its typed form, or its unstructured

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"slices"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
@@ -249,6 +250,37 @@ func (c *Collector) podCounts() map[string]int {
 		}
 	}
 	return out
+}
+
+// sawType reports whether the record's scan listed every object of a type
+// in namespace ns (every namespace and cluster scope for ""): unfiltered,
+// in that scope, and the type's list did not fail.
+func (rec *scanRecord) sawType(gr schema.GroupResource, ns string) bool {
+	if rec.scope.filtered() || !rec.scope.AllNamespaces && (ns == "" || rec.scope.Namespace != ns) {
+		return false
+	}
+	if _, ok := rec.attempted[gr]; !ok {
+		return false
+	}
+	return !slices.ContainsFunc(rec.failed, func(sk report.Skip) bool { return sk.Resource.GroupResource() == gr })
+}
+
+// recordedCount is how many objects of a type the run's scan counted in
+// namespace ns (every namespace and cluster scope for ""), and whether it
+// counted them: a scan of every type in that scope.
+func (c *Collector) recordedCount(gr schema.GroupResource, ns string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.record == nil || !c.record.sawType(gr, ns) {
+		return 0, false
+	}
+	n := 0
+	for namespace, byType := range c.record.counts {
+		if ns == "" || namespace == ns {
+			n += byType[gr]
+		}
+	}
+	return n, true
 }
 
 // recordedDependents returns, from the run's scan, the dependents of the
