@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -50,26 +51,33 @@ type program struct {
 	once bool
 }
 
+// RSSHelper is the bench's own binary, which runs each measured program
+// (`bench rss PROGRAM ARGS...`) and reports its peak RSS: a program started
+// by the bench itself would be charged the bench's own RSS (Linux counts the
+// memory of the process it was forked from, until its exec, in its peak),
+// which grows with the reports it holds.
+var RSSHelper string
+
 // sample runs p once through the proxy.
 func sample(px *Proxy, p program) (Sample, error) {
-	cmd := p.cmd()
+	cmd, rss, err := withRSS(p.cmd())
+	if err != nil {
+		return Sample{}, err
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	px.Reset()
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	wall := time.Since(start)
 	req, by := px.Reset()
-	s := Sample{Wall: wall, Requests: req, Bytes: by}
+	s := Sample{Wall: wall, Requests: req, Bytes: by, RSSKiB: rss()}
 	if ee, ok := err.(*exec.ExitError); ok {
 		s.Exit = ee.ExitCode()
 	} else if err != nil {
 		return s, fmt.Errorf("%s: %w", p.name, err)
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		s.RSSKiB = ru.Maxrss // the largest of the process and its children
-	}
-	s.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	s.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime() // the helper's and the program's
 	s.Objects, s.Top = p.count(out.String())
 	if s.Exit == 1 && p.name != oneLinerName { // the one-liner exits 1 on any failing type
 		return s, fmt.Errorf("%s failed: %s", p.name, strings.TrimSpace(errOut.String()))
@@ -182,6 +190,43 @@ func oneLinerRun(o Options, kubeconfig, namespace string, once bool) program {
 	return program{name: oneLinerName, count: linesCount, once: once, cmd: func() *exec.Cmd {
 		return withEnv(exec.Command("sh", "-c", script), "KUBECONFIG="+kubeconfig, "PATH="+o.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}}
+}
+
+// withRSS runs cmd through RSSHelper, which writes the program's peak RSS
+// (KiB) to a pipe; rss reads it once cmd has run.
+func withRSS(cmd *exec.Cmd) (wrapped *exec.Cmd, rss func() int64, err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	wrapped = exec.Command(RSSHelper, append([]string{"rss", cmd.Path}, cmd.Args[1:]...)...)
+	wrapped.Env, wrapped.ExtraFiles = cmd.Env, []*os.File{w}
+	return wrapped, func() int64 {
+		_ = w.Close()
+		defer r.Close()
+		data, _ := io.ReadAll(r)
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		return n
+	}, nil
+}
+
+// RSS runs a program (`bench rss PROGRAM ARGS...`) with the helper's
+// standard streams and environment, writes its peak RSS in KiB to file
+// descriptor 3, and returns its exit code.
+func RSS(args []string) int {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		fmt.Fprintln(os.Stderr, "bench rss:", err)
+		return 1
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		report := os.NewFile(3, "rss")
+		fmt.Fprintln(report, ru.Maxrss) // the largest of the process and its children
+		_ = report.Close()
+	}
+	return cmd.ProcessState.ExitCode()
 }
 
 func withEnv(cmd *exec.Cmd, env ...string) *exec.Cmd {

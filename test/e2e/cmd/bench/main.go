@@ -24,6 +24,9 @@ func main() {
 		floor(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 2 && os.Args[1] == "rss" {
+		os.Exit(bench.RSS(os.Args[2:]))
+	}
 	var o bench.Options
 	flag.StringVar(&o.Scale, "scale", "full", "full (issue 6's sizes) or smoke (tiny, for make test)")
 	flag.IntVar(&o.Runs, "runs", 5, "runs of each measured program; the median is reported")
@@ -36,7 +39,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	o.Self = self
+	o.Self, bench.RSSHelper = self, self
 	for _, p := range []*string{&o.Plugin, &o.BinDir} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			fail(err)
