@@ -17,7 +17,7 @@ import (
 func init() {
 	register(source{name: "named by", after: []string{"namespace contents"}, read: (*Collector).readNamedBy,
 		permissions: []Permission{
-			{Read: "`list` (in full) the types of a held custom resource's API group and its family (at most 24) in its namespace (not for the objects held in a namespace being deleted: its controller deletes what names them too)", UsedFor: "what still names the object (an event source naming its bus)", Without: "not read; `skipped` names the list"},
+			{Read: "`list` (in full) the types of a held custom resource's API group and its family (at most 24) in its namespace (not for the objects in a namespace the run finds being deleted: its controller deletes what names them too)", UsedFor: "what still names the object (an event source naming its bus)", Without: "not read; `skipped` names the list"},
 		}})
 }
 
@@ -96,21 +96,19 @@ func (c *Collector) readNamedBy(ctx context.Context, s *snapshot.Snapshot) {
 }
 
 // namedByTargets are the run's targets and the objects a namespace's
-// finalizers hold, but not those of a namespace being deleted: its
-// controller deletes every type in it at once, so what names one of its
-// objects there is being deleted too (or held, and judged as one of them),
-// never what keeps it. Listing their kin in full for every such namespace
-// cost a run over 50 terminating namespaces 538 requests (the bench's case
-// 4: 960 against the floor's 412).
+// finalizers hold, but not those in a namespace the run finds being
+// deleted: its controller deletes every type in it at once, so what names
+// one of its objects there is being deleted too (or held, and judged as one
+// of them), never what keeps it; and listing their kin in full, for every
+// such namespace of a list -A, costs 24 lists each.
 func namedByTargets(s *snapshot.Snapshot) []*snapshot.Target {
-	top, deleting := map[*snapshot.Target]bool{}, map[string]bool{}
+	deleting := map[string]bool{}
 	for _, t := range s.Targets {
-		top[t] = true
 		if t.Namespace != nil && t.Namespace.DeletionTimestamp != nil {
 			deleting[t.Ref.Name] = true
 		}
 	}
-	return slices.DeleteFunc(targetsAndHeld(s), func(t *snapshot.Target) bool { return !top[t] && deleting[t.Ref.Namespace] })
+	return slices.DeleteFunc(targetsAndHeld(s), func(t *snapshot.Target) bool { return deleting[t.Ref.Namespace] })
 }
 
 // kin lists the namespaced, listable types of an API group's family, the
