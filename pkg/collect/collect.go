@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/parallel"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
@@ -412,14 +412,11 @@ func (c *Collector) parallel(n int, fn func(i int)) {
 	bounded(scanConcurrency, n, fn)
 }
 
-// bounded runs fn(0..n-1) with at most limit at once.
+// bounded runs fn(0..n-1) with at most limit at once; a panic in one
+// reaches the caller (parallel.Run).
 func bounded(limit, n int, fn func(i int)) {
-	var g errgroup.Group
-	var p carried
-	g.SetLimit(limit)
-	for i := range n {
-		g.Go(func() error { defer p.catch(); fn(i); return nil })
-	}
-	_ = g.Wait()
-	p.raise()
+	parallel.Run(collectorWork, limit, n, fn)
 }
+
+// collectorWork names the collector's goroutines in a panic raised again.
+const collectorWork = "the collector"

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/parallel"
 )
 
 // Change is one thing Follow saw happen to an object it follows, or a read
@@ -71,18 +72,18 @@ func (c *Collector) Follow(ctx context.Context, found []Found, sleep Sleep, out 
 		g.pending[f.Object.GetName()] = f
 	}
 	done := make(chan struct{})
-	var p carried
+	p := parallel.Carry{Who: collectorWork}
 	for _, g := range order {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			defer p.catch()
+			defer p.Catch()
 			c.followGroup(ctx, g, sleep, out)
 		}()
 	}
 	for range order {
 		<-done
 	}
-	p.raise()
+	p.Raise()
 }
 
 func (c *Collector) followGroup(ctx context.Context, g *followGroup, sleep Sleep, out chan<- Change) {

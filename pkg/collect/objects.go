@@ -81,8 +81,7 @@ func (c *Collector) readObjects(ctx context.Context, targets []*snapshot.Target,
 	type batch struct {
 		gvr     schema.GroupVersionResource
 		ns      string // "" when they are in several namespaces, or cluster-scoped
-		targets []*snapshot.Target
-		indices []int // of the targets in targets
+		indices []int  // of its objects in targets
 	}
 	var single []int
 	batches := map[schema.GroupVersionResource]*batch{}
@@ -101,11 +100,11 @@ func (c *Collector) readObjects(ctx context.Context, targets []*snapshot.Target,
 		if b.ns != t.Ref.Namespace {
 			b.ns = ""
 		}
-		b.targets, b.indices = append(b.targets, t), append(b.indices, i)
+		b.indices = append(b.indices, i)
 	}
 	var lists []*batch
 	for _, b := range order {
-		if n, counted := c.recordedCount(b.gvr.GroupResource(), b.ns); len(b.targets) > batchThreshold && counted && n <= 4*len(b.targets) {
+		if n, counted := c.recordedCount(b.gvr.GroupResource(), b.ns); len(b.indices) > batchThreshold && counted && n <= 4*len(b.indices) {
 			lists = append(lists, b)
 			continue
 		}
@@ -123,7 +122,8 @@ func (c *Collector) readObjects(ctx context.Context, targets []*snapshot.Target,
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		for _, t := range b.targets {
+		for _, j := range b.indices {
+			t := targets[j]
 			if u := byUID[t.Object.GetUID()]; err == nil && u != nil {
 				t.Object = u
 				continue

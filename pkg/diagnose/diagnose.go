@@ -8,14 +8,13 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kubeversion"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/parallel"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
@@ -36,7 +35,9 @@ func reportOf(s *snapshot.Snapshot, judge func(*snapshot.Snapshot, *snapshot.Tar
 		Skipped:     s.Skipped,
 	}
 	r.Items = make([]report.Item, len(s.Targets))
-	inParallel(len(s.Targets), func(i int) { r.Items[i] = judge(s, s.Targets[i]) })
+	// On every CPU: a judgement reads the snapshot and writes nothing shared,
+	// and a list -A of thousands of held objects judges each.
+	parallel.Run("the diagnosis", runtime.GOMAXPROCS(0), len(s.Targets), func(i int) { r.Items[i] = judge(s, s.Targets[i]) })
 	SortItems(r.Items)
 	r.Complete = len(r.Incomplete()) == 0
 	r.NotApplicable = s.NotServed
@@ -47,29 +48,6 @@ func reportOf(s *snapshot.Snapshot, judge func(*snapshot.Snapshot, *snapshot.Tar
 		diagnosed(r)
 	}
 	return r
-}
-
-// inParallel runs f(0) .. f(n-1) on every CPU: a target's judgement reads
-// the snapshot and writes nothing shared, and a list -A of thousands of held
-// objects judges each.
-func inParallel(n int, f func(i int)) {
-	workers := min(n, runtime.GOMAXPROCS(0))
-	if workers <= 1 {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // serverOf says which release the verdicts were made for, and what they

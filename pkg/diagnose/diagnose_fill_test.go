@@ -3,6 +3,10 @@ package diagnose
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // A step's text is filled in one pass, as strings.Replacer would: a value
@@ -26,4 +30,26 @@ func TestFillInIsOnePass(t *testing.T) {
 			t.Errorf("fillIn(%q) = %q, want %q (strings.Replacer: %q)", template, got, want, replacer)
 		}
 	}
+}
+
+// Targets are judged on several goroutines; a rule that panics on one
+// reaches the caller (where the command recovers it and exits 1), instead
+// of ending the process with Go's status 2, which runbooks read as "stuck".
+func TestAPanickingJudgementReachesTheCaller(t *testing.T) {
+	s := snapshot.New(time.Now())
+	for range 8 {
+		s.Targets = append(s.Targets, &snapshot.Target{})
+	}
+	defer func() {
+		if msg, _ := recover().(string); !strings.Contains(msg, "boom") || !strings.Contains(msg, "in a goroutine of the diagnosis") {
+			t.Errorf("recovered %q, want the judgement's panic", msg)
+		}
+	}()
+	reportOf(s, func(_ *snapshot.Snapshot, tg *snapshot.Target) report.Item {
+		if tg == s.Targets[5] {
+			panic("boom")
+		}
+		return report.Item{}
+	})
+	t.Error("reportOf returned without raising the panic")
 }
