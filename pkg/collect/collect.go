@@ -140,6 +140,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 			others, otherGVRs = append(others, t), append(otherGVRs, gvrs[i])
 		}
 	}
+	c.rememberNeeds(s) // the readers below ask it of each target
 	reading := c.track("the terminating objects", 0)
 	c.readPods(ctx, pods, c.podCounts())
 	c.readNamespaceTargets(ctx, namespaces)

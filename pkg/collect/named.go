@@ -40,7 +40,7 @@ var coreNamed = []string{"pod", "persistentvolumeclaim", "persistentvolume", "se
 // that resolves to no object is recorded as such (Unfound).
 func (c *Collector) readNamed(ctx context.Context, s *snapshot.Snapshot) {
 	for _, t := range targetsAndHeld(s) {
-		if t.Named == nil && diagnose.Needs(t).Has(diagnose.NamedEvidence) {
+		if t.Named == nil && c.needs(t).Has(diagnose.NamedEvidence) {
 			c.followNamed(ctx, t, map[types.UID]bool{t.Object.GetUID(): true}, 1)
 		}
 	}

@@ -1,7 +1,10 @@
 package collect
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,5 +91,28 @@ func TestNamedByIsNotReadInsideANamespaceBeingDeleted(t *testing.T) {
 	got := namedByTargets(s)
 	if slices.Contains(got, inDeleted) || slices.Contains(got, top) || !slices.Contains(got, inLive) || len(got) != 3 {
 		t.Errorf("targets %v: want the two namespaces and b, not a nor c", got)
+	}
+}
+
+// TestReadersAskTheStagesAnswer keeps every reader on the stage's answer
+// (Collector.needs): a reader that walked the rules itself, as four did,
+// walked them for each of thousands of held objects in a list -A, a tenth of
+// its CPU.
+func TestReadersAskTheStagesAnswer(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f == "needs.go" || strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(src), "diagnose.Needs("); n > 0 {
+			t.Errorf("%s asks diagnose.Needs %d times: ask c.needs (the stage's answer)", f, n)
+		}
 	}
 }

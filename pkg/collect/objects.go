@@ -67,7 +67,7 @@ func init() {
 // readObject reads the typed form of a target whose kind has a typed
 // reader, and any other in full when its rules need its status.
 func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
-	if _, typed := typedReaders[gvr.GroupResource()]; typed || diagnose.Needs(t).Has(diagnose.ObjectEvidence) {
+	if _, typed := typedReaders[gvr.GroupResource()]; typed || c.needs(t).Has(diagnose.ObjectEvidence) {
 		c.readInFull(ctx, t, gvr)
 	}
 }
@@ -291,7 +291,7 @@ func (c *Collector) leaderLease(ctx context.Context, name string) (*coordination
 func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 	pods := map[string][]corev1.Pod{}
 	for _, t := range targetsAndHeld(s) {
-		if t.Ref.Resource != "persistentvolumeclaims" || t.ClaimUsers != nil || !diagnose.Needs(t).Has(diagnose.ClaimUserEvidence) {
+		if t.Ref.Resource != "persistentvolumeclaims" || t.ClaimUsers != nil || !c.needs(t).Has(diagnose.ClaimUserEvidence) {
 			continue
 		}
 		ns := t.Ref.Namespace
@@ -458,7 +458,7 @@ func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, ch
 			pods = append(pods, d)
 		}
 		uid := d.Object.GetUID()
-		if visited[uid] || !diagnose.Needs(d).Has(diagnose.DependentEvidence) {
+		if visited[uid] || !c.needs(d).Has(diagnose.DependentEvidence) {
 			continue
 		}
 		if depth+1 >= snapshot.MaxDepth {

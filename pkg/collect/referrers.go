@@ -24,7 +24,7 @@ func (c *Collector) readReferrers(ctx context.Context, s *snapshot.Snapshot) {
 	lists := map[string][]unstructured.Unstructured{}
 	for _, t := range targetsAndHeld(s) {
 		refs := diagnose.ReferencesOf(t)
-		if len(refs) == 0 || t.Referrers != nil || !diagnose.Needs(t).Has(diagnose.ReferenceEvidence) {
+		if len(refs) == 0 || t.Referrers != nil || !c.needs(t).Has(diagnose.ReferenceEvidence) {
 			continue
 		}
 		t.Referrers = []*snapshot.Target{}

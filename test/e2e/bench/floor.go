@@ -18,19 +18,16 @@ import (
 // Floor is what any tool must at least do to see a namespace's (or the
 // cluster's) content: discover the types, then list every listable type with
 // the metadata client, concurrently, with the plugin's limits (16 lists in
-// flight, pages of 500, QPS 100, burst 200, 30 s per request). It counts the
-// objects and does nothing else. Unthrottled, it has no client-side rate
-// limit, only the 16 lists in flight: on a server with priority and
-// fairness, where the plugin follows the server's pace, so does the floor.
-func Floor(ctx context.Context, kubeconfig, namespace string, unthrottled bool) (int64, error) {
+// flight, pages of 500, 30 s per request). It counts the objects and does
+// nothing else. It has no client-side rate limit, only the 16 lists in
+// flight: the bench's labs run priority and fairness, as real clusters do,
+// where the plugin follows the server's pace; so does the floor.
+func Floor(ctx context.Context, kubeconfig, namespace string) (int64, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return 0, err
 	}
-	cfg.QPS, cfg.Burst, cfg.Timeout = 100, 200, 30*time.Second
-	if unthrottled {
-		cfg.QPS = -1 // client-go: no rate limiter
-	}
+	cfg.QPS, cfg.Timeout = -1, 30*time.Second // QPS -1: client-go sets no rate limiter
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return 0, err

@@ -167,15 +167,11 @@ func pluginRun(o Options, kubeconfig string, count func(string) (int64, string),
 }
 
 // floorRun runs the floor program over namespace (every namespace when
-// empty). An unthrottled floor has no client-side rate limit: on a server
-// with priority and fairness it lists at the server's pace, the plugin's.
-func floorRun(o Options, kubeconfig, namespace string, unthrottled bool) program {
+// empty).
+func floorRun(o Options, kubeconfig, namespace string) program {
 	args := []string{"floor", "-kubeconfig", kubeconfig}
 	if namespace != "" {
 		args = append(args, "-namespace", namespace)
-	}
-	if unthrottled {
-		args = append(args, "-unthrottled")
 	}
 	return program{name: floorName, count: numberCount, cmd: func() *exec.Cmd { return exec.Command(o.Self, args...) }}
 }

@@ -14,12 +14,13 @@ func report(o Options, sz sizes, results []Result, took time.Duration) string {
 		o.Scale, machine(), time.Now().UTC().Format("2006-01-02"), took.Round(time.Second))
 	fmt.Fprintf(&b, "Each figure is the median of %d runs, taken in rounds after a warm-up round (each round runs every program of the case once, so the order they run in favours none). Every program reaches the lab's apiserver through a counting proxy:\n", o.Runs)
 	b.WriteString("requests and bytes are what the program asked for and received; peak RSS is the largest of the process and its children.\n")
-	b.WriteString("The floor program (`bench floor`) discovers the types and lists each with the metadata client, 16 at a time, pages of 500, and does nothing else.\n")
+	fmt.Fprintf(&b, "Every lab's apiserver runs priority and fairness, as a real cluster does (%d seats): the plugin follows the server's pace there (no client-side rate limit until the server answers 429).\n", apfSeats)
+	b.WriteString("The floor program (`bench floor`) discovers the types and lists each with the metadata client, 16 at a time, pages of 500, no client-side rate limit, and does nothing else.\n")
 	b.WriteString("The one-liner is `kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n NS`.\n\n")
 	fmt.Fprintf(&b, "Workloads: %d CRDs in %d API groups beside the built-in types; leftover objects spread over %d of them, one in ten with a finalizer, in a namespace deleted while the namespace controller is off (so all of it stays); %d nodes with %d pods each, %d pods and %d configmaps stuck; case 5, in a lab of its own with the same CRDs: a Deployment of %d pods deleted in the foreground (its pods held by a finalizer), a namespace of %d leftovers held, an APIService whose service has no endpoints.\n\n",
 		sz.crds, sz.groups, sz.kinds, sz.nodes, sz.podsPerNode, sz.stuckPods, sz.stuckMisc, sz.dependents, sz.perNamespace)
-	fmt.Fprintf(&b, "Cases 6 and 7 (issue 38) run in labs of their own whose apiserver has priority and fairness on, as a real cluster has it (%d seats): the plugin follows the server's pace there, and the floor lists unthrottled (no client-side rate limit, 16 lists in flight). Case 6: %d CRDs in %d API groups, %d live objects, and a namespace deleted while the namespace controller runs, held by %d custom resources (3 types) and %d configmaps, each with a finalizer; `why ns/%s` reads the types the controller's conditions name, `--full-scan` every type; the one-liner runs once (it takes minutes). Case 7: %d terminating namespaces of %d leftovers each over %d of the %d CRDs, every one deleted and held by a finalizer; the one-liner (`kubectl api-resources --verbs=list -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -A`) runs once.\n\n",
-		apfSeats, sz.manyCRDs, sz.manyGroups, sz.liveObjects, sz.heldCRs, sz.heldConfigMaps, bigNamespace, sz.heldNamespaces, sz.heldPerNamespace, sz.kinds, sz.crds)
+	fmt.Fprintf(&b, "Cases 6 and 7 (issue 38) run in labs of their own. Case 6: %d CRDs in %d API groups, %d live objects, and a namespace deleted while the namespace controller runs, held by %d custom resources (3 types) and %d configmaps, each with a finalizer; `why ns/%s` reads the types the controller's conditions name, `--full-scan` every type; the one-liner runs once (it takes minutes). Case 7: %d terminating namespaces of %d leftovers each over %d of the %d CRDs, every one deleted and held by a finalizer; the one-liner (`kubectl api-resources --verbs=list -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -A`) runs once.\n\n",
+		sz.manyCRDs, sz.manyGroups, sz.liveObjects, sz.heldCRs, sz.heldConfigMaps, bigNamespace, sz.heldNamespaces, sz.heldPerNamespace, sz.kinds, sz.crds)
 
 	b.WriteString("| case | program | wall time | CPU | requests | received | peak RSS | objects seen | time vs floor | one-liner time / this |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	floor, liner := map[string]Result{}, map[string]Result{}
@@ -109,9 +110,9 @@ const caveats = `
   controller's conditions (` + "`contentsRead.index`" + `); the bench also fails when the index and the full
   scan disagree on the top cause or on the objects left (checkAgreement). The fallbacks (conditions
   absent, stale, discovery failure, ` + "`--full-scan`" + `) are e2e tests (TestNamespaceIndex*).
-- Cases 6 and 7 run with priority and fairness on, cases 1 to 5 without (the suite's lab): there the
-  plugin keeps its token bucket (QPS 100, burst 200) and so does the floor, which matters only above 200
-  requests (case 1 at 100,000 objects).
+- Without priority and fairness (an apiserver started with --enable-priority-and-fairness=false, as
+  the suite's lab is), the plugin keeps client-go's token bucket (QPS 100, burst 200): a run of more
+  than 200 requests waits 10 ms for each request above them. The bench does not measure that server.
 - Wall times on a 2-CPU machine, where the lab's apiserver and etcd share the CPUs with the program
   measured, vary by 10-30% between runs; the medians and ratios are what to read. The programs of a
   case are measured in rounds after a warm-up round, so that no program pays alone for a cold

@@ -22,6 +22,9 @@ type Options struct {
 	Runs                             int
 	// Cases picks the cases to run: "1,2,3,4,5,6,7" (1, 3 and 4 share a lab).
 	Cases string
+	// Keep holds case 7's lab after building it, instead of measuring, and
+	// prints its kubeconfig: for profiling by hand. Interrupt to end it.
+	Keep bool
 }
 
 // sizes are the workloads of one scale.
@@ -126,7 +129,7 @@ func labWith(ctx context.Context, o Options, lo lab.Options) (*lab.Lab, *Proxy, 
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	lo.BinDir, lo.Dir, lo.Bench = o.BinDir, dir, true
+	lo.BinDir, lo.Dir, lo.Bench, lo.APFSeats = o.BinDir, dir, true, apfSeats
 	l, err := lab.Start(ctx, lo)
 	if err != nil {
 		return nil, nil, "", nil, fmt.Errorf("%w (lab state kept in %s)", err, dir)
@@ -247,7 +250,7 @@ func manyNamespacesCase(ctx context.Context, o Options, sz sizes, px *Proxy, kc 
 	}
 	progress("%d terminating namespaces of %d objects each in %s", sz.manyNamespaces, sz.perNamespace, time.Since(t).Round(time.Second))
 	c := fmt.Sprintf("4: %d terminating namespaces", sz.manyNamespaces)
-	return measureClusterWide(o, px, kc, c, floorRun(o, kc, "", false))
+	return measureClusterWide(o, px, kc, c, floorRun(o, kc, ""))
 }
 
 // measureClusterWide measures list -A and why -A beside others, then the
@@ -275,7 +278,7 @@ func isExit(err error, code int) bool {
 func measureNamespace(o Options, px *Proxy, kc, c, ns string, oneLiner bool) ([]Result, error) {
 	progs := []program{
 		{name: pluginName, cmd: func() *exec.Cmd { return exec.Command(o.Plugin, "--kubeconfig", kc, "why", "ns/"+ns, "-o", "json") }, count: pluginCount},
-		floorRun(o, kc, ns, false),
+		floorRun(o, kc, ns),
 	}
 	if oneLiner {
 		progs = append(progs, oneLinerRun(o, kc, ns, false))
@@ -376,7 +379,7 @@ func clusterCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 	return measureAll(px, c, []program{
 		pluginRun(o, kc, itemsCount, "list", "-A"),
 		pluginRun(o, kc, itemsCount, "why", "-A"),
-		floorRun(o, kc, "", false),
+		floorRun(o, kc, ""),
 	}, o.Runs)
 }
 

@@ -21,10 +21,9 @@ const (
 	liveNamespace = "apps" // case 6: live objects beside it
 )
 
-// apfSeats runs the lab of cases 6 and 7 with priority and fairness, as a
-// real cluster has it (kube-apiserver's default of 400 reads at once): the
-// plugin follows the server's pace there, and so does the floor
-// (unthrottled).
+// apfSeats runs every bench lab with priority and fairness, as a real
+// cluster has it (kube-apiserver's default of 400 reads at once): the plugin
+// follows the server's pace there, and so does the floor.
 const apfSeats = 400
 
 // manyTypesCase is issue 38's first shape: a cluster of many types (the
@@ -36,7 +35,7 @@ const apfSeats = 400
 // floor and the one-liner over the namespace; then `list -A` beside the floor
 // over the cluster.
 func manyTypesCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
-	l, px, kc, env, err := labWith(ctx, o, lab.Options{NamespaceController: true, APFSeats: apfSeats})
+	l, px, kc, env, err := labWith(ctx, o, lab.Options{NamespaceController: true})
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +88,7 @@ func manyTypesCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 
 	index := pluginRun(o, kc, pluginCount, "why", "ns/"+bigNamespace)
 	full := pluginRun(o, kc, pluginCount, "why", "ns/"+bigNamespace, "--full-scan")
-	rs, err := measureAll(px, manyTypesNamespaceCase(sz), []program{index, full, floorRun(o, kc, bigNamespace, true), oneLinerRun(o, kc, bigNamespace, true)}, o.Runs)
+	rs, err := measureAll(px, manyTypesNamespaceCase(sz), []program{index, full, floorRun(o, kc, bigNamespace), oneLinerRun(o, kc, bigNamespace, true)}, o.Runs)
 	if err != nil {
 		return rs, err
 	}
@@ -98,7 +97,7 @@ func manyTypesCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 			return rs, err
 		}
 	}
-	all, err := measureAll(px, manyTypesClusterCase(sz), []program{pluginRun(o, kc, itemsCount, "list", "-A"), floorRun(o, kc, "", true)}, o.Runs)
+	all, err := measureAll(px, manyTypesClusterCase(sz), []program{pluginRun(o, kc, itemsCount, "list", "-A"), floorRun(o, kc, "")}, o.Runs)
 	return append(rs, all...), err
 }
 
@@ -142,7 +141,7 @@ func contentsRead(p program) (string, error) {
 // list -A and why -A beside the floor and the one-liner over the cluster,
 // with their CPU and the lengths of their tables.
 func heldLeftoversCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
-	l, px, kc, env, kinds, err := labWithKinds(ctx, o, lab.Options{APFSeats: apfSeats}, sz)
+	l, px, kc, env, kinds, err := labWithKinds(ctx, o, lab.Options{}, sz)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +164,12 @@ func heldLeftoversCase(ctx context.Context, o Options, sz sizes) ([]Result, erro
 	}
 	progress("%d terminating namespaces of %d held leftovers each in %s", sz.heldNamespaces, sz.heldPerNamespace, time.Since(t).Round(time.Second))
 	time.Sleep(sz.settle)
-	return measureClusterWide(o, px, kc, heldLeftoversCaseName(sz), floorRun(o, kc, "", true), oneLinerRun(o, kc, "", true))
+	if o.Keep {
+		fmt.Println("lab kept; its kubeconfig (through the counting proxy):", kc)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return measureClusterWide(o, px, kc, heldLeftoversCaseName(sz), floorRun(o, kc, ""), oneLinerRun(o, kc, "", true))
 }
 
 func heldLeftoversCaseName(sz sizes) string {

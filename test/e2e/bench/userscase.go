@@ -73,7 +73,7 @@ func usersCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 	return measureAll(px, c, []program{
 		pluginRun(o, kc, ownerCount, "list", "-A"),
 		pluginRun(o, kc, ownerCount, "why", "-A"),
-		floorRun(o, kc, "", false),
+		floorRun(o, kc, ""),
 	}, o.Runs)
 }
 

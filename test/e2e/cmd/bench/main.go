@@ -34,6 +34,7 @@ func main() {
 	flag.StringVar(&o.Out, "out", "", "write the report (markdown) to this file")
 	flag.StringVar(&o.Plugin, "plugin", "../../bin/kubectl-terminating", "the plugin binary")
 	flag.StringVar(&o.BinDir, "bin", "../../.lab/bin", "the lab binaries")
+	flag.BoolVar(&o.Keep, "keep", false, "build case 7's lab, print its kubeconfig and hold it until interrupted (no measuring)")
 	flag.Parse()
 	self, err := os.Executable()
 	if err != nil {
@@ -59,9 +60,8 @@ func floor(args []string) {
 	fs := flag.NewFlagSet("floor", flag.ExitOnError)
 	kc := fs.String("kubeconfig", "", "kubeconfig")
 	ns := fs.String("namespace", "", "namespace; empty: every namespace and cluster-scoped types")
-	unthrottled := fs.Bool("unthrottled", false, "no client-side rate limit (the server's pace)")
 	_ = fs.Parse(args)
-	n, err := bench.Floor(context.Background(), *kc, *ns, *unthrottled)
+	n, err := bench.Floor(context.Background(), *kc, *ns)
 	if err != nil {
 		fail(err)
 	}
