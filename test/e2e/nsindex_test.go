@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -106,6 +107,23 @@ func TestNamespaceConditionsIndexTheScan(t *testing.T) {
 		t.Errorf("stale conditions: the verdict is not the full scan's:\n%s\n---\n%s", verdict(only(t, r)), verdict(only(t, full)))
 	}
 
+	// Conditions absent (a namespace the controller has not synced since
+	// its deletion, or whose status it cannot write): every type is
+	// listed, with the same verdict. An admission policy refuses the
+	// controller's status writes on this namespace, so they stay absent
+	// (and the controller, which writes them first, deletes nothing).
+	absent := namespace(t, "indexed-absent")
+	freezeStatus(t, absent)
+	deleteHeld(absent)
+	r, _ = diagnose(t, "why", "ns/"+absent)
+	full, _ = diagnose(t, "why", "ns/"+absent, "--full-scan")
+	if rd := only(t, r).ContentsRead; rd == nil || rd.Index || !strings.Contains(rd.Why, "the namespace controller has not written its") || rd.Types < 20 {
+		t.Errorf("absent conditions: read %+v; want every type, because the controller has written no condition", rd)
+	}
+	if verdict(only(t, r)) != verdict(only(t, full)) {
+		t.Errorf("absent conditions: the verdict is not the full scan's:\n%s\n---\n%s", verdict(only(t, r)), verdict(only(t, full)))
+	}
+
 	// Pods go first: while they remain the controller neither deletes nor
 	// counts the other types (its conditions say "All content successfully
 	// removed" meanwhile); every type is listed.
@@ -116,5 +134,53 @@ func TestNamespaceConditionsIndexTheScan(t *testing.T) {
 	r, _ = diagnose(t, "why", "ns/"+withPods)
 	if rd := only(t, r).ContentsRead; rd == nil || rd.Index || !strings.Contains(rd.Why, "pods remain") || rd.Types < 20 {
 		t.Errorf("pods first: read %+v; want every type, because pods remain", rd)
+	}
+}
+
+// freezeStatus binds an admission policy that refuses every write of
+// namespace ns's status (the namespace controller's conditions among them),
+// and waits until it is in force: a write of the status is refused.
+func freezeStatus(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "freeze-status-" + ns
+	fail := admissionregistrationv1.Fail
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces/status"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.name != '" + ns + "'", Message: "the status of " + ns + " is frozen by the test"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	api := env.Client.AdmissionregistrationV1()
+	if _, err := api.ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = api.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = api.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	for end := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		n, err := env.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Client.CoreV1().Namespaces().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil && strings.Contains(err.Error(), "frozen by the test") {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the policy freezing %s's status is not in force after a minute", ns)
+		}
 	}
 }
