@@ -274,9 +274,14 @@ func (c *Collector) targetsByNode(s *snapshot.Snapshot, podsOnly bool) (map[stri
 // controller's DeleteLoadBalancerFailed) and volume target (the
 // provisioner's VolumeFailedDelete), matched by involvedObject.uid.
 func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
+	c.readEventsOf(ctx, s, c.needing(s, diagnose.EventEvidence))
+}
+
+// readEventsOf reads the events about each of targets.
+func (c *Collector) readEventsOf(ctx context.Context, s *snapshot.Snapshot, targets []*snapshot.Target) {
 	byNS := map[string][]*snapshot.Target{}
 	var namespaces []string
-	for _, t := range c.needing(s, diagnose.EventEvidence) {
+	for _, t := range targets {
 		ns := eventNamespace(t)
 		if byNS[ns] == nil {
 			namespaces = append(namespaces, ns)
@@ -287,6 +292,7 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 	// list per object, in parallel; or, for many objects in a namespace, one
 	// (paginated) list of the namespace's events.
 	var single []*snapshot.Target
+	var whole []string // the namespaces whose events are one list
 	for _, ns := range namespaces {
 		// A namespace being deleted has few events left, and often many
 		// targets in it (its held objects): one list for all of them.
@@ -294,13 +300,16 @@ func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
 			single = append(single, byNS[ns]...)
 			continue
 		}
-		all, err := c.namespaceEvents(ctx, ns)
+		whole = append(whole, ns)
+	}
+	inWhole, wholeErrs := c.eventsOfNamespaces(ctx, whole)
+	for i, ns := range whole {
 		for _, t := range byNS[ns] {
-			if err != nil {
-				c.skipTarget(t, skipOf("events", err))
+			if wholeErrs[i] != nil {
+				c.skipTarget(t, skipOf("events", wholeErrs[i]))
 				continue
 			}
-			s.Events[t.Object.GetUID()] = all[t.Object.GetUID()]
+			s.Events[t.Object.GetUID()] = inWhole[i][t.Object.GetUID()]
 		}
 	}
 	single = c.readKindEvents(ctx, s, single)
@@ -400,6 +409,16 @@ func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.U
 		}
 	})
 	return read.byUID, read.err
+}
+
+// eventsOfNamespaces is namespaceEvents of each namespace, read at once
+// (fifty terminating namespaces read one after another took longer than
+// the scan of every type).
+func (c *Collector) eventsOfNamespaces(ctx context.Context, namespaces []string) ([]map[types.UID][]corev1.Event, []error) {
+	byUID := make([]map[types.UID][]corev1.Event, len(namespaces))
+	errs := make([]error, len(namespaces))
+	c.parallel(len(namespaces), func(i int) { byUID[i], errs[i] = c.namespaceEvents(ctx, namespaces[i]) })
+	return byUID, errs
 }
 
 // concurrently runs the readers at once and waits for all of them.

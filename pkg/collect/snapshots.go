@@ -81,23 +81,27 @@ func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapsho
 // targets' events are read at the same time).
 func (c *Collector) readBlockerEvents(ctx context.Context, s *snapshot.Snapshot, namespaces []string) {
 	slices.Sort(namespaces)
+	uids := map[types.UID]bool{}
+	var with []string // the namespaces that hold such objects
 	for _, ns := range slices.Compact(namespaces) {
-		uids := map[types.UID]bool{}
+		held := len(uids)
 		for _, v := range s.VolumeSnapshots[ns] {
 			uids[v.UID] = true
 		}
 		for _, pvc := range s.NamespaceClaims[ns] {
 			uids[pvc.UID] = true
 		}
-		if len(uids) == 0 {
+		if len(uids) > held {
+			with = append(with, ns)
+		}
+	}
+	all, errs := c.eventsOfNamespaces(ctx, with)
+	for i, ns := range with {
+		if errs[i] != nil {
+			c.Skip(skipOf("events in "+ns, errs[i]))
 			continue
 		}
-		byUID, err := c.namespaceEvents(ctx, ns)
-		if err != nil {
-			c.Skip(skipOf("events in "+ns, err))
-			continue
-		}
-		for uid, events := range byUID {
+		for uid, events := range all[i] {
 			if uids[uid] {
 				if s.BlockerEvents == nil {
 					s.BlockerEvents = map[types.UID][]corev1.Event{}

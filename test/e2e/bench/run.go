@@ -22,8 +22,9 @@ type Options struct {
 	Runs                             int
 	// Cases picks the cases to run: "1,2,3,4,5,6,7" (1, 3 and 4 share a lab).
 	Cases string
-	// Keep holds case 7's lab after building it, instead of measuring, and
-	// prints its kubeconfig: for profiling by hand. Interrupt to end it.
+	// Keep holds the lab of a cluster-wide case (4 or 7) once built, instead
+	// of measuring, and prints its kubeconfig: for profiling by hand.
+	// Interrupt to end it.
 	Keep bool
 }
 
@@ -250,12 +251,17 @@ func manyNamespacesCase(ctx context.Context, o Options, sz sizes, px *Proxy, kc 
 	}
 	progress("%d terminating namespaces of %d objects each in %s", sz.manyNamespaces, sz.perNamespace, time.Since(t).Round(time.Second))
 	c := fmt.Sprintf("4: %d terminating namespaces", sz.manyNamespaces)
-	return measureClusterWide(o, px, kc, c, floorRun(o, kc, ""))
+	return measureClusterWide(ctx, o, px, kc, c, floorRun(o, kc, ""))
 }
 
 // measureClusterWide measures list -A and why -A beside others, then the
 // lengths of their tables: what a person reads.
-func measureClusterWide(o Options, px *Proxy, kc, c string, others ...program) ([]Result, error) {
+func measureClusterWide(ctx context.Context, o Options, px *Proxy, kc, c string, others ...program) ([]Result, error) {
+	if o.Keep {
+		fmt.Println("lab kept; its kubeconfig (through the counting proxy):", kc)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	progs := append([]program{pluginRun(o, kc, itemsCount, "list", "-A"), pluginRun(o, kc, itemsCount, "why", "-A")}, others...)
 	rs, err := measureAll(px, c, progs, o.Runs)
 	if err != nil {

@@ -164,12 +164,7 @@ func heldLeftoversCase(ctx context.Context, o Options, sz sizes) ([]Result, erro
 	}
 	progress("%d terminating namespaces of %d held leftovers each in %s", sz.heldNamespaces, sz.heldPerNamespace, time.Since(t).Round(time.Second))
 	time.Sleep(sz.settle)
-	if o.Keep {
-		fmt.Println("lab kept; its kubeconfig (through the counting proxy):", kc)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return measureClusterWide(o, px, kc, heldLeftoversCaseName(sz), floorRun(o, kc, ""), oneLinerRun(o, kc, "", true))
+	return measureClusterWide(ctx, o, px, kc, heldLeftoversCaseName(sz), floorRun(o, kc, ""), oneLinerRun(o, kc, "", true))
 }
 
 func heldLeftoversCaseName(sz sizes) string {
