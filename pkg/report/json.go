@@ -14,10 +14,11 @@ const jsonIndent = "    "
 // WriteJSON writes the report as -o json does: four-space indent, the
 // fields in the schema's order (apiVersion and kind first, as kubectl prints
 // a typed object). The bytes are json.Encoder's for the whole report, but
-// the items are encoded one at a time through a reused buffer and written as
-// they come: a report of hundreds of items never sits whole in memory as
-// text, nor converted to a map (ToUnstructured) and re-indented, which took
-// twice the time and ten times the memory.
+// the items are encoded one at a time through reused buffers (compact, then
+// indented by appendIndented) and written as they come: a report of
+// hundreds of items never sits whole in memory as text, nor converted to a
+// map (ToUnstructured) and re-indented, which took twice the time and ten
+// times the memory.
 func WriteJSON(w io.Writer, r Report) error {
 	items := r.Items
 	r.Items = nil
@@ -33,18 +34,20 @@ func WriteJSON(w io.Writer, r Report) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.Write(before)
 	bw.WriteString(`"items": [`)
-	var item bytes.Buffer
-	enc := encoder(&item, jsonIndent+jsonIndent)
+	var compact, item bytes.Buffer
+	enc := json.NewEncoder(&compact)
 	for i := range items {
-		item.Reset()
+		compact.Reset()
 		if err := enc.Encode(&items[i]); err != nil {
 			return err
 		}
+		item.Reset()
+		appendIndented(&item, compact.Bytes(), jsonIndent+jsonIndent, jsonIndent)
 		if i > 0 {
 			bw.WriteByte(',')
 		}
 		bw.WriteString("\n" + jsonIndent + jsonIndent)
-		bw.Write(bytes.TrimSuffix(item.Bytes(), []byte("\n")))
+		bw.Write(item.Bytes())
 	}
 	if len(items) > 0 {
 		bw.WriteString("\n" + jsonIndent)
