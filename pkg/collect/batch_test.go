@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -135,10 +136,7 @@ func TestMetadataToUnstructuredKeepsOnlyWriters(t *testing.T) {
 	p := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "shop", Finalizers: []string{"example.com/hold"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: &at,
 			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}}}}
-	u, err := metadataToUnstructured(p, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := metadataToUnstructured(p, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
 	mf := u.GetManagedFields()
 	if len(mf) != 1 || mf[0].Manager != "kubectl" || mf[0].Subresource != "status" || mf[0].Time == nil || mf[0].FieldsV1 != nil ||
 		len(u.GetFinalizers()) != 1 || u.GetKind() != "ConfigMap" || u.GetNamespace() != "shop" {
@@ -182,4 +180,52 @@ func TestReadEventsOfOneKindOverManyNamespaces(t *testing.T) {
 			t.Errorf("configmap %d: events %+v", i, ev)
 		}
 	}
+}
+
+// The object a scan keeps is the one the reflecting converter makes of the
+// listed metadata (its managedFields trimmed to their writers), every field
+// set, none empty left behind: its nulls (a zero creationTimestamp) aside,
+// the same map.
+func TestMetadataToUnstructuredAsTheConverterDoes(t *testing.T) {
+	created, deleted, wrote := metav1.NewTime(time.Unix(1700000000, 0)), metav1.NewTime(time.Unix(1700000500, 0)), metav1.NewTime(time.Unix(1700000400, 0))
+	grace, yes := int64(30), true
+	full := metav1.ObjectMeta{Name: "cm", GenerateName: "cm-", Namespace: "shop", UID: "u-1", ResourceVersion: "42", Generation: 3,
+		CreationTimestamp: created, DeletionTimestamp: &deleted, DeletionGracePeriodSeconds: &grace,
+		Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": "x"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u-0", Controller: &yes, BlockOwnerDeletion: &yes}},
+		Finalizers:      []string{"example.com/hold", "kubernetes.io/pvc-protection"},
+		ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &wrote, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)},
+			{Manager: "operator", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"}}}
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	for name, meta := range map[string]metav1.ObjectMeta{"every field": full, "none": {}} {
+		p := &metav1.PartialObjectMetadata{ObjectMeta: meta}
+		kept := *p
+		kept.ManagedFields = writersOnly(p.ManagedFields)
+		want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		(&unstructured.Unstructured{Object: want}).SetGroupVersionKind(gvk)
+		if got := metadataToUnstructured(p, gvk).Object; !reflect.DeepEqual(withoutNulls(got), withoutNulls(want)) {
+			t.Errorf("%s: kept\n%v\nthe converter's\n%v", name, got, want)
+		}
+	}
+}
+
+// withoutNulls is m without its null values and the maps they leave empty.
+func withoutNulls(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			v = withoutNulls(sub)
+			if len(v.(map[string]any)) == 0 {
+				continue
+			}
+		}
+		if v != nil {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -336,10 +336,7 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 
 // metadataTarget makes a target of an object read as metadata only.
 func metadataTarget(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) (*snapshot.Target, error) {
-	obj, err := metadataToUnstructured(item, m.GroupVersionKind)
-	if err != nil {
-		return nil, err
-	}
+	obj := metadataToUnstructured(item, m.GroupVersionKind)
 	return &snapshot.Target{Ref: Found{GVR: m.Resource, Object: obj}.Ref(), Object: obj}, nil
 }
 

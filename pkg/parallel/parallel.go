@@ -9,20 +9,29 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
-
-	"golang.org/x/sync/errgroup"
+	"sync/atomic"
 )
 
 // Run runs fn(0) .. fn(n-1), at most limit at once, and raises the first
 // panic of any of them again once all are done; who names the work in it.
+// A few workers take the indices in turn: a goroutine each (three thousand
+// held objects judged) grew three thousand stacks from their first size, a
+// twentieth of list -A's CPU.
 func Run(who string, limit, n int, fn func(i int)) {
-	var g errgroup.Group
 	c := Carry{Who: who}
-	g.SetLimit(max(limit, 1))
-	for i := range n {
-		g.Go(func() error { defer c.Catch(); fn(i); return nil })
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(max(limit, 1), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Catch()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		}()
 	}
-	_ = g.Wait()
+	wg.Wait()
 	c.Raise()
 }
 
