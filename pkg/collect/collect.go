@@ -387,16 +387,7 @@ func eventNamespace(t *snapshot.Target) string {
 // namespaceEvents reads every event of a namespace, by involvedObject.uid:
 // one list a run, shared by whoever asks.
 func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.UID][]corev1.Event, error) {
-	c.eventsMu.Lock()
-	if c.events == nil {
-		c.events = map[string]*namespaceEventsRead{}
-	}
-	read, ok := c.events[ns]
-	if !ok {
-		read = &namespaceEventsRead{}
-		c.events[ns] = read
-	}
-	c.eventsMu.Unlock()
+	read := c.namespaceEventsRead(ns)
 	read.once.Do(func() {
 		events, err := listAll[corev1.Event](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().Events(ns).List))
 		if err != nil {
@@ -411,14 +402,74 @@ func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.U
 	return read.byUID, read.err
 }
 
+// namespaceEventsRead is the run's read of namespace ns's events, done or to do.
+func (c *Collector) namespaceEventsRead(ns string) *namespaceEventsRead {
+	c.eventsMu.Lock()
+	defer c.eventsMu.Unlock()
+	if c.events == nil {
+		c.events = map[string]*namespaceEventsRead{}
+	}
+	read, ok := c.events[ns]
+	if !ok {
+		read = &namespaceEventsRead{}
+		c.events[ns] = read
+	}
+	return read
+}
+
 // eventsOfNamespaces is namespaceEvents of each namespace, read at once
 // (fifty terminating namespaces read one after another took longer than
-// the scan of every type).
+// the scan of every type); for many namespaces that hold most of the
+// cluster's events, as the scan counted them, one list of every event.
 func (c *Collector) eventsOfNamespaces(ctx context.Context, namespaces []string) ([]map[types.UID][]corev1.Event, []error) {
+	if len(namespaces) > batchThreshold && c.eventsMostlyIn(namespaces) {
+		c.readEveryEvent(ctx, namespaces)
+	}
 	byUID := make([]map[types.UID][]corev1.Event, len(namespaces))
 	errs := make([]error, len(namespaces))
 	c.parallel(len(namespaces), func(i int) { byUID[i], errs[i] = c.namespaceEvents(ctx, namespaces[i]) })
 	return byUID, errs
+}
+
+// eventsMostlyIn reports whether the run's scan counted few events in the
+// cluster beside those of namespaces: all of them fit in one page of a
+// list, or they are no more than four times those of namespaces. A
+// cluster-wide list of events costs one request then, not one a namespace.
+func (c *Collector) eventsMostlyIn(namespaces []string) bool {
+	events := schema.GroupResource{Resource: "events"}
+	all, counted := c.recordedCount(events, "")
+	if !counted {
+		return false
+	}
+	in := 0
+	for _, ns := range namespaces {
+		n, _ := c.recordedCount(events, ns)
+		in += n
+	}
+	return all <= max(pageSize, 4*in)
+}
+
+// readEveryEvent reads the events of every namespace in one list and keeps
+// those of namespaces as namespaceEvents would have read them; when the
+// list fails, namespaceEvents reads each namespace's.
+func (c *Collector) readEveryEvent(ctx context.Context, namespaces []string) {
+	events, err := listAll[corev1.Event](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().Events(metav1.NamespaceAll).List))
+	if err != nil {
+		return
+	}
+	byNamespace := map[string]map[types.UID][]corev1.Event{}
+	for _, ns := range namespaces {
+		byNamespace[ns] = map[types.UID][]corev1.Event{}
+	}
+	for _, e := range events {
+		if byUID, kept := byNamespace[e.Namespace]; kept {
+			byUID[e.InvolvedObject.UID] = append(byUID[e.InvolvedObject.UID], e)
+		}
+	}
+	for _, ns := range namespaces {
+		read := c.namespaceEventsRead(ns)
+		read.once.Do(func() { read.byUID = byNamespace[ns] })
+	}
 }
 
 // concurrently runs the readers at once and waits for all of them.

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,8 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
@@ -90,6 +94,58 @@ func TestEventsOfManyNamespacesAreReadAtOnce(t *testing.T) {
 		}
 		if ev, read := s.Events[types.UID(ns+"-held-1")]; !read || len(ev) != 0 {
 			t.Errorf("%s/held-1: events %+v (read %v), want none read", ns, ev, read)
+		}
+	}
+}
+
+// The events of many terminating namespaces are one list of every event
+// when the scan counted few elsewhere (one page of them), a list each when
+// most of the cluster's events are elsewhere; each event reaches the object
+// it is about either way.
+func TestEventsOfManyNamespacesInOneList(t *testing.T) {
+	events := schema.GroupResource{Resource: "events"}
+	for _, tc := range []struct {
+		name      string
+		elsewhere int
+		requests  int
+	}{{"few elsewhere", 3, 1}, {"most elsewhere", 2000, batchThreshold + 1}} {
+		var objs []runtime.Object
+		s := snapshot.New(time.Now())
+		counts := map[string]map[schema.GroupResource]int{"default": {events: tc.elsewhere}}
+		for i := range batchThreshold + 1 {
+			ns := fmt.Sprintf("gone-%02d", i)
+			counts[ns] = map[schema.GroupResource]int{events: 1}
+			s.Targets = append(s.Targets, &snapshot.Target{Ref: report.ObjectRef{Kind: "Namespace", Name: ns}, Namespace: &corev1.Namespace{}, Object: &unstructured.Unstructured{}})
+			for _, name := range []string{"held-0", "held-1"} {
+				u := &unstructured.Unstructured{Object: map[string]any{}}
+				u.SetUID(types.UID(ns + "-" + name))
+				s.Targets = append(s.Targets, &snapshot.Target{Ref: report.ObjectRef{Kind: "Service", Namespace: ns, Name: name}, Object: u})
+			}
+			objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: ns},
+				InvolvedObject: corev1.ObjectReference{UID: types.UID(ns + "-held-0")}, Reason: "FinalizerFailed"})
+		}
+		objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default"}, InvolvedObject: corev1.ObjectReference{UID: "gone-00-held-1"}})
+		fake := kubefake.NewClientset(objs...)
+		c := &Collector{Clients: &kube.Clients{Typed: fake}}
+		c.record = &scanRecord{scope: Scope{AllNamespaces: true}, attempted: map[schema.GroupResource]schema.GroupVersionResource{events: {Version: "v1", Resource: "events"}}, counts: counts}
+		var targets []*snapshot.Target
+		for _, tg := range s.Targets {
+			if tg.Namespace == nil {
+				targets = append(targets, tg)
+			}
+		}
+		c.readEventsOf(context.Background(), s, targets)
+		if got := len(fake.Actions()); got != tc.requests {
+			t.Errorf("%s: %d requests, want %d", tc.name, got, tc.requests)
+		}
+		for i := range batchThreshold + 1 {
+			ns := fmt.Sprintf("gone-%02d", i)
+			if ev := s.Events[types.UID(ns+"-held-0")]; len(ev) != 1 || ev[0].Namespace != ns {
+				t.Errorf("%s: %s/held-0: events %+v", tc.name, ns, ev)
+			}
+			if ev, read := s.Events[types.UID(ns+"-held-1")]; !read || len(ev) != 0 {
+				t.Errorf("%s: %s/held-1: events %+v (read %v), want none (an event of another namespace is not its)", tc.name, ns, ev, read)
+			}
 		}
 	}
 }
