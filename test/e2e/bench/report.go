@@ -72,8 +72,10 @@ const design = `
   objects.
 - Per-object reads only for what is diagnosed, 16 at a time and batched by kind: above 8 of a kind,
   nodes, leases and namespaces are one paginated list; events are one list of the namespace when
-  more than 8 objects in it need theirs; terminating pods are one list of their namespace when they
-  are more than 8 and at least a quarter of its pods.
+  more than 8 objects in it need theirs, or when it is being deleted (those lists at once), and one
+  list of every event when more than 8 namespaces need theirs and the scan counted few events
+  elsewhere (one page, or at most four times theirs); terminating pods are one list of their
+  namespace when they are more than 8 and at least a quarter of its pods.
 - A cluster-wide run (list -A, why -A, -n NS) reads from its one scan what later readers would
   list again: a terminating namespace's contents (counts per type, the objects held) and an
   owner's dependents (foregroundDeletion, orphan), kept during the scan only for objects being
@@ -81,9 +83,12 @@ const design = `
 - The readers that do not depend on each other run at once, in three stages; a node's Lease with
   the Node; target namespaces (their labels) only when a webhook or policy exists to match them.
 - What each target's rules need (diagnose.Needs, which decides every read) is asked once a stage of
-  readers, and kept for the next while none of the target's parts was replaced; the targets are
-  judged on every CPU.
-- -o json streams the items (one reused buffer), in the schema's field order.
+  readers, every reader taking the stage's answer, and kept for the next while none of the target's
+  parts was replaced; the targets are judged by a worker per CPU (not a goroutine each).
+- A kept object is made with Unstructured's setters from the listed metadata, not by the reflecting
+  converter; the garbage collector runs at GOGC=400 unless GOGC is set (a run lives a second or two).
+- -o json streams the items (reused buffers), each indented in one pass over what json.Marshal
+  wrote, in the schema's field order.
 `
 
 // caveats says where the bench differs from issue 6's wording, and why.
