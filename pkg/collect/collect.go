@@ -354,10 +354,7 @@ func (c *Collector) readKindEvents(ctx context.Context, s *snapshot.Snapshot, ta
 	})
 	read := map[*snapshot.Target]bool{}
 	for i, k := range kinds {
-		byUID := map[types.UID][]corev1.Event{}
-		for _, e := range events[i] {
-			byUID[e.InvolvedObject.UID] = append(byUID[e.InvolvedObject.UID], e)
-		}
+		byUID := byInvolvedUID(events[i])
 		for _, t := range byKind[k] {
 			read[t] = true
 			if errs[i] != nil {
@@ -394,10 +391,7 @@ func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.U
 			read.err = err
 			return
 		}
-		read.byUID = map[types.UID][]corev1.Event{}
-		for _, e := range events {
-			read.byUID[e.InvolvedObject.UID] = append(read.byUID[e.InvolvedObject.UID], e)
-		}
+		read.byUID = byInvolvedUID(events)
 	})
 	return read.byUID, read.err
 }
@@ -457,19 +451,28 @@ func (c *Collector) readEveryEvent(ctx context.Context, namespaces []string) {
 	if err != nil {
 		return
 	}
-	byNamespace := map[string]map[types.UID][]corev1.Event{}
+	inNamespace := make(map[string][]corev1.Event, len(namespaces))
 	for _, ns := range namespaces {
-		byNamespace[ns] = map[types.UID][]corev1.Event{}
+		inNamespace[ns] = nil
 	}
 	for _, e := range events {
-		if byUID, kept := byNamespace[e.Namespace]; kept {
-			byUID[e.InvolvedObject.UID] = append(byUID[e.InvolvedObject.UID], e)
+		if _, kept := inNamespace[e.Namespace]; kept {
+			inNamespace[e.Namespace] = append(inNamespace[e.Namespace], e)
 		}
 	}
 	for _, ns := range namespaces {
 		read := c.namespaceEventsRead(ns)
-		read.once.Do(func() { read.byUID = byNamespace[ns] })
+		read.once.Do(func() { read.byUID = byInvolvedUID(inNamespace[ns]) })
 	}
+}
+
+// byInvolvedUID indexes events by the object they are about.
+func byInvolvedUID(events []corev1.Event) map[types.UID][]corev1.Event {
+	byUID := map[types.UID][]corev1.Event{}
+	for _, e := range events {
+		byUID[e.InvolvedObject.UID] = append(byUID[e.InvolvedObject.UID], e)
+	}
+	return byUID
 }
 
 // concurrently runs the readers at once and waits for all of them.
