@@ -1,5 +1,6 @@
 // Command gendocs writes the documentation generated from the code:
-// docs/causes.md from the cause catalogue (pkg/catalog/causes.yaml), and
+// docs/causes.md and pkg/catalog/codes.go (the code constants) from the
+// cause catalogue (pkg/catalog/causes.yaml), and
 // docs/rbac.md's table from the declarations of what each reader reads
 // (pkg/collect's sources, pkg/cmd's commands). Run it
 // from the repository's root (make generate); the unit tests fail while a
@@ -16,6 +17,9 @@ import (
 
 func main() {
 	if err := os.WriteFile("docs/causes.md", []byte(catalog.Markdown()), 0o644); err != nil {
+		fail(err)
+	}
+	if err := os.WriteFile("pkg/catalog/codes.go", []byte(catalog.GoCodes()), 0o644); err != nil {
 		fail(err)
 	}
 	doc, err := os.ReadFile("docs/rbac.md")

@@ -1,7 +1,8 @@
 // Package catalog is the table of cause codes: the public contract runbooks
 // match on. A code, once shipped, keeps its name. Each is declared in
 // causes.yaml with its rank and documentation; docs/causes.md is generated
-// from it (TestCausesDocIsGenerated).
+// from it (TestCausesDocIsGenerated), and codes.go, a constant for each code
+// (TestCodesAreGenerated).
 package catalog
 
 import (
@@ -11,59 +12,6 @@ import (
 
 // Code is a stable cause code.
 type Code string
-
-// The cause codes, each with its entry in causes.yaml
-// (TestEveryCodeConstantIsCatalogued).
-const (
-	WithinGracePeriod            Code = "WithinGracePeriod"
-	GracePeriodOverrun           Code = "GracePeriodOverrun"
-	NegativeGracePeriod          Code = "NegativeGracePeriod"
-	NodeUnreachable              Code = "NodeUnreachable"
-	NodeNotReady                 Code = "NodeNotReady"
-	NodeNotFound                 Code = "NodeNotFound"
-	ContainerKillFailed          Code = "ContainerKillFailed"
-	ContainersStillRunning       Code = "ContainersStillRunning"
-	SandboxTeardownFailed        Code = "SandboxTeardownFailed"
-	VolumeTeardownPending        Code = "VolumeTeardownPending"
-	ResourceClaimCleanupPending  Code = "ResourceClaimCleanupPending"
-	CgroupCleanupPending         Code = "CgroupCleanupPending"
-	AdmissionWebhookDenied       Code = "AdmissionWebhookDenied"
-	AdmissionPolicyDenied        Code = "AdmissionPolicyDenied"
-	MirrorPodKubeletNotSyncing   Code = "MirrorPodKubeletNotSyncing"
-	FinalizerPending             Code = "FinalizerPending"
-	ForegroundDeletionBlocked    Code = "ForegroundDeletionBlocked"
-	PVCInUse                     Code = "PVCInUse"
-	PVBound                      Code = "PVBound"
-	VolumeDetachFailed           Code = "VolumeDetachFailed"
-	VolumeDeleteFailed           Code = "VolumeDeleteFailed"
-	LoadBalancerCleanupPending   Code = "LoadBalancerCleanupPending"
-	CRDInstancesRemaining        Code = "CRDInstancesRemaining"
-	ConversionWebhookFailing     Code = "ConversionWebhookFailing"
-	APIServiceUnavailable        Code = "APIServiceUnavailable"
-	NamespaceDiscoveryFailure    Code = "NamespaceDiscoveryFailure"
-	NamespaceContentFailure      Code = "NamespaceContentFailure"
-	NamespaceContentRemaining    Code = "NamespaceContentRemaining"
-	NamespaceFinalizersRemaining Code = "NamespaceFinalizersRemaining"
-	PodStuckTerminating          Code = "PodStuckTerminating"
-	NamespaceControllerInactive  Code = "NamespaceControllerInactive"
-	// KubeletNoLongerManagesPod: the pod's kubelet (--kubelet) reports
-	// nothing of a pod the API still has: no status, no final DELETE will come.
-	KubeletNoLongerManagesPod Code = "KubeletNoLongerManagesPod"
-	// NodeDrainBlocked: a node (or the Machine or NodeClaim that drains it)
-	// is held by a drain finalizer, and pods on it cannot be evicted.
-	NodeDrainBlocked Code = "NodeDrainBlocked"
-	// SnapshotSourceInUse: a claim or snapshot is held by the CSI
-	// snapshotter's protection finalizer while a snapshot is being taken
-	// from it, or a claim restored from it.
-	SnapshotSourceInUse Code = "SnapshotSourceInUse"
-	// ObjectInUse: an object is held by an in-use protection finalizer
-	// (the catalogue's referencedBy) while other objects still name it: a
-	// GatewayClass while Gateways use it.
-	ObjectInUse Code = "ObjectInUse"
-	// DiagnosisIncomplete is the tool's own code: the object is past its
-	// deadline but no rule explains why (or the evidence could not be read).
-	DiagnosisIncomplete Code = "DiagnosisIncomplete"
-)
 
 // Identity is a set of report.About fields a code's causes must fill.
 type Identity uint8

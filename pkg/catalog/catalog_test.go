@@ -30,6 +30,18 @@ func TestCausesDocIsGenerated(t *testing.T) {
 	}
 }
 
+// The code constants are the catalogue's: a code is declared once, in
+// causes.yaml, and codes.go is written from it.
+func TestCodesAreGenerated(t *testing.T) {
+	data, err := os.ReadFile("codes.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != GoCodes() {
+		t.Error("pkg/catalog/codes.go is not what pkg/catalog/causes.yaml generates: run `make generate`")
+	}
+}
+
 // A catalogue that breaks what the code relies on is refused, saying why.
 func TestCatalogueIsChecked(t *testing.T) {
 	entry := func(steps string) string {
