@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -27,7 +26,7 @@ func main() {
 	// client-go logs retries and discovery errors through klog; the plugin
 	// reports what matters itself, on one line.
 	silenceKlog()
-	paceGarbageCollector()
+	cmd.TuneGarbageCollector()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := cmd.NewRoot(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	code := cmd.Execute(ctx, root, os.Stderr)
@@ -41,15 +40,4 @@ func silenceKlog() {
 	_ = fs.Set("logtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
-}
-
-// paceGarbageCollector lets the heap grow to five times what is live
-// between collections (GOGC=400) unless GOGC says otherwise: a run lives
-// for a second or two, and at Go's default pace the collector's marking was
-// a sixth of list -A's CPU over thousands of held objects (docs/performance.md),
-// for a heap of tens of megabytes at most.
-func paceGarbageCollector() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(400)
-	}
 }

@@ -759,9 +759,11 @@ func TestFieldSelector(t *testing.T) {
 }
 
 // TestMain runs the tests at the default width whatever the shell exports:
-// the goldens are the screens off a terminal, 80 columns.
+// the goldens are the screens off a terminal, 80 columns; and with the
+// garbage collector paced as the binary paces it (the memory bounds).
 func TestMain(m *testing.M) {
 	os.Unsetenv("COLUMNS")
+	TuneGarbageCollector()
 	os.Exit(m.Run())
 }
 
