@@ -26,10 +26,7 @@ func TestAttachDependentsIsBoundedAndCycleSafe(t *testing.T) {
 		return o
 	}
 	depthOf := func(children map[types.UID][]owned) int {
-		root, err := metadataTarget(object(0, -1), m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		root := metadataTarget(object(0, -1), m)
 		c := &Collector{}
 		c.attachDependents(context.Background(), root, children, true, 0, map[types.UID]bool{"0": true})
 		depth := 0

@@ -36,9 +36,9 @@ func (c *Collector) readFinalized(ctx context.Context, s *snapshot.Snapshot) {
 		return
 	}
 	f := &snapshot.Finalized{Counts: map[string]map[string]int{}, Examples: map[string][]snapshot.ObjectRef{}}
-	f.Skipped = c.eachObject(ctx, all, "in the cluster", mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
+	f.Skipped = c.eachObject(ctx, all, "in the cluster", mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) {
 		if item.DeletionTimestamp != nil {
-			return nil
+			return
 		}
 		for _, name := range item.Finalizers {
 			if !catalog.ThirdPartyFinalizer(name) {
@@ -50,7 +50,6 @@ func (c *Collector) readFinalized(ctx context.Context, s *snapshot.Snapshot) {
 			f.Counts[name][item.Namespace]++
 			f.Examples[name] = firstFew(append(f.Examples[name], metadataRef(item, m)))
 		}
-		return nil
 	})
 	for _, sk := range f.Skipped {
 		c.Skip(sk)

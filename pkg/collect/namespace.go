@@ -216,11 +216,11 @@ func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets
 		}
 	}
 	for _, f := range rec.terminating[ns] {
-		addTerminating(contents, f.GVR, f.Object.GetFinalizers(), func() (*snapshot.Target, error) {
+		addTerminating(contents, f.GVR, f.Object.GetFinalizers(), func() *snapshot.Target {
 			if t := targets[f.Object.GetUID()]; t != nil {
-				return t, nil
+				return t
 			}
-			return &snapshot.Target{Ref: f.Ref(), Object: f.Object}, nil
+			return &snapshot.Target{Ref: f.Ref(), Object: f.Object}
 		})
 	}
 	sortContents(contents)
@@ -240,7 +240,7 @@ func newContents(mappings []*meta.RESTMapping) *snapshot.Contents {
 // addTerminating records one object being deleted: the finalizers that hold
 // it are counted, and it is kept as a target (made only then: conversions
 // cost) when it is a pod or among the first few a finalizer holds.
-func addTerminating(contents *snapshot.Contents, gvr schema.GroupVersionResource, finalizers []string, target func() (*snapshot.Target, error)) error {
+func addTerminating(contents *snapshot.Contents, gvr schema.GroupVersionResource, finalizers []string, target func() *snapshot.Target) {
 	isPods := gvr.Group == "" && gvr.Resource == "pods"
 	keep := isPods
 	for _, f := range finalizers {
@@ -248,22 +248,18 @@ func addTerminating(contents *snapshot.Contents, gvr schema.GroupVersionResource
 		keep = keep || (!isPods && len(contents.Held[f]) < heldExamples)
 	}
 	if !keep {
-		return nil
+		return
 	}
-	t, err := target()
-	if err != nil {
-		return err
-	}
+	t := target()
 	if isPods {
 		contents.Pods = append(contents.Pods, t)
-		return nil
+		return
 	}
 	for _, f := range finalizers {
 		if len(contents.Held[f]) < heldExamples {
 			contents.Held[f] = append(contents.Held[f], t)
 		}
 	}
-	return nil
 }
 
 // sortContents orders the kept targets by name, whatever order the lists came in.
@@ -280,7 +276,7 @@ func sortContents(contents *snapshot.Contents) {
 // few examples per finalizer.
 func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping) *snapshot.Contents {
 	contents := newContents(mappings)
-	contents.Skipped = c.eachObject(ctx, scope, where, mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
+	contents.Skipped = c.eachObject(ctx, scope, where, mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) {
 		gr := m.Resource.GroupResource()
 		contents.Counts[gr]++
 		contents.ByNamespace[item.Namespace]++
@@ -292,9 +288,9 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 					contents.Waiting[f] = append(contents.Waiting[f], metadataRef(item, m))
 				}
 			}
-			return nil
+			return
 		}
-		return addTerminating(contents, m.Resource, item.Finalizers, func() (*snapshot.Target, error) { return metadataTarget(item, m) })
+		addTerminating(contents, m.Resource, item.Finalizers, func() *snapshot.Target { return metadataTarget(item, m) })
 	})
 	sortContents(contents)
 	return contents
@@ -304,7 +300,7 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 // each object, one page at a time. A type that cannot be listed is returned
 // as a skip; the others carry on.
 func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping,
-	visit func(*meta.RESTMapping, *metav1.PartialObjectMetadata) error) []report.Skip {
+	visit func(*meta.RESTMapping, *metav1.PartialObjectMetadata)) []report.Skip {
 	var mu sync.Mutex
 	var skips []report.Skip
 	tr := c.track("objects "+where, len(mappings))
@@ -316,9 +312,7 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 			mu.Lock() // once a page, not once an object
 			defer mu.Unlock()
 			for i := range items {
-				if err := visit(m, &items[i]); err != nil {
-					return err
-				}
+				visit(m, &items[i])
 			}
 			return nil
 		})
@@ -335,9 +329,9 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 }
 
 // metadataTarget makes a target of an object read as metadata only.
-func metadataTarget(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) (*snapshot.Target, error) {
+func metadataTarget(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) *snapshot.Target {
 	obj := metadataToUnstructured(item, m.GroupVersionKind)
-	return &snapshot.Target{Ref: Found{GVR: m.Resource, Object: obj}.Ref(), Object: obj}, nil
+	return &snapshot.Target{Ref: Found{GVR: m.Resource, Object: obj}.Ref(), Object: obj}
 }
 
 // metadataRef names an object read as metadata only, as Found.Ref does,

@@ -386,15 +386,14 @@ func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 		}
 		var skips []report.Skip
 		if len(unread) > 0 {
-			skips = c.eachObject(ctx, scope, "for dependents", unread, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) error {
+			skips = c.eachObject(ctx, scope, "for dependents", unread, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) {
 				if len(item.OwnerReferences) == 0 {
-					return nil
+					return
 				}
 				kept := keepOwned(item, m) // the page is not kept
 				for _, ref := range item.OwnerReferences {
 					children[ref.UID] = append(children[ref.UID], kept)
 				}
-				return nil
 			})
 		}
 		for _, deps := range children {
@@ -442,12 +441,7 @@ func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, ch
 	}
 	t.Dependents = []*snapshot.Target{}
 	for _, o := range children[t.Object.GetUID()] {
-		d, err := metadataTarget(o.item, o.mapping)
-		if err != nil {
-			c.skipTarget(t, skipOf("dependent "+o.item.Name, err))
-			t.Dependents = nil
-			return nil
-		}
+		d := metadataTarget(o.item, o.mapping)
 		t.Dependents = append(t.Dependents, d)
 		if t.Forecast && t.Cascade == metav1.DeletePropagationForeground && d.Object.GetDeletionTimestamp() == nil && d.BlocksOwnerDeletion(t.Object.GetUID()) {
 			// What the forecast owner would wait for: the garbage collector

@@ -256,7 +256,7 @@ func writersOnly(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntr
 // writes a ManagedFieldsEntry (empty fields left out, the time in RFC 3339).
 func writersField(entries []metav1.ManagedFieldsEntry) []any {
 	out := make([]any, len(entries))
-	for i, e := range writersOnly(entries) {
+	for i, e := range entries {
 		m := make(map[string]any, 4)
 		if e.Manager != "" {
 			m["manager"] = e.Manager

@@ -57,6 +57,19 @@ func TestNamespaceConditionsIndexTheScan(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
+	// fallsBack checks that why ns/NAME scanned every type, saying why, and
+	// gave the verdict --full-scan gives.
+	fallsBack := func(ns, why string) {
+		t.Helper()
+		r, _ := diagnose(t, "why", "ns/"+ns)
+		full, _ := diagnose(t, "why", "ns/"+ns, "--full-scan")
+		if rd := only(t, r).ContentsRead; rd == nil || rd.Index || !strings.Contains(rd.Why, why) || rd.Types < 20 {
+			t.Errorf("%s: read %+v; want every type, because %s", ns, rd, why)
+		}
+		if verdict(only(t, r)) != verdict(only(t, full)) {
+			t.Errorf("%s: the verdict is not the full scan's:\n%s\n---\n%s", ns, verdict(only(t, r)), verdict(only(t, full)))
+		}
+	}
 
 	ns := namespace(t, "indexed")
 	deleted := deleteHeld(ns)
@@ -98,14 +111,7 @@ func TestNamespaceConditionsIndexTheScan(t *testing.T) {
 	if _, err := env.Client.CoreV1().Namespaces().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r, _ = diagnose(t, "why", "ns/"+stale)
-	full, _ = diagnose(t, "why", "ns/"+stale, "--full-scan")
-	if rd := only(t, r).ContentsRead; rd == nil || rd.Index || !strings.Contains(rd.Why, "condition is older than the deletion") || rd.Types < 20 {
-		t.Errorf("stale conditions: read %+v; want every type, because they are older than the deletion", rd)
-	}
-	if verdict(only(t, r)) != verdict(only(t, full)) {
-		t.Errorf("stale conditions: the verdict is not the full scan's:\n%s\n---\n%s", verdict(only(t, r)), verdict(only(t, full)))
-	}
+	fallsBack(stale, "condition is older than the deletion")
 
 	// Conditions absent (a namespace the controller has not synced since
 	// its deletion, or whose status it cannot write): every type is
@@ -115,14 +121,7 @@ func TestNamespaceConditionsIndexTheScan(t *testing.T) {
 	absent := namespace(t, "indexed-absent")
 	freezeStatus(t, absent)
 	deleteHeld(absent)
-	r, _ = diagnose(t, "why", "ns/"+absent)
-	full, _ = diagnose(t, "why", "ns/"+absent, "--full-scan")
-	if rd := only(t, r).ContentsRead; rd == nil || rd.Index || !strings.Contains(rd.Why, "the namespace controller has not written its") || rd.Types < 20 {
-		t.Errorf("absent conditions: read %+v; want every type, because the controller has written no condition", rd)
-	}
-	if verdict(only(t, r)) != verdict(only(t, full)) {
-		t.Errorf("absent conditions: the verdict is not the full scan's:\n%s\n---\n%s", verdict(only(t, r)), verdict(only(t, full)))
-	}
+	fallsBack(absent, "the namespace controller has not written its")
 
 	// Pods go first: while they remain the controller neither deletes nor
 	// counts the other types (its conditions say "All content successfully
