@@ -100,6 +100,7 @@ bench-smoke: build lab-bin ## The bench at a tiny size: every program must see t
 
 .PHONY: generate
 generate: ## Write what is generated from the code: docs/causes.md and pkg/catalog/codes.go (the code constants) from pkg/catalog/causes.yaml, docs/rbac.md's table from the readers' declarations
+	go run ./hack/gencatalog
 	go run ./hack/gendocs
 
 .PHONY: golden

@@ -1,27 +1,17 @@
-// Command gendocs writes the documentation generated from the code:
-// docs/causes.md and pkg/catalog/codes.go (the code constants) from the
-// cause catalogue (pkg/catalog/causes.yaml), and
-// docs/rbac.md's table from the declarations of what each reader reads
-// (pkg/collect's sources, pkg/cmd's commands). Run it
-// from the repository's root (make generate); the unit tests fail while a
-// generated file is stale.
+// Command gendocs writes docs/rbac.md's table from the declarations of what
+// each reader reads (pkg/collect's sources, pkg/cmd's commands). Run it from
+// the repository's root after gencatalog (make generate); the unit tests
+// fail while the table is stale.
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/cmd"
 )
 
 func main() {
-	if err := os.WriteFile("docs/causes.md", []byte(catalog.Markdown()), 0o644); err != nil {
-		fail(err)
-	}
-	if err := os.WriteFile("pkg/catalog/codes.go", []byte(catalog.GoCodes()), 0o644); err != nil {
-		fail(err)
-	}
 	doc, err := os.ReadFile("docs/rbac.md")
 	if err != nil {
 		fail(err)

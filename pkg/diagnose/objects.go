@@ -352,7 +352,8 @@ func sidecarLease(s *snapshot.Snapshot, lease *coordinationv1.Lease, read bool, 
 		holder = *h
 	}
 	fact := report.Fact{Text: fmt.Sprintf("lease %s/%s: holder %q, renewed %s ago (duration %s)", lease.Namespace, name, holder, report.HumanDuration(age), duration),
-		Object: &report.ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases.coordination.k8s.io", Namespace: lease.Namespace, Name: name}}
+		Object: &report.ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases.coordination.k8s.io", Namespace: lease.Namespace, Name: name},
+		Field:  "spec.renewTime", Value: lease.Spec.RenewTime.UTC().Format(time.RFC3339), At: timeOf(lease.Spec.RenewTime.Time)}
 	if age > duration+staleLease {
 		return leaseStale, []report.Fact{fact}
 	}

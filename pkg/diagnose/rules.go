@@ -77,6 +77,22 @@ const (
 	ProvisionerEvidence
 )
 
+// lastEvidence is the last bit given out: the block above, then the bits a
+// rule declares in its own file with newEvidence.
+var lastEvidence = ProvisionerEvidence
+
+// newEvidence gives out the next Evidence bit: a rule declares what it reads
+// in its own file (var XEvidence = newEvidence()), and the source that reads
+// it asks for the same variable. The bits are never saved, so their order
+// (the files') does not matter.
+func newEvidence() Evidence {
+	if lastEvidence == 1<<31 {
+		panic("diagnose: more than 32 kinds of evidence")
+	}
+	lastEvidence <<= 1
+	return lastEvidence
+}
+
 // Has reports whether e includes every read of x.
 func (e Evidence) Has(x Evidence) bool { return e&x == x }
 
@@ -108,8 +124,10 @@ func subjectOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) subject {
 	return x
 }
 
-// rules are the registry, in the order their causes are gathered (the
-// ranking orders them afterwards). Generic rules apply to every target
+// rules are the registry, in the order they register (registerRule, from
+// the init of their file: rules.go's own, then the others'), which is the
+// order their causes are gathered (the ranking orders them afterwards).
+// Generic rules apply to every target
 // whatever its kind: its own finalizers (each explained by the rule its
 // catalogue row's code names, the namespace controller and CRD cleanup
 // among them) and admission on the write that would remove one. The pod
@@ -117,13 +135,14 @@ func subjectOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) subject {
 // the answer when none of them explains an overdue object.
 var rules []rule
 
+// registerRule adds a rule to the registry; call it from an init function.
+func registerRule(r rule) { rules = append(rules, r) }
+
 func init() {
-	rules = []rule{
-		{name: "pod reclaim", applies: isPod, needs: podNeeds, explain: podRuleCauses},
-		{name: "finalizers", applies: hasFinalizers, needs: finalizerNeeds, explain: func(x subject) []report.Cause { return ownFinalizerCauses(x.s, x.t, x.tm) }},
-		{name: "finalizer removal admission", applies: hasMetadataFinalizers, needs: func(*snapshot.Target) Evidence { return AdmissionEvidence },
-			explain: func(x subject) []report.Cause { return finalizerUpdateRefusals(x.s, x.t, x.tm) }},
-	}
+	registerRule(rule{name: "pod reclaim", applies: isPod, needs: podNeeds, explain: podRuleCauses})
+	registerRule(rule{name: "finalizers", applies: hasFinalizers, needs: finalizerNeeds, explain: func(x subject) []report.Cause { return ownFinalizerCauses(x.s, x.t, x.tm) }})
+	registerRule(rule{name: "finalizer removal admission", applies: hasMetadataFinalizers, needs: func(*snapshot.Target) Evidence { return AdmissionEvidence },
+		explain: func(x subject) []report.Cause { return finalizerUpdateRefusals(x.s, x.t, x.tm) }})
 }
 
 // Needs returns what the rules that apply to t must read beyond t itself;
@@ -190,12 +209,22 @@ type finalizerRule struct {
 
 // finalizerRules picks a finalizer's rule by the code of its catalogue row
 // (finalizers.yaml): adding a finalizer the project knows is a row, and a
-// rule here only when its code is new. Filled in init: the rules nest
-// diagnoses, which would make the table's initialisation circular.
-var finalizerRules map[catalog.Code]finalizerRule
+// rule (registerFinalizerRule, in the rule's own file) only when its code is
+// new. Filled in init: the rules nest diagnoses, which would make the
+// table's initialisation circular.
+var finalizerRules = map[catalog.Code]finalizerRule{}
+
+// registerFinalizerRule makes r the rule of the finalizers whose catalogue
+// row names code; call it from an init function.
+func registerFinalizerRule(code catalog.Code, r finalizerRule) {
+	if _, dup := finalizerRules[code]; dup {
+		panic("diagnose: two finalizer rules for " + string(code))
+	}
+	finalizerRules[code] = r
+}
 
 func init() {
-	finalizerRules = map[catalog.Code]finalizerRule{
+	for code, r := range map[catalog.Code]finalizerRule{
 		catalog.NamespaceContentRemaining:  {needs: namespaceNeeds, explain: namespaceCauses},
 		catalog.CRDInstancesRemaining:      {needs: evidence(InstanceEvidence | CRDEvidence), explain: crdCauses},
 		catalog.ForegroundDeletionBlocked:  {needs: evidence(DependentEvidence | APIServiceEvidence), explain: foregroundCause},
@@ -209,6 +238,8 @@ func init() {
 		catalog.ObjectInUse:                {needs: inUseNeeds, explain: inUseCause},
 		catalog.FinalizerPending:           {needs: pendingNeeds, explain: orphanCause},
 		// Kubernetes' own finalizers the generic FinalizerPending explains.
+	} {
+		registerFinalizerRule(code, r)
 	}
 }
 

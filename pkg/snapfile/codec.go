@@ -25,11 +25,15 @@ import (
 //   - anything else (Kubernetes objects, times, group-resources) is written
 //     by encoding/json, Kubernetes objects through their allow-list (allow.go);
 //   - nil (not read) is null or absent, empty (read, none found) is {} or [].
+//   - snapshot.Slots is an object of the declared slots, each value written
+//     and read as its declared type (snapshot.SlotType); a slot this release
+//     does not declare is ignored on reading.
 
 var (
 	objectType   = reflect.TypeFor[metav1.Object]()
 	targetPtr    = reflect.TypeFor[*snapshot.Target]()
 	unstructPtr  = reflect.TypeFor[*unstructured.Unstructured]()
+	slotsType    = reflect.TypeFor[snapshot.Slots]()
 	snapshotPath = reflect.TypeFor[snapshot.Snapshot]().PkgPath()
 )
 
@@ -57,6 +61,11 @@ func (e *encoder) encode(v reflect.Value) (any, error) {
 		return json.RawMessage(mustJSON(allowObject(v.Interface().(*unstructured.Unstructured), e.keys).Object)), nil
 	}
 	switch v.Kind() {
+	case reflect.Interface: // a slot's value
+		if v.IsNil() {
+			return nil, nil
+		}
+		return e.encode(v.Elem())
 	case reflect.Pointer:
 		if v.IsNil() {
 			return nil, nil
@@ -212,6 +221,8 @@ func (d *decoder) decode(data json.RawMessage, v reflect.Value) error {
 		}
 		v.Set(reflect.ValueOf(u))
 		return nil
+	case v.Type() == slotsType && !null:
+		return d.decodeSlots(data, v)
 	}
 	if null {
 		return nil // the zero value: nil where nil means "not read"
@@ -297,6 +308,28 @@ func (d *decoder) decodeMap(data json.RawMessage, v reflect.Value) error {
 		m.SetMapIndex(key.Elem(), val)
 	}
 	v.Set(m)
+	return nil
+}
+
+// decodeSlots reads each slot this release declares as its declared type.
+func (d *decoder) decodeSlots(data json.RawMessage, v reflect.Value) error {
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return err
+	}
+	slots := snapshot.Slots{}
+	for name, raw := range entries {
+		t, ok := snapshot.SlotType(name)
+		if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			continue // another release's slot, or one not read
+		}
+		val := reflect.New(t).Elem()
+		if err := d.decode(raw, val); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		slots[name] = val.Interface()
+	}
+	v.Set(reflect.ValueOf(slots))
 	return nil
 }
 

@@ -45,7 +45,13 @@ var (
 	quantity    = reflect.TypeFor[resource.Quantity]()
 	intOrString = reflect.TypeFor[intstr.IntOrString]()
 	unstructPtr = reflect.TypeFor[*unstructured.Unstructured]()
+	slotsType   = reflect.TypeFor[snapshot.Slots]()
 )
+
+// A slot declared by this test alone, so that slots holding the snapshot's
+// own structs and Kubernetes objects are filled and compared whatever the
+// sources declare.
+var _ = snapshot.Declare[map[string]*snapshot.Provisioner]("roundTripProvisioners")
 
 // holdsTargets says whether a value of type t may hold targets (which nest).
 func holdsTargets(t reflect.Type) bool {
@@ -97,6 +103,16 @@ func (f *filler) fill(v reflect.Value, path string, depth int) {
 			"apiVersion": fmt.Sprintf("example.com/v%d", f.next()), "kind": fmt.Sprintf("Kind%d", f.next()), "metadata": m,
 			"spec": map[string]any{"secret": "never written"},
 		}}))
+		return
+	case slotsType: // every declared slot, as its type
+		slots := snapshot.Slots{}
+		for _, name := range snapshot.SlotNames() {
+			typ, _ := snapshot.SlotType(name)
+			val := reflect.New(typ).Elem()
+			f.fill(val, path+"["+name+"]", depth+1)
+			slots[name] = val.Interface()
+		}
+		v.Set(reflect.ValueOf(slots))
 		return
 	}
 	switch t.Kind() {
@@ -200,6 +216,8 @@ func holdsOwn(t reflect.Type) bool {
 		switch t.Kind() {
 		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
 			t = t.Elem()
+		case reflect.Interface: // a slot's value, compared as what it holds
+			return true
 		default:
 			return own(t)
 		}
@@ -267,6 +285,12 @@ func (c *comparison) compare(path string, want, got reflect.Value) {
 			}
 			c.compare(fmt.Sprintf("%s[%v]", path, k), want.MapIndex(k), g)
 		}
+	case reflect.Interface:
+		if want.IsNil() || got.IsNil() || want.Elem().Type() != got.Elem().Type() {
+			c.differ(path, "%v before the trip, %v after", want, got)
+			return
+		}
+		c.compare(path, want.Elem(), got.Elem())
 	default:
 		panic(fmt.Sprintf("%s: cannot compare a %s", path, t))
 	}
@@ -354,6 +378,10 @@ func zeroFields(path string, v reflect.Value, seen map[*snapshot.Target]bool) []
 		for _, k := range v.MapKeys() {
 			out = append(out, zeroFields(fmt.Sprintf("%s[%v]", path, k), v.MapIndex(k), seen)...)
 		}
+	case reflect.Interface:
+		if !v.IsNil() {
+			out = zeroFields(path, v.Elem(), seen)
+		}
 	}
 	return out
 }
@@ -416,6 +444,10 @@ func (w *ownWalk) walk(path string, v reflect.Value) {
 	case reflect.Map:
 		for _, k := range v.MapKeys() {
 			w.walk(fmt.Sprintf("%s[%v]", path, k), v.MapIndex(k))
+		}
+	case reflect.Interface:
+		if !v.IsNil() {
+			w.walk(path, v.Elem())
 		}
 	}
 }

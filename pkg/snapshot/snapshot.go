@@ -99,6 +99,9 @@ type Snapshot struct {
 	// NotServed lists the APIs a check needed and the server does not
 	// serve: not applicable there, not a failed read.
 	NotServed []NotServed `json:"notServed"`
+	// Slots are the parts of the evidence declared by the sources in their
+	// own files (Declare): what they read, by slot name.
+	Slots Slots `json:"slots,omitempty"`
 }
 
 // Server is what /version says.

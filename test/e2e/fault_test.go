@@ -3,13 +3,17 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -136,7 +140,14 @@ func start(t *testing.T, args ...string) func() result {
 // blockers that would disturb the shared one; it stops with the test.
 func ownLab(t *testing.T) (*lab.Lab, *scenario.Env) {
 	t.Helper()
-	own, err := lab.Start(context.Background(), lab.Options{BinDir: labBins, Dir: t.TempDir()})
+	return ownLabWith(t, lab.Options{})
+}
+
+// ownLabWith is ownLab with options (BinDir and Dir are the test's).
+func ownLabWith(t *testing.T, o lab.Options) (*lab.Lab, *scenario.Env) {
+	t.Helper()
+	o.BinDir, o.Dir = labBins, t.TempDir()
+	own, err := lab.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,4 +157,84 @@ func ownLab(t *testing.T) (*lab.Lab, *scenario.Env) {
 		t.Fatal(err)
 	}
 	return own, env
+}
+
+// kube-controller-manager gone, on a lab of its own that runs it with leader
+// election, as a real control plane does: while it leads, nothing blames it;
+// once it is killed its Lease lapses, and what its controllers would remove
+// (a namespace's kubernetes finalizer, a claim's pvc-protection) is put
+// down to it, with the Lease as evidence.
+func TestControllerManagerGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	own, env2 := ownLabWith(t, lab.Options{LeaderElect: true})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	leases := env2.Client.CoordinationV1().Leases("kube-system")
+	must(scenario.Until(ctx, time.Minute, "kube-controller-manager's leader lease", func(ctx context.Context) (bool, error) {
+		l, err := leases.Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+		return err == nil && l.Spec.RenewTime != nil, nil
+	}))
+	for _, ns := range []string{"running", "orphaned", "claims"} { // while the service account controller runs
+		must(env2.Namespace(ctx, ns))
+	}
+
+	// It leads: the namespace controller acts, and the plugin says nothing of it.
+	must(env2.ConfigMapWithFinalizer(ctx, "running", "held", "e2e.example.com/hold"))
+	must(env2.Client.CoreV1().Namespaces().Delete(ctx, "running", metav1.DeleteOptions{}))
+	must(scenario.Until(ctx, time.Minute, "the namespace controller's conditions", func(ctx context.Context) (bool, error) {
+		ns, err := env2.Client.CoreV1().Namespaces().Get(ctx, "running", metav1.GetOptions{})
+		return err == nil && len(ns.Status.Conditions) > 0, nil
+	}))
+	r, _ := diagnoseIn(t, own.Kubeconfig, "why", "ns/running")
+	if codes := codesOf(only(t, r)); slices.Contains(codes, "ControllerManagerNotLeading") {
+		t.Errorf("kube-controller-manager leads, yet it is blamed: %v", codes)
+	}
+
+	// Killed: nothing renews its Lease; what its controllers hold is stuck.
+	must(own.Signal("kube-controller-manager", syscall.SIGKILL))
+	time.Sleep(2 * time.Second) // a renewal under way lands
+	lease, err := leases.Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+	must(err)
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "claims"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	_, err = env2.Client.CoreV1().PersistentVolumeClaims("claims").Create(ctx, claim, metav1.CreateOptions{})
+	must(err)
+	must(env2.Client.CoreV1().PersistentVolumeClaims("claims").Delete(ctx, "data", metav1.DeleteOptions{}))
+	must(env2.Client.CoreV1().Namespaces().Delete(ctx, "orphaned", metav1.DeleteOptions{}))
+	// The plugin takes a holder as gone a minute past the Lease's duration.
+	time.Sleep(time.Until(lease.Spec.RenewTime.Add(4*time.Second + time.Minute + 2*time.Second)))
+
+	holder := *lease.Spec.HolderIdentity
+	for _, tc := range []struct {
+		args      []string
+		finalizer string
+	}{
+		{[]string{"why", "ns/orphaned"}, "kubernetes"},
+		{[]string{"why", "pvc/data", "-n", "claims"}, "kubernetes.io/pvc-protection"},
+	} {
+		r, res := diagnoseIn(t, own.Kubeconfig, tc.args...)
+		it := only(t, r)
+		if res.code != 2 || len(it.Causes) == 0 || it.Causes[0].Code != "ControllerManagerNotLeading" {
+			t.Errorf("%v: exit %d, causes %v; want exit 2, ControllerManagerNotLeading first", tc.args, res.code, codesOf(it))
+			continue
+		}
+		top := it.Causes[0]
+		if !strings.Contains(top.Summary, "kube-controller-manager is not running") || !strings.Contains(top.Summary, fmt.Sprintf("(last held by %q), so nothing removes %s", holder, tc.finalizer)) {
+			t.Errorf("%v: summary %q", tc.args, top.Summary)
+		}
+		if f := top.Facts[0]; f.Field != "spec.renewTime" || f.Object == nil || f.Object.Kind != "Lease" || f.Object.Namespace != "kube-system" ||
+			f.Object.Name != "kube-controller-manager" || f.Value != lease.Spec.RenewTime.UTC().Format(time.RFC3339) {
+			t.Errorf("%v: the lease's fact %+v", tc.args, f)
+		}
+	}
+	res := runWith(t, "--kubeconfig", own.Kubeconfig, "why", "ns/orphaned")
+	if !strings.Contains(res.prose(), "kube-controller-manager is not running") || !strings.Contains(res.prose(), "kubectl get lease kube-controller-manager -n kube-system -o yaml") {
+		t.Errorf("the screen:\n%s", res.stdout)
+	}
 }

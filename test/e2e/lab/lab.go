@@ -72,6 +72,11 @@ type Options struct {
 	// reads at once (--max-requests-inflight; writes half as many): a busy
 	// server, which queues and answers 429 (hack/pace.sh).
 	APFSeats int
+	// LeaderElect runs kube-controller-manager with leader election on, as a
+	// real control plane does (its Lease kube-system/kube-controller-manager),
+	// renewed every second for 4 s, so that a test sees a stopped one's Lease
+	// lapse soon.
+	LeaderElect bool
 }
 
 // Lab is a running control plane.
@@ -171,15 +176,19 @@ func Start(ctx context.Context, o Options) (l *Lab, err error) {
 	if o.Bench && !o.NamespaceController {
 		controllers = "*,-namespace"
 	}
-	if err := l.spawn(o, "kube-controller-manager", kubeBin("kube-controller-manager"),
-		"--kubeconfig="+l.Kubeconfig, "--leader-elect=false", "--controllers="+controllers,
+	leaderElection := []string{"--leader-elect=false"}
+	if o.LeaderElect {
+		leaderElection = []string{"--leader-elect=true", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s"}
+	}
+	if err := l.spawn(o, "kube-controller-manager", kubeBin("kube-controller-manager"), append(leaderElection,
+		"--kubeconfig="+l.Kubeconfig, "--controllers="+controllers,
 		"--service-account-private-key-file="+path("sa.key"), "--use-service-account-credentials=false",
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(ports[3]),
 		// A node whose kubelet stops is marked Unknown and tainted after 20 s.
 		"--node-monitor-grace-period=20s", "--node-monitor-period=2s",
 		// Tests kill many nodes at once: taint each at once, and never treat the
 		// zone as disrupted (which stops the NoExecute tainting of small clusters).
-		"--node-eviction-rate=10", "--unhealthy-zone-threshold=1.01"); err != nil {
+		"--node-eviction-rate=10", "--unhealthy-zone-threshold=1.01")...); err != nil {
 		return nil, err
 	}
 	if o.Bench {

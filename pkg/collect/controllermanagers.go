@@ -1,0 +1,45 @@
+package collect
+
+import (
+	"context"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+func init() {
+	register(source{name: "controller managers", after: nesting, read: (*Collector).readControllerManagers,
+		permissions: []Permission{
+			{Read: "`get` leases/kube-controller-manager and leases/cloud-controller-manager in kube-system", UsedFor: "whether a controller manager runs (its leader lease renewed), for an object held by a finalizer one of its controllers removes", Without: "`skipped` names the read; `ControllerManagerNotLeading` is not judged"},
+		}})
+}
+
+// readControllerManagers reads the controller managers' leader-election
+// Leases, once a run, when a target is held by a finalizer of theirs.
+func (c *Collector) readControllerManagers(ctx context.Context, s *snapshot.Snapshot) {
+	targets := c.needing(s, diagnose.ControllerManagerEvidence)
+	if len(targets) == 0 {
+		return
+	}
+	leases := map[string]*coordinationv1.Lease{}
+	for _, name := range snapshot.ControllerManagers {
+		l, err := c.Clients.Typed.CoordinationV1().Leases(snapshot.ControlPlaneNamespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			leases[name] = nil
+		case err != nil:
+			failed := skipOf("get leases/"+name+" in "+snapshot.ControlPlaneNamespace, err)
+			for _, t := range targets {
+				c.skipTarget(t, failed)
+			}
+			return
+		default:
+			leases[name] = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace, UID: l.UID}, Spec: l.Spec}
+		}
+	}
+	snapshot.ControllerManagerLeases.Set(s, leases)
+}

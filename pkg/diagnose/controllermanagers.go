@@ -1,0 +1,91 @@
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+)
+
+// ControllerManagerEvidence: the leader-election Leases of the controller
+// managers (snapshot.ControllerManagerLeases).
+var ControllerManagerEvidence = newEvidence()
+
+func init() {
+	registerRule(rule{name: "controller manager leading", applies: heldByControllerManager,
+		needs: func(*snapshot.Target) Evidence { return ControllerManagerEvidence }, explain: controllerManagerCauses})
+}
+
+// controllerManagerOf names the controller manager whose controller removes
+// the finalizer f, as its catalogue row's owner says ("PV protection
+// controller (kube-controller-manager)"); "" for any other owner.
+func controllerManagerOf(f string) string {
+	owner := catalog.FinalizerOwner(f).Owner
+	for _, cm := range snapshot.ControllerManagers {
+		if strings.Contains(owner, "("+cm+")") || strings.Contains(owner, "("+cm+"),") {
+			return cm
+		}
+	}
+	return ""
+}
+
+// heldByControllerManager: an object being deleted that a finalizer of a
+// controller manager's holds.
+func heldByControllerManager(t *snapshot.Target) bool {
+	if t.Object.GetDeletionTimestamp() == nil {
+		return false
+	}
+	for _, f := range finalizersOf(t) {
+		if controllerManagerOf(f.name) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// controllerManagerCauses: a controller manager runs its controllers only
+// while a replica holds its leader-election Lease; a Lease left unrenewed
+// means none does, and none of its finalizers is removed. A component with
+// no Lease (leader election off) is not judged.
+func controllerManagerCauses(x subject) []report.Cause {
+	leases, read := snapshot.ControllerManagerLeases.Get(x.s)
+	if !read {
+		return nil
+	}
+	held := map[string][]string{}
+	for _, f := range finalizersOf(x.t) {
+		if cm := controllerManagerOf(f.name); cm != "" {
+			held[cm] = append(held[cm], f.name)
+		}
+	}
+	var causes []report.Cause
+	for _, cm := range snapshot.ControllerManagers {
+		lease := leases[cm]
+		if len(held[cm]) == 0 || lease == nil {
+			continue
+		}
+		state, facts := sidecarLease(x.s, lease, true, cm, cm)
+		if state != leaseStale {
+			continue
+		}
+		holder := ""
+		if h := lease.Spec.HolderIdentity; h != nil {
+			holder = *h
+		}
+		summary := fmt.Sprintf("%s is not running: no replica has renewed its leader lease %s/%s for %s (last held by %q), so nothing removes %s",
+			cm, lease.Namespace, cm, report.HumanDuration(x.s.Now.Sub(lease.Spec.RenewTime.Time)), holder, report.FirstFew(held[cm]))
+		facts = append(facts, report.Noted(fmt.Sprintf("%s: its controllers run only in the replica that holds the lease, and remove %s", cm, strings.Join(held[cm], ", "))))
+		c := cause(catalog.ControllerManagerNotLeading, report.Critical, 0.85, summary, facts,
+			step(catalog.ControllerManagerNotLeading, "check-controller-manager",
+				then(kubectl(lease.Namespace, "get", "lease", cm, "-o", "yaml"), kubectl(lease.Namespace, "get", "pods", "-l", "component="+cm, "-o", "wide")),
+				"component", cm, "holder", fmt.Sprintf("%q", holder)),
+			step(catalog.ControllerManagerNotLeading, "restart-controller-manager", "", "component", cm))
+		c.About.Object = &report.ObjectRef{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Resource: "leases.coordination.k8s.io", Namespace: lease.Namespace, Name: cm, UID: string(lease.UID)}
+		c.About.Finalizers = held[cm]
+		c.About.Controller = "down"
+		causes = append(causes, c)
+	}
+	return causes
+}
