@@ -17,8 +17,14 @@ import (
 type timeline []report.Moment
 
 func (tl *timeline) add(t time.Time, format string, args ...any) {
+	tl.addMoment(t, report.Moment{Event: fmt.Sprintf(format, args...)})
+}
+
+// addMoment adds m at t (a moment that says more than its text).
+func (tl *timeline) addMoment(t time.Time, m report.Moment) {
 	if !t.IsZero() {
-		*tl = append(*tl, report.Moment{Time: metav1.NewTime(t), Event: fmt.Sprintf(format, args...)})
+		m.Time = metav1.NewTime(t)
+		*tl = append(*tl, m)
 	}
 }
 
@@ -31,10 +37,10 @@ func (tl timeline) sorted() []report.Moment {
 func timelineOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Moment {
 	var tl timeline
 	if tm.grace > 0 {
-		tl.add(tm.requestedAt, report.DeletionRequested+" (grace period %ds)", tm.grace)
+		tl.addMoment(tm.requestedAt, report.Moment{Event: fmt.Sprintf("%s (grace period %ds)", report.DeletionRequested, tm.grace), DeletionRequest: true})
 		tl.add(tm.deadline, "grace period ends (metadata.deletionTimestamp)")
 	} else {
-		tl.add(tm.requestedAt, report.DeletionRequested) // no grace period: most kinds have none
+		tl.addMoment(tm.requestedAt, report.Moment{Event: report.DeletionRequested, DeletionRequest: true}) // no grace period: most kinds have none
 	}
 	if p := t.Pod; p != nil {
 		podTimeline(&tl, s, p)
@@ -110,7 +116,7 @@ func podTimeline(tl *timeline, s *snapshot.Snapshot, p *corev1.Pod) {
 		}
 	}
 	for _, e := range s.Events[p.UID] {
-		tl.add(eventTime(e), "event %s: %s", e.Reason, e.Message)
+		tl.addMoment(eventTime(e), report.Moment{Event: fmt.Sprintf("event %s: %s", e.Reason, e.Message), Reason: e.Reason, Message: e.Message})
 	}
 	// A live kubelet renews its lease every few seconds: its last renewal
 	// says something only once it stopped, the lease gone stale.

@@ -11,28 +11,28 @@ import (
 // WritePlan prints a plan for a person to review: per object, the requests
 // in order with their risk and what each leaves behind, or why nothing is
 // sent. Cluster text is made safe (report.Safe), prose wrapped to width
-// (report.Wrap), commands never.
+// (report.WrapLabelled), commands never.
 func WritePlan(w io.Writer, p Plan, width int) error {
 	var b lines
-	b.prose(width, "Plan %s: %s, up to risk %s", p.Digest, report.Count(p.Steps(), "request"), p.MaxRisk)
+	b.prose(width, "", "", "Plan %s: %s, up to risk %s", p.Digest, report.Count(p.Steps(), "request"), p.MaxRisk)
 	for _, t := range p.Targets {
 		b.WriteString("\n")
-		b.prose(width, "%s", name(t.Object))
+		b.prose(width, "", "", "%s", name(t.Object))
 		for i, s := range t.Steps {
-			b.prose(0, "  %d. %s", i+1, describe(*s.Step.Apply)) // what is sent, whole as a command
-			b.prose(width, "     risk %s, answers %s", s.Step.RiskLevel, s.Cause)
-			b.prose(width, "     on: uid %s, resourceVersion %s", s.Step.Apply.Object.UID, s.Step.Apply.ResourceVersion)
-			b.prose(width, "     why: %s", s.Step.Action)
-			b.prose(width, "     leaves behind: %s", s.LeavesBehind)
+			b.prose(0, "  ", fmt.Sprintf("%d. ", i+1), "%s", describe(*s.Step.Apply)) // what is sent, whole as a command
+			b.prose(width, "     ", "", "risk %s, answers %s", s.Step.RiskLevel, s.Cause)
+			b.prose(width, "     ", "on: ", "uid %s, resourceVersion %s", s.Step.Apply.Object.UID, s.Step.Apply.ResourceVersion)
+			b.prose(width, "     ", "why: ", "%s", s.Step.Action)
+			b.prose(width, "     ", "leaves behind: ", "%s", s.LeavesBehind)
 		}
 		if t.Human != nil {
-			b.prose(width, "  then a person: %s", t.Human.Action)
+			b.prose(width, "  ", "then a person: ", "%s", t.Human.Action)
 			if t.Human.Command != "" {
-				b.prose(0, "     $ %s", t.Human.Command)
+				b.prose(0, "     ", "", "$ %s", t.Human.Command)
 			}
 		}
 		if t.Refused != "" {
-			b.prose(width, "  not planned: %s", t.Refused)
+			b.prose(width, "  ", "not planned: ", "%s", t.Refused)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -47,16 +47,16 @@ func WriteRecord(w io.Writer, r Record, width int) error {
 		if s.DryRun {
 			verb = "sent as a dry run"
 		}
-		b.prose(width, "%s: %s: %s", verb, describe(report.Action{Verb: s.Verb, Object: s.Object, Finalizer: s.Finalizer}), s.Answer)
+		b.prose(width, "", verb+": ", "%s: %s", describe(report.Action{Verb: s.Verb, Object: s.Object, Finalizer: s.Finalizer}), s.Answer)
 	}
 	for _, o := range r.Outcomes {
 		switch {
 		case o.Result == NotApplied && o.Detail != "" && o.Detail == refusedIn(r.Plan, o.Object):
-			b.prose(width, "%s: %s (not planned: the reason is above)", name(o.Object), o.Result)
+			b.prose(width, "", "", "%s: %s (not planned: the reason is above)", name(o.Object), o.Result)
 		case o.Detail != "":
-			b.prose(width, "%s: %s: %s", name(o.Object), o.Result, o.Detail)
+			b.prose(width, "", "", "%s: %s: %s", name(o.Object), o.Result, o.Detail)
 		default:
-			b.prose(width, "%s: %s", name(o.Object), o.Result)
+			b.prose(width, "", "", "%s: %s", name(o.Object), o.Result)
 		}
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -90,15 +90,15 @@ func refusedIn(p Plan, o report.ObjectRef) string {
 // lines is a screen of fix's output.
 type lines struct{ strings.Builder }
 
-// prose adds a line, each string argument made safe, wrapped to width (0:
-// whole).
-func (b *lines) prose(width int, format string, args ...any) {
+// prose adds a line after lead and label (report.WrapLabelled), each string
+// argument made safe, wrapped to width (0: whole).
+func (b *lines) prose(width int, lead, label, format string, args ...any) {
 	for i, a := range args {
 		if s, ok := a.(string); ok {
 			args[i] = report.Safe(s)
 		}
 	}
-	b.WriteString(report.Wrap(fmt.Sprintf(format, args...), width) + "\n")
+	b.WriteString(report.WrapLabelled(lead, label, fmt.Sprintf(format, args...), width) + "\n")
 }
 
 func describe(a report.Action) string {

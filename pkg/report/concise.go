@@ -65,7 +65,7 @@ func heldKey(it Item) string {
 func writeGroup(w io.Writer, g []Item, st Style) error {
 	if len(g) > 1 {
 		p := newPrinter(w, st)
-		p.linef("%s %s: %s", Count(len(g), "object"), sameWayOf(g[0]), examples(g, true))
+		p.linef("", "", "%s %s: %s", Count(len(g), "object"), sameWayOf(g[0]), examples(g, true))
 		if p.err != nil {
 			return p.err
 		}
@@ -97,34 +97,34 @@ func writeConcise(w io.Writer, it Item, st Style) error {
 			continue // further causes: a line each, cut to a few
 		}
 		p.uncut(func() { writeCauseLine(p, it.Causes, n, "", st) }) // the answer, whole
-		evidence := distinct(c.Evidence)
-		for _, e := range evidence[:min(len(evidence), conciseEvidence)] {
-			p.linef("       evidence: %s", e)
+		evidence := evidenceOf(c)
+		for _, f := range evidence[:min(len(evidence), conciseEvidence)] {
+			p.evidence("", f)
 		}
 		if more := len(evidence) - conciseEvidence; more > 0 {
-			p.linef("       evidence: %s: -o wide", Count(more, "more line"))
+			p.linef("       ", "evidence: ", "%s: -o wide", Count(more, "more line"))
 		}
 		if len(c.Remediation) > 0 {
 			writeStep(p, 0, c.Remediation[0], "")
 		}
 		if more := c.Remediation[min(1, len(c.Remediation)):]; len(more) > 0 {
-			p.linef("       %s, up to risk %s: -o wide", Count(len(more), "more step"), riskiest(more))
+			p.linef("       ", "", "%s, up to risk %s: -o wide", Count(len(more), "more step"), riskiest(more))
 		}
 		groups := sameWay(c.BlockedBy)
 		if len(groups) > 0 {
-			p.linef("       blocked by:")
+			p.linef("       ", "", "blocked by:")
 		}
 		shown := groups[:min(len(groups), conciseBlockers)]
 		for k, g := range shown {
 			branch, _ := treeBranch(k, len(shown))
-			p.linef("       %s%s", branch, blockerLine(g, c, st))
+			p.linef("       "+branch, "", "%s", blockerLine(g, c, st))
 		}
 		if more := groups[len(shown):]; len(more) > 0 {
 			n := 0
 			for _, g := range more {
 				n += len(g)
 			}
-			p.linef("       and %s, held %s: -o wide", Count(n, "more object"), Count(len(more), "other way"))
+			p.linef("       ", "", "and %s, held %s: -o wide", Count(n, "more object"), Count(len(more), "other way"))
 		}
 	}
 	writeTimeline(p, it, "", conciseTimeline, "-o wide")
@@ -229,10 +229,10 @@ func writeConciseChecks(p *printer, it Item, st Style) {
 	}
 	writeChecks(p, open, it.Causes, "", st)
 	if len(passing) > 0 {
-		p.linef("  pass: %s (-o wide for the details)", strings.Join(passing, ", "))
+		p.linef("  ", "pass: ", "%s %s", strings.Join(passing, ", "), hint("(-o wide for the details)"))
 	}
 	if len(unseen) > 0 {
-		p.linef("  unknown: %s (%s; --kubelet asks the node)", strings.Join(unseen, ", "), NotVisible)
+		p.linef("  ", "unknown: ", "%s (%s; --kubelet asks the node)", strings.Join(unseen, ", "), NotVisible)
 	}
 }
 

@@ -44,14 +44,14 @@ const ExplainWidth = 80
 // numbered with their risk in the words `why` prints.
 func WriteExplanation(w io.Writer, e Explanation, st Style) error {
 	p := newPrinter(w, st)
-	p.linef("%s: %s", st.paint(e.Code, color.Bold), e.Title)
+	p.linef("", "", "%s: %s", st.paint(e.Code, color.Bold), e.Title)
 	for _, part := range e.Parts {
 		indent := "  "
 		if part.Nested {
 			indent = "    "
 		}
-		p.linef("")
-		p.linef("%s%s", indent[2:], st.paint(strings.ReplaceAll(part.Label, "`", ""), color.Bold))
+		p.linef("", "", "")
+		p.linef(indent[2:], "", "%s", st.paint(strings.ReplaceAll(part.Label, "`", ""), color.Bold))
 		for k, s := range part.Steps {
 			number := strconv.Itoa(k+1) + ". "
 			hang := indent + strings.Repeat(" ", len(number))
@@ -62,7 +62,7 @@ func WriteExplanation(w io.Writer, e Explanation, st Style) error {
 			p.wrapped(indent, indent, text)
 		}
 	}
-	p.linef("")
+	p.linef("", "", "")
 	if e.Detected != "" {
 		p.wrapped("", "", "Detected since "+e.Detected)
 	}

@@ -110,18 +110,18 @@ func writeFooter(w io.Writer, items []Item, st Style) error {
 			severities = append(severities, fmt.Sprintf("%d %s", n, sev))
 		}
 	}
-	p.linef("\n%s (%s), %d stuck", Count(len(items), "object"), strings.Join(severities, ", "), stuck)
+	p.linef("", "", "\n%s (%s), %d stuck", Count(len(items), "object"), strings.Join(severities, ", "), stuck)
 	for _, by := range []string{ByCause, ByFinalizer} {
 		var counts []string
 		groups := slices.DeleteFunc(groupItems(items, by), func(g *group) bool { return g.key == "<none>" })
 		for _, g := range groups[:min(len(groups), footerGroups)] {
-			counts = append(counts, fmt.Sprintf("%s %d", g.key, len(g.items)))
+			counts = append(counts, fmt.Sprintf("%s %d", Safe(g.key), len(g.items)))
 		}
 		if more := len(groups) - footerGroups; more > 0 {
-			counts = append(counts, fmt.Sprintf("%d more (--group-by %s)", more, by))
+			counts = append(counts, fmt.Sprintf("%d more %s", more, hint("(--group-by "+by+")")))
 		}
 		if len(counts) > 0 {
-			p.linef("by %s: %s", by, strings.Join(counts, ", "))
+			p.linef("", "by "+by+": ", "%s", painted(strings.Join(counts, ", ")))
 		}
 	}
 	return p.err

@@ -190,8 +190,8 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 	writeChecks(p, it.Checks, it.Causes, indent, st)
 	for n, c := range it.Causes {
 		writeCauseLine(p, it.Causes, n, indent, st)
-		for _, e := range distinct(c.Evidence) {
-			p.linef("%s       evidence: %s", indent, e)
+		for _, f := range evidenceOf(c) {
+			p.evidence(indent, f)
 		}
 		for k, s := range c.Remediation {
 			writeStep(p, k, s, indent)
@@ -200,7 +200,7 @@ func writeItem(w io.Writer, it Item, head, indent string, st Style) error {
 			p.wholef("%s       docs: %s", indent, c.Docs)
 		}
 		if len(c.BlockedBy) > 0 {
-			p.linef("%s       blocked by:", indent)
+			p.linef(indent+"       ", "", "blocked by:")
 		}
 		// The blocking chain as a tree, as kubectl tree draws ownership.
 		for k, b := range c.BlockedBy {
@@ -222,7 +222,7 @@ func writeHeader(p *printer, it Item, head string, st Style) {
 		return
 	}
 	if it.DeletionTimestamp.IsZero() && len(it.Causes) == 0 && len(it.Skipped) == 0 { // a blocker with no deletion of its own
-		p.linef("%s%s  holds the object above (no deletion of its own to diagnose; see the evidence)", head, objectName(it.Object))
+		p.linef(head, "", "%s  holds the object above (no deletion of its own to diagnose; see the evidence)", objectName(it.Object))
 		return
 	}
 	// A grace period and an overdue time are said only when there is one:
@@ -234,7 +234,7 @@ func writeHeader(p *printer, it Item, head string, st Style) {
 	if it.OverdueSeconds > 0 {
 		fmt.Fprintf(&timing, "  overdue %s", durationSeconds(it.OverdueSeconds))
 	}
-	p.linef("%s%s  %s  Terminating %s%s  %s", head, objectName(it.Object), st.severity(it.Severity, strings.ToUpper(string(it.Severity))),
+	p.linef(head, "", "%s  %s  Terminating %s%s  %s", objectName(it.Object), st.severity(it.Severity, strings.ToUpper(string(it.Severity))),
 		durationSeconds(it.TerminatingSeconds), timing.String(), st.verdict(it))
 }
 
@@ -252,7 +252,7 @@ func writeForecastHeader(p *printer, it Item, head string, st Style) {
 	case it.Stuck: // a warning: what may hold it (a suspect, a failure reported now)
 		verdict = st.paint("its deletion MAY STICK", color.FgYellow, color.Bold)
 	}
-	p.linef("%s%s  %s  not being deleted  %s", head, objectName(it.Object), severity, verdict)
+	p.linef(head, "", "%s  %s  not being deleted  %s", objectName(it.Object), severity, verdict)
 }
 
 // writeChecks prints the checklist; a row's detail names the cause that
@@ -271,7 +271,7 @@ func writeChecks(p *printer, checks []Check, causes []Cause, indent string, st S
 
 func writeCauseLine(p *printer, causes []Cause, n int, indent string, st Style) {
 	c := causes[n]
-	p.linef("%s  %d. %s %s (confidence %s%s): %s", indent, n+1, st.severity(c.Severity, string(c.Severity)), c.Code, confidence(c), rankedAbove(causes, n), causeSummary(causes, n))
+	p.linef(indent+"  ", fmt.Sprintf("%d. ", n+1), "%s %s (confidence %s%s): %s", st.severity(c.Severity, string(c.Severity)), c.Code, confidence(c), rankedAbove(causes, n), causeSummary(causes, n))
 }
 
 // rankedAbove says why a cause is ranked above a more confident one below it
@@ -293,14 +293,14 @@ func rankedAbove(causes []Cause, n int) string {
 }
 
 func writeStep(p *printer, k int, s Step, indent string) {
-	p.linef("%s       fix %d: %s", indent, k+1, s.Action)
+	p.linef(indent+"       ", fmt.Sprintf("fix %d: ", k+1), "%s", s.Action)
 	switch {
 	case s.Command != "" && s.Node != "":
 		p.wholef("%s              on node %s: $ %s", indent, s.Node, s.Command)
 	case s.Command != "":
 		p.wholef("%s              $ %s", indent, s.Command)
 	}
-	p.linef("%s              risk: %s", indent, s.Risk)
+	p.linef(indent+"              ", "risk: ", "%s", s.Risk)
 }
 
 // treeBranch draws the k-th of n children.
@@ -321,7 +321,7 @@ func writeTimeline(p *printer, it Item, indent string, limit int, where string) 
 	if len(it.Timeline) == 0 {
 		return
 	}
-	p.linef("%s  timeline:", indent)
+	p.linef(indent+"  ", "", "timeline:")
 	tail := len(it.Timeline) - limit // the first of the last moments shown
 	if r := slices.IndexFunc(it.Timeline, isDeletionRequest); r >= 0 && r < tail {
 		tail++ // the request takes one of the limit
@@ -337,15 +337,15 @@ func writeTimeline(p *printer, it Item, indent string, limit int, where string) 
 			if shown {
 				which = "more event"
 			}
-			p.linef("%s    ... %s (%s)", indent, Count(hidden, which), where)
+			p.linef(indent+"    ", "", "... %s (%s)", Count(hidden, which), where)
 			hidden = 0
 		}
 		shown = true
-		p.linef("%s    %s  %s", indent, m.Time.UTC().Format("2006-01-02T15:04:05Z"), momentText(m.Event, p.printed))
+		p.linef(indent+"    ", m.Time.UTC().Format("2006-01-02T15:04:05Z")+"  ", "%s", momentText(m, p.quoted))
 	}
 }
 
-func isDeletionRequest(m Moment) bool { return strings.HasPrefix(m.Event, DeletionRequested) }
+func isDeletionRequest(m Moment) bool { return m.DeletionRequest }
 
 // writeContentsRead says which types a namespace's contents were listed
 // from: those its controller's conditions name, or every type, and why.
@@ -354,17 +354,17 @@ func writeContentsRead(p *printer, it Item, indent string) {
 	switch {
 	case r == nil:
 	case r.Index:
-		p.linef("%s  read: the types the namespace controller's conditions name as left, and pods: %s (--full-scan lists every type)", indent, Count(r.Types, "type"))
+		p.linef(indent+"  ", "read: ", "the types the namespace controller's conditions name as left, and pods: %s %s", Count(r.Types, "type"), hint("(--full-scan lists every type)"))
 	case r.Why != "":
-		p.linef("%s  read: every namespaced type (%d): %s", indent, r.Types, r.Why)
+		p.linef(indent+"  ", "read: ", "every namespaced type (%d): %s", r.Types, r.Why)
 	default:
-		p.linef("%s  read: every namespaced type (%d)", indent, r.Types)
+		p.linef(indent+"  ", "read: ", "every namespaced type (%d)", r.Types)
 	}
 }
 
 func writeItemSkips(p *printer, it Item, indent string) {
 	for _, s := range it.Skipped {
-		p.linef("%s  skipped: %s (%s) %s", indent, s.Check, s.Reason, s.Detail)
+		p.linef(indent+"  ", "skipped: ", "%s (%s) %s", s.Check, s.Reason, s.Detail)
 	}
 }
 
@@ -373,9 +373,9 @@ func writeSkipped(w io.Writer, skipped []Skip, st Style, err error) error {
 		return err
 	}
 	p := newPrinter(w, st)
-	p.linef("\nNot read (the results above are partial):")
+	p.linef("", "", "\nNot read (the results above are partial):")
 	for _, s := range skipped {
-		p.linef("  %s: %s %s", s.Check, s.Reason, s.Detail)
+		p.linef("  ", "", "%s: %s %s", s.Check, s.Reason, s.Detail)
 	}
 	return p.err
 }
@@ -386,9 +386,9 @@ type printer struct {
 	w     io.Writer
 	width int
 	err   error
-	// printed is every line printed, whole: what the timeline need not
-	// repeat (momentText).
-	printed []string
+	// quoted are the cluster's words the facts printed quote: what the
+	// timeline need not repeat (momentText).
+	quoted map[string]bool
 	// maxLines, when set, is how many lines one line may wrap to; the
 	// last says where the rest is (a concise report's line quoting a long
 	// message).
@@ -397,16 +397,29 @@ type printer struct {
 
 func newPrinter(w io.Writer, st Style) *printer { return &printer{w: w, width: st.Width} }
 
-// linef prints one line, as safef makes it (cluster text reaches most
-// arguments), wrapped to the printer's width.
-func (p *printer) linef(format string, args ...any) {
-	line := string(safef(format, args...))
-	p.printed = append(p.printed, line)
-	lines := wrapLine(line, p.width)
+// linef prints one line: lead (its indent, and the tree drawn before it),
+// label (what begins it before its text: "1. ", "evidence: ", a time; ""
+// for none), then its text as safef makes it from format and args (cluster
+// text reaches most arguments), wrapped to the printer's width (wrapLine).
+func (p *printer) linef(lead, label, format string, args ...any) {
+	text := string(safef(format, args...))
+	lines := wrapLine(lead, label, text, p.width)
 	if p.maxLines > 0 && len(lines) > p.maxLines {
 		lines = append(lines[:p.maxLines-1], cut(lines[p.maxLines-1], p.width))
 	}
 	p.print(lines)
+}
+
+// evidence prints a fact as a line of evidence after indent, and records
+// the words it quotes.
+func (p *printer) evidence(indent string, f Fact) {
+	p.linef(indent+"       ", "evidence: ", "%s", f.Text)
+	if f.Quote != "" {
+		if p.quoted == nil {
+			p.quoted = map[string]bool{}
+		}
+		p.quoted[f.Quote] = true
+	}
 }
 
 // wholef prints a line that ends with a command or a link, as safef makes

@@ -41,30 +41,32 @@ func checkDetail(detail string, causes []Cause) string {
 	return detail
 }
 
-// momentText is a timeline moment as printed: an event whose message the
-// evidence printed above already quotes says so instead.
-func momentText(event string, printed []string) string {
-	head, message, ok := strings.Cut(event, ": ")
-	if !ok {
-		return event
+// momentText is a timeline moment as printed: the moment of an event whose
+// message a fact printed above quotes says so instead.
+func momentText(m Moment, quoted map[string]bool) string {
+	if len(m.Message) >= minRepeat && quoted[m.Message] {
+		return "event " + m.Reason + ": its message is in the evidence above"
 	}
-	for _, line := range printed {
-		if repeats(line, Safe(message)) {
-			return head + ": its message is in the evidence above"
-		}
-	}
-	return event
+	return m.Event
 }
 
-// distinct is texts without the ones printed before (two finalizers of one
-// controller group give the same line of evidence twice).
-func distinct(texts []string) []string {
+// evidenceOf is a cause's evidence as facts, each line once (two finalizers
+// of one controller group give the same line of evidence twice); a cause
+// made of lines alone (by hand, in tests) gives facts of their text.
+func evidenceOf(c Cause) []Fact {
+	facts := c.Facts
+	if len(facts) != len(c.Evidence) {
+		facts = make([]Fact, len(c.Evidence))
+		for i, e := range c.Evidence {
+			facts[i] = Fact{Text: e}
+		}
+	}
 	seen := map[string]bool{}
-	out := make([]string, 0, len(texts))
-	for _, t := range texts {
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
+	out := make([]Fact, 0, len(facts))
+	for _, f := range facts {
+		if !seen[f.Text] {
+			seen[f.Text] = true
+			out = append(out, f)
 		}
 	}
 	return out

