@@ -36,9 +36,11 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 	sev := settling(report.Warning, tm)
 	summary := fmt.Sprintf("%s %s (%s); apiextensions deletes %s before it lets the CRD go", report.Count(total, crd.Kind+" instance"), agree(total, "remains", "remain"), countsByNamespace(c.ByNamespace), agree(total, "it", "them"))
 	var blockedBy []report.Item
+	var quotes quoted
 	if len(held) > 0 {
 		sev = held[0].Severity
 		summary += ": " + held[0].Summary
+		quotes = quotedOf(held[0])
 		for i := range held { // nested once, under the CRD's own cause
 			blockedBy = append(blockedBy, held[i].BlockedBy...)
 			held[i].BlockedBy = nil
@@ -67,6 +69,7 @@ func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []
 		step(catalog.CRDInstancesRemaining, "resolve-instances", ""),
 	)
 	remaining.About.Count = total
+	quotes.on(&remaining)
 	for _, f := range sortedKeys(c.Finalizers) {
 		remaining.Remediation = append(remaining.Remediation, step(catalog.CRDInstancesRemaining, "remove-instance-finalizers", removeFromEach(resource, "", f), "owner", catalog.FinalizerOwner(f).Owner, "finalizer", f, "instances", report.Count(c.Finalizers[f], "instance")))
 	}

@@ -50,6 +50,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		evidence = append(evidence, paused.fact())
 	}
 	summary := fmt.Sprintf("deletion waits for %s to be removed: %s", report.Count(len(finalizers), "finalizer"), report.FirstFew(names))
+	var quotes quoted // what summary quotes of other causes
 	steps := []report.Step{findOwners(catalog.FinalizerPending, t, names), step(catalog.FinalizerPending, "restore-owner", "")}
 	var quoted string // the reason of the complaint the summary quotes
 	saysWhy := func(confidence float64) (report.Severity, float64) {
@@ -91,6 +92,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	case stuck >= 0: // it waits for its own dependents, and one cannot go
 		sev, confidence = dependents[stuck].Severity, 0.75
 		summary = fmt.Sprintf("the controller that removes %s waits for the object's dependents, being deleted: %s", report.FirstFew(names), chainSummary(dependents[stuck]))
+		quotes = chainQuotes(dependents[stuck])
 		steps = []report.Step{step(catalog.FinalizerPending, "diagnose-dependent", kubectl(dependents[stuck].Object.Namespace, "terminating", "why", report.Name(dependents[stuck].Object), "-o", "wide"))}
 	case len(down) > 0:
 		sev, confidence = report.Critical, 0.7
@@ -149,6 +151,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 		sev, confidence = report.Info, 0.6
 		summary = fmt.Sprintf("progressing: the object's %s being deleted %s not stuck (%s); the controller removes %s once %s gone",
 			report.Count(len(dependents), "dependent"), agree(len(dependents), "is", "are"), nestedSummary(dependents[0]), report.FirstFew(names), agree(len(dependents), "it is", "they are"))
+		quotes = nestedQuotes(dependents[0])
 		steps = []report.Step{step(catalog.FinalizerPending, "wait-dependents", waitCommand(t.Ref, 5*time.Minute))}
 	case len(said) > 0:
 		sev, confidence = saysWhy(0.65)
@@ -171,6 +174,7 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	}
 	steps = append(steps, removeByHand(catalog.FinalizerPending, t, finalizers)...)
 	c := cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)
+	quotes.on(&c)
 	c.BlockedBy = dependents
 	c.Until = until
 	c.About.Finalizers = names

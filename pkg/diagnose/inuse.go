@@ -74,14 +74,17 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 			deleted++
 		}
 	}
+	var quotes quoted
 	switch {
 	case items[0].Stuck:
 		summary += "; " + nestedSummary(items[0])
+		quotes = nestedQuotes(items[0])
 	case deleted == len(items):
 		// Judged by its users, as a claim by its pods: all being deleted,
 		// none stuck, they release it by themselves.
 		sev = report.Info
 		summary = fmt.Sprintf("progressing: the %s that %s %s %s %s being deleted and %s stuck (%s); %s then removes %s", report.Count(len(users), noun), agree(len(users), "uses", "use"), strings.ToLower(t.Ref.Kind), t.Ref.Name, agree(len(users), "is", "are"), agree(len(users), "is not", "none is"), nestedSummary(items[0]), row.Owner, f.name)
+		quotes = nestedQuotes(items[0])
 	}
 	resource := first.Ref.Resource
 	get := kubectl(sameNamespace(users), append([]string{"get", resource}, targetNames(users)...)...)
@@ -96,6 +99,7 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 		step(catalog.ObjectInUse, "never-remove-finalizer", "", "finalizer", f.name, "users", report.Plural(noun), "kind", strings.ToLower(t.Ref.Kind)))
 	c.About = report.About{Count: len(users), Object: &first.Ref}
 	c.BlockedBy = items
+	quotes.on(&c)
 	return []report.Cause{c}
 }
 

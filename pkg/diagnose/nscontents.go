@@ -72,7 +72,7 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 		evidence = append(evidence, report.Noted(fmt.Sprintf("pod %s: %s (%s)", it.Object.Name, it.Causes[0].Code, it.Severity)))
 	}
 	return report.Cause{
-		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Facts: evidence,
+		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Quotes: quotedOf(top.Causes[0]).summaries, Names: quotedOf(top.Causes[0]).names, Facts: evidence,
 		Remediation: []report.Step{
 			step(catalog.PodStuckTerminating, "resolve-pods", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name)),
 			clearNamespaceFinalizers(catalog.PodStuckTerminating, t.Ref.Name),
@@ -170,7 +170,8 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer string, thi
 	if top := worst[0]; len(top.Causes) > 0 && top.Causes[0].Code != string(catalog.FinalizerPending) && slices.Contains(top.Causes[0].About.Finalizers, finalizer) {
 		fc := top.Causes[0]
 		fc.Severity = top.Severity
-		fc.Summary = holding + ": " + fc.Summary
+		fc.Names = append(fc.Names, names...)
+		prefixed(&fc, holding+": ")
 		fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts...)
 		fc.BlockedBy = examples
 		return fc
@@ -181,7 +182,8 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer string, thi
 		judged.depth = tm.depth
 	}
 	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, judged)[0]
-	fc.Summary = holding + ": " + fc.Summary
+	fc.Names = append(fc.Names, names...)
+	prefixed(&fc, holding+": ")
 	fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts[1:]...)
 	fc.BlockedBy = examples
 	// Its last step, the removal by hand, is for every object the

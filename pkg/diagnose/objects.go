@@ -56,7 +56,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	SortItems(items)
 	chain, root := chainOf(items[0])
 	remain := report.Count(len(blocking), "dependent") + " with blockOwnerDeletion still " + agree(len(blocking), "exists", "exist")
-	summary := remain + ": " + chainSummary(items[0])
+	summary, quotes := remain+": "+chainSummary(items[0]), chainQuotes(items[0])
 	if len(chain) > 1 {
 		evidence = append(evidence, report.Noted(fmt.Sprintf("chain of objects waiting in foreground deletion: %s -> %s", report.Name(t.Ref), strings.Join(chain, " -> "))))
 	}
@@ -67,8 +67,9 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	if !slices.ContainsFunc(items, func(it report.Item) bool { return it.Stuck || it.DeletionTimestamp.IsZero() }) {
 		sev = report.Info
 		summary = fmt.Sprintf("progressing: the %s with blockOwnerDeletion %s being deleted and %s stuck (%s); the garbage collector removes foregroundDeletion once %s gone", report.Count(len(blocking), "dependent"), agree(len(blocking), "is", "are"), agree(len(blocking), "is not", "none is"), nestedSummary(root), agree(len(blocking), "it is", "they are"))
+		quotes = nestedQuotes(root)
 	}
-	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Facts: evidence,
+	return []report.Cause{{Code: string(catalog.ForegroundDeletionBlocked), Severity: sev, Confidence: 0.9, Summary: summary, Quotes: quotes.summaries, Names: quotes.names, Facts: evidence,
 		About: report.About{Count: len(blocking)},
 		Remediation: []report.Step{
 			step(catalog.ForegroundDeletionBlocked, "diagnose-dependents", kubectl(items[0].Object.Namespace, "terminating", "why", report.Name(items[0].Object), "-o", "wide")),
@@ -160,8 +161,10 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	}
 	SortItems(items)
 	summary := fmt.Sprintf("%s still %s the claim: %s", report.Count(len(t.ClaimUsers), "pod"), agree(len(t.ClaimUsers), "uses", "use"), podNames(t.ClaimUsers))
+	var quotes quoted
 	if len(items) > 0 && items[0].Stuck {
 		summary += "; " + nestedSummary(items[0])
+		quotes = nestedQuotes(items[0])
 	}
 	// Judged by its users, as a foreground owner by its leaves: pods that
 	// are all being deleted, none stuck (inside their grace period), release
@@ -169,8 +172,9 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 	if len(items) == len(t.ClaimUsers) && !items[0].Stuck {
 		sev = report.Info
 		summary = fmt.Sprintf("progressing: the %s that %s the claim %s being deleted and %s stuck (%s); the PVC protection controller releases the claim once %s gone", report.Count(len(items), "pod"), agree(len(items), "uses", "use"), agree(len(items), "is", "are"), agree(len(items), "is not", "none is"), nestedSummary(items[0]), agree(len(items), "it is", "they are"))
+		quotes = nestedQuotes(items[0])
 	}
-	return []report.Cause{{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Facts: evidence,
+	return []report.Cause{{Code: string(catalog.PVCInUse), Severity: settling(sev, tm), Confidence: 0.95, Summary: summary, Quotes: quotes.summaries, Names: quotes.names, Facts: evidence,
 		About: report.About{Count: len(t.ClaimUsers)},
 		Remediation: []report.Step{
 			step(catalog.PVCInUse, "see-pods", kubectl(t.Ref.Namespace, append(append([]string{"get", "pods"}, targetNames(t.ClaimUsers)...), "-o", "wide")...)),
@@ -599,6 +603,41 @@ func chainSummary(it report.Item) string {
 		return nestedSummary(it)
 	}
 	return fmt.Sprintf("%s waits on %s; %s", chain[0], strings.Join(chain[1:], " -> "), nestedSummary(root))
+}
+
+// quoted is what a summary that quotes another cause's whole says beside
+// its own words: that cause's summary and what it quotes, and the objects
+// it names (report.Cause.Quotes and Names).
+type quoted struct{ summaries, names []string }
+
+func quotedOf(c report.Cause) quoted {
+	return quoted{summaries: append([]string{c.Summary}, c.Quotes...), names: c.Names}
+}
+
+// on records q on the cause whose summary quotes it.
+func (q quoted) on(c *report.Cause) {
+	c.Quotes = append(c.Quotes, q.summaries...)
+	c.Names = append(c.Names, q.names...)
+}
+
+// prefixed puts lead before c's summary, which it then quotes.
+func prefixed(c *report.Cause, lead string) {
+	c.Quotes = append(c.Quotes, c.Summary)
+	c.Summary = lead + c.Summary
+}
+
+// nestedQuotes is what nestedSummary(it) quotes.
+func nestedQuotes(it report.Item) quoted {
+	if len(it.Causes) == 0 {
+		return quoted{}
+	}
+	return quotedOf(it.Causes[0])
+}
+
+// chainQuotes is what chainSummary(it) quotes.
+func chainQuotes(it report.Item) quoted {
+	_, root := chainOf(it)
+	return nestedQuotes(root)
 }
 
 // nestedSummary names a nested object and its top cause.

@@ -62,14 +62,18 @@ func mirrorPodCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 	evidence := []report.Fact{{Text: fmt.Sprintf("metadata.annotations[%s]: %s (a static pod's mirror)", snapshot.MirrorPodAnnotation, pod.Annotations[snapshot.MirrorPodAnnotation]),
 		Field: "metadata.annotations[" + snapshot.MirrorPodAnnotation + "]", Value: pod.Annotations[snapshot.MirrorPodAnnotation]}}
 	sev, summary := report.Warning, fmt.Sprintf("the kubelet on %s has not removed this static pod's mirror %s past the deadline", pod.Spec.NodeName, report.HumanDuration(tm.overdue))
+	var quotes quoted
 	for _, c := range nodeCauses {
 		evidence = append(evidence, c.Facts...)
 		sev, summary = report.Critical, fmt.Sprintf("static pod mirror: only the kubelet on %s removes it, and it is not syncing (%s)", pod.Spec.NodeName, c.Summary)
+		quotes = quotedOf(c)
 	}
-	return []report.Cause{cause(catalog.MirrorPodKubeletNotSyncing, sev, 0.8, summary, evidence,
+	mirror := cause(catalog.MirrorPodKubeletNotSyncing, sev, 0.8, summary, evidence,
 		onTheNode(pod.Spec.NodeName, step(catalog.MirrorPodKubeletNotSyncing, "check-kubelet", "systemctl status kubelet; journalctl -u kubelet --since -1h")),
 		step(catalog.MirrorPodKubeletNotSyncing, "fix-kubelet", ""),
-		step(catalog.MirrorPodKubeletNotSyncing, "force-delete-mirror", forceDeleteCommand(pod)))}
+		step(catalog.MirrorPodKubeletNotSyncing, "force-delete-mirror", forceDeleteCommand(pod)))
+	quotes.on(&mirror)
+	return []report.Cause{mirror}
 }
 
 // podFacts is what the snapshot says about one pod's shutdown.
@@ -204,7 +208,7 @@ func forecast(ref report.ObjectRef, found []report.Cause, tm timing) []report.Ca
 		step(catalog.WithinGracePeriod, "wait", waitCommand(ref, tm.remaining+settleTime)))}
 	for _, c := range found {
 		c.Severity = report.Info
-		c.Summary = "once the grace period ends: " + c.Summary
+		prefixed(&c, "once the grace period ends: ")
 		out = append(out, c)
 	}
 	return out

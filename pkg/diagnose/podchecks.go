@@ -126,6 +126,7 @@ func finalDeleteCheck(tm timing, refused []refusal, forgotten bool, before []rep
 	case len(refused) > 0:
 		for _, r := range refused {
 			c.Detail += "; " + r.summary
+			c.Quotes = append(c.Quotes, r.summary)
 		}
 	case forgotten:
 		c.Detail = "never sent: the kubelet no longer manages the pod (" + c.Detail + ")"

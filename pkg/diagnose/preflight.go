@@ -213,7 +213,7 @@ func wouldStick(causes []report.Cause) []report.Cause { return leadWith(wouldSti
 // of a judgement why makes of a deletion under way.
 func leadWith(lead string, causes []report.Cause) []report.Cause {
 	for i := range causes {
-		causes[i].Summary = lead + causes[i].Summary
+		prefixed(&causes[i], lead)
 	}
 	return causes
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -141,47 +142,28 @@ func blockerLine(g []Item, under Cause, st Style) painted {
 	who := objectName(g[0].Object)
 	if len(g) > 1 {
 		who = fmt.Sprintf("%s (%s)", Count(len(g), "object"), examples(g, false))
-		if namesAll(under.Summary, g) { // listed once: in the summary just above
+		if namesAll(under, g) { // listed once: in the summary just above
 			who = fmt.Sprintf("the %s above", Count(len(g), "object"))
 		}
 	}
 	if it := g[0]; it.DeletionTimestamp.IsZero() && len(it.Causes) == 0 && len(it.Skipped) == 0 { // a blocker with no deletion of its own
 		return safef("%s  holds it (no deletion of its own to diagnose; see the evidence)", who)
 	}
-	if repeats(under.Summary, c.Summary) {
+	if says(under, c.Summary) {
 		return safef("%s  %s %s", who, st.severity(g[0].Severity, string(g[0].Severity)), c.Code)
 	}
 	return safef("%s  %s %s: %s", who, st.severity(g[0].Severity, string(g[0].Severity)), c.Code, c.Summary)
 }
 
-// namesAll says whether a summary names every object of a group, each as a
-// whole name (widget-1 is not named by widget-10).
-func namesAll(summary string, g []Item) bool {
+// namesAll says whether a cause's summary names every object of a group
+// (Cause.Names).
+func namesAll(c Cause, g []Item) bool {
 	for _, it := range g {
-		if !namesWhole(summary, Name(it.Object)) {
+		if !slices.Contains(c.Names, Name(it.Object)) {
 			return false
 		}
 	}
 	return true
-}
-
-func namesWhole(text, name string) bool {
-	for i := 0; ; {
-		at := strings.Index(text[i:], name)
-		if at < 0 {
-			return false
-		}
-		end := i + at + len(name)
-		if end == len(text) || !isNameByte(text[end]) {
-			return true
-		}
-		i = i + at + 1
-	}
-}
-
-// isNameByte: a byte a Kubernetes object name may hold.
-func isNameByte(b byte) bool {
-	return b == '-' || b == '.' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
 }
 
 // examples names the first few items of a group, and how many more.

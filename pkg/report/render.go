@@ -264,7 +264,7 @@ func writeChecks(p *printer, checks []Check, causes []Cause, indent string, st S
 	header := []string{"CHECK", "STATUS", "DETAIL"}
 	rows := make([][]string, 0, len(checks))
 	for _, c := range checks {
-		rows = append(rows, cells(c.Name, st.status(c.Status), checkDetail(c.Detail, causes)))
+		rows = append(rows, cells(c.Name, st.status(c.Status), checkDetail(c, causes)))
 	}
 	p.err = writeProseTable(p.w, indent+"  ", header, rows, p.width)
 }

@@ -2,28 +2,31 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // No sentence twice in an object's report: the rules compose their
 // summaries from their blockers' (a CRD's cause quotes what holds its
 // instances, a checklist row what refuses the final DELETE), which a person
-// reads once. A line that would repeat a text printed with the object points
-// to it instead; JSON keeps every text whole.
+// reads once. The rules say what each text quotes (Cause.Quotes,
+// Check.Quotes); a line that would repeat a text printed with the object
+// points to it instead. JSON keeps every text whole.
 
 // minRepeat is how long a text must be to count as a sentence repeated:
 // "running: app" may well appear twice.
 const minRepeat = 30
 
-// repeats reports whether text is a sentence that said holds in full.
-func repeats(said, text string) bool {
-	return len(text) >= minRepeat && strings.Contains(said, text)
+// says reports whether a cause's summary says text, a sentence: it is that
+// summary, or one the summary quotes.
+func says(c Cause, text string) bool {
+	return len(text) >= minRepeat && (c.Summary == text || slices.Contains(c.Quotes, text))
 }
 
 // causeSummary is cause n's summary, or which cause above says it already.
 func causeSummary(causes []Cause, n int) string {
 	for k := range n {
-		if repeats(causes[k].Summary, causes[n].Summary) {
+		if says(causes[k], causes[n].Summary) {
 			return fmt.Sprintf("see cause %d", k+1)
 		}
 	}
@@ -32,10 +35,11 @@ func causeSummary(causes []Cause, n int) string {
 
 // checkDetail is a checklist row's detail, each cause's summary it quotes
 // replaced by the cause's number (the causes follow the checklist).
-func checkDetail(detail string, causes []Cause) string {
-	for k, c := range causes {
-		if repeats(detail, c.Summary) {
-			detail = strings.Replace(detail, c.Summary, fmt.Sprintf("see cause %d", k+1), 1)
+func checkDetail(c Check, causes []Cause) string {
+	detail := c.Detail
+	for k, cause := range causes {
+		if len(cause.Summary) >= minRepeat && slices.Contains(c.Quotes, cause.Summary) {
+			detail = strings.Replace(detail, cause.Summary, fmt.Sprintf("see cause %d", k+1), 1)
 		}
 	}
 	return detail

@@ -11,8 +11,10 @@ import (
 
 // A sentence the rules compose into several texts (a blocker's summary
 // quoted by its holder's, a cause's by a checklist row, an event's message
-// by the evidence and the timeline) is printed once per object, concise or
-// wide; the other places point to it.
+// by the evidence and the timeline), as they record it (Quotes, a fact's
+// quote, a moment's message), is printed once per object, concise or wide;
+// the other places point to it. What no rule says it quotes is printed as
+// it is, whatever it holds.
 func TestNoSentenceTwiceInAnObjectsReport(t *testing.T) {
 	ts := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	nobody := "no controller that could remove demo.example.com/release-quota is found in the cluster"
@@ -21,13 +23,13 @@ func TestNoSentenceTwiceInAnObjectsReport(t *testing.T) {
 		Causes: []Cause{{Code: "FinalizerPending", Severity: Critical, Summary: nobody}}}
 	crd := Item{Object: ObjectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "widgets.demo.example.com"}, DeletionTimestamp: ts, Stuck: true, Severity: Critical,
 		Causes: []Cause{
-			{Code: "CRDInstancesRemaining", Severity: Critical, Summary: "3 Widget instances remain: " + held, BlockedBy: []Item{widget}},
-			{Code: "FinalizerPending", Severity: Critical, Summary: held},
+			{Code: "CRDInstancesRemaining", Severity: Critical, Summary: "3 Widget instances remain: " + held, Quotes: []string{held, nobody}, BlockedBy: []Item{widget}},
+			{Code: "FinalizerPending", Severity: Critical, Summary: held, Quotes: []string{nobody}},
 		}}
 	refused := "validatingwebhookconfiguration shop webhook guard.shop.example.com refuses DELETE pods"
 	message := "error killing pod: failed to \"KillPodSandbox\" for \"0b6f3c1e\" with KillPodSandboxError"
 	pod := Item{Object: ObjectRef{APIVersion: "v1", Kind: "Pod", Name: "pay-0", Namespace: "shop"}, DeletionTimestamp: ts, Stuck: true, Severity: Critical,
-		Checks: []Check{{Name: "final delete admitted", Status: Fail, Detail: "metadata.deletionGracePeriodSeconds: 5; " + refused}},
+		Checks: []Check{{Name: "final delete admitted", Status: Fail, Detail: "metadata.deletionGracePeriodSeconds: 5; " + refused, Quotes: []string{refused}}},
 		Causes: []Cause{{Code: "AdmissionWebhookDenied", Severity: Critical, Summary: refused, Evidence: []string{"event Warning FailedKillPod 41s ago: " + message},
 			Facts: []Fact{{Text: "event Warning FailedKillPod 41s ago: " + message, Field: "event", Reason: "FailedKillPod", Quote: message}}}},
 		Timeline: []Moment{{Time: ts, Event: "event FailedKillPod: " + message, Reason: "FailedKillPod", Message: message}}}
@@ -57,7 +59,7 @@ func TestNoSentenceTwiceInAnObjectsReport(t *testing.T) {
 		}
 	}
 	// A short text may well appear twice: only sentences are replaced.
-	if got := checkDetail("running: app", []Cause{{Summary: "running: app"}}); got != "running: app" {
+	if got := checkDetail(Check{Detail: "running: app", Quotes: []string{"running: app"}}, []Cause{{Summary: "running: app"}}); got != "running: app" {
 		t.Errorf("a short detail replaced: %q", got)
 	}
 }

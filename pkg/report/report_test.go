@@ -376,19 +376,23 @@ func TestRankAboveAMoreConfidentCauseIsExplained(t *testing.T) {
 	}
 }
 
-// Objects the cause's summary already names are not listed again under
-// "blocked by"; a name that only begins another (w-1 in w-10) is not named.
+// Objects the cause's summary already names (as its rule records them,
+// Cause.Names) are not listed again under "blocked by".
 func TestHeldObjectsAreListedOnce(t *testing.T) {
 	held := func(name string) Item {
 		return Item{Object: ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: name}, Stuck: true, Severity: Warning,
 			Causes: []Cause{{Code: "FinalizerPending", Severity: Warning, Summary: "held by acme.io/keep"}}}
 	}
-	for _, tc := range []struct{ summary, want string }{
-		{"3 objects are held (configmap/w-1, configmap/w-2, configmap/w-3)", "└── the 3 objects above  warning FinalizerPending"},
-		{"3 objects are held (configmap/w-10, configmap/w-2, configmap/w-3)", "└── 3 objects (configmap/w-1, configmap/w-2, configmap/w-3)"},
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"configmap/w-1", "configmap/w-2", "configmap/w-3"}, "└── the 3 objects above  warning FinalizerPending"},
+		{[]string{"configmap/w-10", "configmap/w-2", "configmap/w-3"}, "└── 3 objects (configmap/w-1, configmap/w-2, configmap/w-3)"},
 	} {
+		summary := "3 objects are held (" + strings.Join(tc.names, ", ") + ")"
 		ns := Item{Object: ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: "ns"}, Stuck: true, Severity: Warning,
-			Causes: []Cause{{Code: "FinalizerPending", Severity: Warning, Summary: tc.summary, BlockedBy: []Item{held("w-1"), held("w-2"), held("w-3")}}}}
+			Causes: []Cause{{Code: "FinalizerPending", Severity: Warning, Summary: summary, Names: tc.names, BlockedBy: []Item{held("w-1"), held("w-2"), held("w-3")}}}}
 		var out bytes.Buffer
 		if err := WriteWhy(&out, Report{Items: []Item{ns}}, Style{}); err != nil {
 			t.Fatal(err)

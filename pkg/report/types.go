@@ -201,6 +201,13 @@ type Cause struct {
 	// controller seen at work: its latest write plus the settle time), for
 	// list -w to diagnose again then; zero for none. Not in the JSON.
 	Until time.Time `json:"-"`
+	// Quotes are the summaries of other causes that Summary quotes whole,
+	// and Names the objects it names (as Name names them), as the rule that
+	// composed it says: the renderer prints each sentence once, and calls a
+	// group of blockers the summary lists "the objects above". Not in the
+	// JSON, whose texts are all whole.
+	Quotes []string `json:"-"`
+	Names  []string `json:"-"`
 }
 
 // Fact is one piece of evidence as data: what was read, where, and what
@@ -376,6 +383,10 @@ type Check struct {
 	Name   string      `json:"name"`
 	Status CheckStatus `json:"status"`
 	Detail string      `json:"detail"`
+	// Quotes are the causes' summaries Detail quotes whole (a refusal of
+	// the final DELETE), which the renderer replaces by the cause's number.
+	// Not in the JSON.
+	Quotes []string `json:"-"`
 }
 
 // SkipReason says why a read was not made.
