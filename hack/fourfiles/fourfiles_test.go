@@ -19,7 +19,7 @@ import (
 // as docs/architecture.md says: the catalogue entry, the declaration, the
 // reader, the rule.
 var handWritten = map[string]string{
-	"pkg/snapshot/throwaway.go": `package snapshot
+	"pkg/observed/throwaway.go": `package observed
 
 // ThrowawayFlags is the data of the ConfigMap kube-system/throwaway-flags.
 var ThrowawayFlags = Declare[map[string]string]("throwawayFlags")
@@ -32,7 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -40,7 +40,7 @@ func init() {
 		permissions: []Permission{{Read: "` + "`get`" + ` configmaps/throwaway-flags in kube-system", UsedFor: "the throwaway flags", Without: "not judged"}}})
 }
 
-func (c *Collector) readThrowawayFlags(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readThrowawayFlags(ctx context.Context, s *observed.Snapshot) {
 	targets := c.needing(s, diagnose.ThrowawayEvidence)
 	if len(targets) == 0 {
 		return
@@ -52,7 +52,7 @@ func (c *Collector) readThrowawayFlags(ctx context.Context, s *snapshot.Snapshot
 		}
 		return
 	}
-	snapshot.ThrowawayFlags.Set(s, cm.Data)
+	observed.ThrowawayFlags.Set(s, cm.Data)
 }
 `,
 	"pkg/diagnose/throwaway.go": `package diagnose
@@ -62,19 +62,19 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // ThrowawayEvidence: the throwaway flags.
 var ThrowawayEvidence = newEvidence()
 
 func init() {
-	registerRule(rule{name: "throwaway", applies: func(t *snapshot.Target) bool { return slices.Contains(t.Object.GetFinalizers(), "throwaway.example.com/hold") },
-		needs: func(*snapshot.Target) Evidence { return ThrowawayEvidence }, explain: throwawayCauses})
+	registerRule(rule{name: "throwaway", applies: func(t *observed.Target) bool { return slices.Contains(t.Object.GetFinalizers(), "throwaway.example.com/hold") },
+		needs: func(*observed.Target) Evidence { return ThrowawayEvidence }, explain: throwawayCauses})
 }
 
 func throwawayCauses(x subject) []report.Cause {
-	flags, read := snapshot.ThrowawayFlags.Get(x.s)
+	flags, read := observed.ThrowawayFlags.Get(x.s)
 	if !read || flags["hold"] != "true" {
 		return nil
 	}
@@ -115,14 +115,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func TestThrowawayRule(t *testing.T) {
 	ns := terminatingNamespace(time.Hour)
 	ns.Finalizers = []string{"throwaway.example.com/hold"}
 	s := snap(ns)
-	snapshot.ThrowawayFlags.Set(s, map[string]string{"hold": "true"})
+	observed.ThrowawayFlags.Set(s, map[string]string{"hold": "true"})
 	if it := Diagnose(s).Items[0]; !slices.Contains(codes(it), "ThrowawayHold") {
 		t.Fatalf("causes %v", codes(it))
 	}
@@ -145,7 +145,7 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func TestThrowaway(t *testing.T) {
@@ -157,8 +157,8 @@ func TestThrowaway(t *testing.T) {
 	u.SetFinalizers([]string{"throwaway.example.com/hold"})
 	deleted := metav1.NewTime(time.Now().Add(-time.Hour))
 	u.SetDeletionTimestamp(&deleted)
-	s := snapshot.New(time.Now())
-	s.Targets = []*snapshot.Target{{Ref: snapshot.ObjectRef{APIVersion: "example.com/v1", Kind: "Widget", Resource: "widgets.example.com", Namespace: "shop", Name: "w"}, Object: u}}
+	s := observed.New(time.Now())
+	s.Targets = []*observed.Target{{Ref: observed.ObjectRef{APIVersion: "example.com/v1", Kind: "Widget", Resource: "widgets.example.com", Namespace: "shop", Name: "w"}, Object: u}}
 	fake := kubefake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "throwaway-flags"}, Data: map[string]string{"hold": "true"}})
 	for _, src := range sources {
 		if src.name == "throwaway flags" {

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/version"
 )
 
@@ -37,7 +37,7 @@ func (o *Options) addReplayFlags(cmd *cobra.Command) {
 }
 
 // save writes the run's evidence to --save-snapshot's file, if asked.
-func (o *Options) save(snap *snapshot.Snapshot) error {
+func (o *Options) save(snap *observed.Snapshot) error {
 	if o.SaveSnapshot == "" {
 		return nil
 	}
@@ -51,7 +51,7 @@ func (o *Options) save(snap *snapshot.Snapshot) error {
 // replay loads --snapshot's file and takes the saved run's selection: a
 // replay can only show what the saved run read, so a selection given on the
 // command line must be the saved one.
-func (o *Options) replay(ctx context.Context) (*snapshot.Snapshot, error) {
+func (o *Options) replay(ctx context.Context) (*observed.Snapshot, error) {
 	if o.ReplayMaxSize.Value() <= 0 {
 		return nil, fmt.Errorf("--snapshot-max-size must be positive, got %s", o.ReplayMaxSize.String())
 	}

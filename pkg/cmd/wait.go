@@ -11,8 +11,8 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 const (
@@ -145,7 +145,7 @@ func (o *Options) wait(ctx, run context.Context, bound string) error {
 		}
 		return still
 	}
-	readPending := func() *snapshot.Snapshot { return reread(ctx, c, stillPending()) }
+	readPending := func() *observed.Snapshot { return reread(ctx, c, stillPending()) }
 	retrying, lastCause := retryNotice{out: o.stderr(), until: " until the timeout"}, ""
 	sayCause := func() {
 		if cause := progressLine(diagnose.Diagnose(readPending())); cause != lastCause {

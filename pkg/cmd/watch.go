@@ -11,8 +11,8 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // settle is how long list -w gathers the changes of a burst (a namespace
@@ -189,7 +189,7 @@ func verdict(it report.Item) string {
 // reread reads again what the rules need about objects already found (their
 // latest state from a watch) with a fresh collector: the run's scan record
 // describes the cluster as it was.
-func reread(ctx context.Context, c *collect.Collector, found []collect.Found) *snapshot.Snapshot {
+func reread(ctx context.Context, c *collect.Collector, found []collect.Found) *observed.Snapshot {
 	return c.Fresh().Snapshot(ctx, found)
 }
 

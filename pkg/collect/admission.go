@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -25,7 +25,7 @@ func init() {
 
 // readAdmission reads the webhooks and admission policies, the endpoints of
 // the webhooks' services, and the targets' namespaces (for namespaceSelectors).
-func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readAdmission(ctx context.Context, s *observed.Snapshot) {
 	if len(c.needing(s, diagnose.AdmissionEvidence)) == 0 {
 		return
 	}
@@ -62,7 +62,7 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 		c.Skip(skipOf("list mutatingwebhookconfigurations", mwErr))
 		return
 	}
-	a := snapshot.NewAdmission()
+	a := observed.NewAdmission()
 	a.Validating, a.Mutating = vw, mw
 	switch {
 	case apierrors.IsNotFound(pErr) || apierrors.IsNotFound(bErr):
@@ -90,7 +90,7 @@ func (c *Collector) readAdmission(ctx context.Context, s *snapshot.Snapshot) {
 }
 
 // webhookServices lists each webhook service once, as [namespace, name].
-func webhookServices(a *snapshot.Admission) [][2]string {
+func webhookServices(a *observed.Admission) [][2]string {
 	seen := map[[2]string]bool{}
 	add := func(ns, name string) { seen[[2]string{ns, name}] = true }
 	for _, c := range a.Validating {
@@ -116,7 +116,7 @@ func webhookServices(a *snapshot.Admission) [][2]string {
 }
 
 // readServiceEndpoints records a webhook service's ready endpoints.
-func (c *Collector) readServiceEndpoints(ctx context.Context, a *snapshot.Admission, ns, name string) {
+func (c *Collector) readServiceEndpoints(ctx context.Context, a *observed.Admission, ns, name string) {
 	ready, err := c.readyEndpoints(ctx, ns, name)
 	if err != nil {
 		c.Skip(skipOf("endpointslices of service "+ns+"/"+name, err))
@@ -144,13 +144,13 @@ func (c *Collector) readyEndpoints(ctx context.Context, ns, name string) (int, e
 }
 
 // readTargetNamespaces reads the namespaces of the targets, for their labels.
-func (c *Collector) readTargetNamespaces(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readTargetNamespaces(ctx context.Context, s *observed.Snapshot) {
 	for _, t := range s.Targets {
 		if t.Namespace != nil { // a terminating namespace is already read in full
 			s.Namespaces[t.Namespace.Name] = t.Namespace
 		}
 	}
-	byNS := map[string][]*snapshot.Target{}
+	byNS := map[string][]*observed.Target{}
 	var names []string
 	for _, t := range s.AllTargets() {
 		if ns := t.Ref.Namespace; ns != "" && s.Namespaces[ns] == nil {

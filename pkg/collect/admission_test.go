@@ -14,7 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // A target's namespace is read for its labels only when a webhook or a
@@ -27,7 +27,7 @@ func TestReadAdmissionReadsNamespacesOnlyToMatch(t *testing.T) {
 			objs = append(objs, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "guard"}})
 		}
 		fake := kubefake.NewClientset(objs...)
-		s := snapshot.New(time.Now())
+		s := observed.New(time.Now())
 		s.Targets = append(s.Targets, podTarget(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop",
 			Finalizers: []string{"example.com/hold"}, DeletionTimestamp: &metav1.Time{}}}))
 		c := &Collector{Clients: &kube.Clients{Typed: fake}}
@@ -59,7 +59,7 @@ func TestAdmissionPoliciesNotServed(t *testing.T) {
 	fake.PrependReactor("list", "validatingadmissionpolicies", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(admissionregistrationv1.Resource("validatingadmissionpolicies"), "")
 	})
-	s := snapshot.New(time.Now())
+	s := observed.New(time.Now())
 	s.Targets = append(s.Targets, podTarget(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop",
 		Finalizers: []string{"example.com/hold"}, DeletionTimestamp: &metav1.Time{}}}))
 	c := &Collector{Clients: &kube.Clients{Typed: fake}}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -25,7 +25,7 @@ var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", V
 
 // readAPIServices reads the aggregated APIServices when a rule needs them,
 // with the ready endpoints of unavailable ones.
-func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readAPIServices(ctx context.Context, s *observed.Snapshot) {
 	if !c.apiServicesNeeded(s) {
 		return
 	}
@@ -51,9 +51,9 @@ func (c *Collector) readAPIServices(ctx context.Context, s *snapshot.Snapshot) {
 	}
 }
 
-func apiServiceOf(u *unstructured.Unstructured) snapshot.APIService {
+func apiServiceOf(u *unstructured.Unstructured) observed.APIService {
 	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
-	a := snapshot.APIService{Name: u.GetName(), Group: str("spec", "group"), Version: str("spec", "version"),
+	a := observed.APIService{Name: u.GetName(), Group: str("spec", "group"), Version: str("spec", "version"),
 		UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion()}
 	if ns, name := str("spec", "service", "namespace"), str("spec", "service", "name"); name != "" {
 		a.Service = ns + "/" + name
@@ -74,6 +74,6 @@ func apiServiceOf(u *unstructured.Unstructured) snapshot.APIService {
 // the garbage collector's finalizers). An unavailable APIService blocks them
 // even before their controller says so, and aggregated discovery hides the
 // group from clients without an error.
-func (c *Collector) apiServicesNeeded(s *snapshot.Snapshot) bool {
+func (c *Collector) apiServicesNeeded(s *observed.Snapshot) bool {
 	return len(c.needing(s, diagnose.APIServiceEvidence)) > 0
 }

@@ -17,8 +17,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Pods on n nodes, of which the last does not exist: the nodes and their
@@ -26,7 +26,7 @@ import (
 func TestReadNodes(t *testing.T) {
 	for _, n := range []int{3, batchThreshold + 5} {
 		var objs []runtime.Object
-		s := snapshot.New(time.Now())
+		s := observed.New(time.Now())
 		for i := range n {
 			name := fmt.Sprintf("node-%d", i)
 			if i < n-1 {
@@ -59,14 +59,14 @@ func TestReadNodes(t *testing.T) {
 // event given to the pod it is about.
 func TestReadEventsOfManyPodsInANamespace(t *testing.T) {
 	var objs []runtime.Object
-	s := snapshot.New(time.Now())
+	s := observed.New(time.Now())
 	n := batchThreshold + 2
 	for i := range n {
 		uid := types.UID(fmt.Sprintf("uid-%d", i))
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "shop", UID: uid}}
 		u := &unstructured.Unstructured{}
 		u.SetUID(uid)
-		s.Targets = append(s.Targets, &snapshot.Target{Pod: pod, Object: u, Ref: report.ObjectRef{Namespace: "shop", Name: pod.Name}})
+		s.Targets = append(s.Targets, &observed.Target{Pod: pod, Object: u, Ref: report.ObjectRef{Namespace: "shop", Name: pod.Name}})
 		objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("e%d", i), Namespace: "shop"},
 			InvolvedObject: corev1.ObjectReference{UID: uid}, Reason: "Killing"})
 	}
@@ -102,14 +102,14 @@ func TestReadPods(t *testing.T) {
 		{3, 3, map[string]int{"get": 3}},
 	} {
 		var objs []runtime.Object
-		var targets []*snapshot.Target
+		var targets []*observed.Target
 		for i := range tc.inNamespace {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("uid-%d", i))}}
 			objs = append(objs, pod)
 			if i < tc.terminating {
 				u := &unstructured.Unstructured{}
 				u.SetUID(pod.UID)
-				targets = append(targets, &snapshot.Target{Object: u, Ref: report.ObjectRef{Resource: "pods", Namespace: "shop", Name: pod.Name}})
+				targets = append(targets, &observed.Target{Object: u, Ref: report.ObjectRef{Resource: "pods", Namespace: "shop", Name: pod.Name}})
 			}
 		}
 		fake := kubefake.NewClientset(objs...)
@@ -152,7 +152,7 @@ func TestMetadataToUnstructuredKeepsOnlyWriters(t *testing.T) {
 // events in every namespace, each event given to the object it is about.
 func TestReadEventsOfOneKindOverManyNamespaces(t *testing.T) {
 	var objs []runtime.Object
-	s := snapshot.New(time.Now())
+	s := observed.New(time.Now())
 	now := metav1.Now()
 	n := batchThreshold + 2
 	for i := range n {
@@ -164,7 +164,7 @@ func TestReadEventsOfOneKindOverManyNamespaces(t *testing.T) {
 		u.SetName("settings")
 		u.SetFinalizers([]string{"acme.io/keep"})
 		u.SetDeletionTimestamp(&now)
-		s.Targets = append(s.Targets, &snapshot.Target{Object: u, Ref: report.ObjectRef{Kind: "ConfigMap", Namespace: ns, Name: "settings"}})
+		s.Targets = append(s.Targets, &observed.Target{Object: u, Ref: report.ObjectRef{Kind: "ConfigMap", Namespace: ns, Name: "settings"}})
 		objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("e%d", i), Namespace: ns},
 			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", UID: uid}, Reason: "CleanupFailed"})
 	}

@@ -17,9 +17,9 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/parallel"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func init() {
@@ -73,7 +73,7 @@ type Collector struct {
 
 	// stageNeeds is what each target needed when the stage being read began
 	// (see needs); written between stages only.
-	stageNeeds map[*snapshot.Target]targetNeeds
+	stageNeeds map[*observed.Target]targetNeeds
 }
 
 // namespaceEventsRead is one list of a namespace's events, shared.
@@ -99,7 +99,7 @@ func (c *Collector) Skip(s report.Skip) {
 
 // skipTarget records reads about one target that could not be made; the
 // collector's readers run concurrently.
-func (c *Collector) skipTarget(t *snapshot.Target, sks ...report.Skip) {
+func (c *Collector) skipTarget(t *observed.Target, sks ...report.Skip) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t.Skipped = append(t.Skipped, sks...)
@@ -114,21 +114,21 @@ func (c *Collector) Skips() []report.Skip {
 
 // Snapshot reads what the rules need about the terminating objects found
 // (all of them, for a preflight).
-func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snapshot {
-	s := snapshot.New(c.Now())
+func (c *Collector) Snapshot(ctx context.Context, found []Found) *observed.Snapshot {
+	s := observed.New(c.Now())
 	var gvrs []schema.GroupVersionResource
 	for _, f := range found {
 		if !f.Terminating() && !c.Preflight {
 			continue
 		}
-		t := &snapshot.Target{Ref: f.Ref(), Object: f.Object, Forecast: !f.Terminating()}
+		t := &observed.Target{Ref: f.Ref(), Object: f.Object, Forecast: !f.Terminating()}
 		if t.Forecast {
 			t.Cascade = c.Cascade
 		}
 		s.Targets = append(s.Targets, t)
 		gvrs = append(gvrs, f.GVR)
 	}
-	var pods, namespaces, others []*snapshot.Target
+	var pods, namespaces, others []*observed.Target
 	var otherGVRs []schema.GroupVersionResource
 	for i, t := range s.Targets {
 		switch {
@@ -154,7 +154,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *snapshot.Snaps
 // readNamespaceTargets reads terminating namespaces in full (their
 // conditions): a GET each for a few, one list for many (the admission reader
 // takes their labels from them).
-func (c *Collector) readNamespaceTargets(ctx context.Context, targets []*snapshot.Target) {
+func (c *Collector) readNamespaceTargets(ctx context.Context, targets []*observed.Target) {
 	names := make([]string, 0, len(targets))
 	for _, t := range targets {
 		names = append(names, t.Ref.Name)
@@ -186,7 +186,7 @@ func (c *Collector) namespaces(ctx context.Context, names []string) (map[string]
 }
 
 // fromUnstructured falls back to what was already read (the metadata at least).
-func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
+func fromUnstructured[T any](t *observed.Target, into *T, set func(*T)) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(t.Object.Object, into); err == nil {
 		set(into)
 	}
@@ -194,7 +194,7 @@ func fromUnstructured[T any](t *snapshot.Target, into *T, set func(*T)) {
 
 // readNodes reads, once per node, the Node and its Lease for every pod
 // target and every node another target names.
-func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readNodes(ctx context.Context, s *observed.Snapshot) {
 	byNode, names := c.targetsByNode(s, false)
 	// One Node and one Lease read per node, shared by all its targets; the two
 	// reads at once.
@@ -243,10 +243,10 @@ func (c *Collector) readNodes(ctx context.Context, s *snapshot.Snapshot) {
 
 // targetsByNode groups the targets that need their node's evidence by the
 // node: a pod's spec.nodeName ("" for unscheduled pods) and, unless
-// podsOnly, the nodes another object names (snapshot.NodeReferences); with
+// podsOnly, the nodes another object names (observed.NodeReferences); with
 // the node names sorted.
-func (c *Collector) targetsByNode(s *snapshot.Snapshot, podsOnly bool) (map[string][]*snapshot.Target, []string) {
-	byNode := map[string][]*snapshot.Target{}
+func (c *Collector) targetsByNode(s *observed.Snapshot, podsOnly bool) (map[string][]*observed.Target, []string) {
+	byNode := map[string][]*observed.Target{}
 	for _, t := range c.needing(s, diagnose.NodeEvidence) {
 		if t.Pod != nil {
 			byNode[t.Pod.Spec.NodeName] = append(byNode[t.Pod.Spec.NodeName], t)
@@ -255,7 +255,7 @@ func (c *Collector) targetsByNode(s *snapshot.Snapshot, podsOnly bool) (map[stri
 		if podsOnly {
 			continue
 		}
-		for _, ref := range snapshot.NodeReferences(t.Object) { // any other kind: the nodes it names
+		for _, ref := range observed.NodeReferences(t.Object) { // any other kind: the nodes it names
 			if !slices.Contains(byNode[ref.Node], t) {
 				byNode[ref.Node] = append(byNode[ref.Node], t)
 			}
@@ -273,13 +273,13 @@ func (c *Collector) targetsByNode(s *snapshot.Snapshot, podsOnly bool) (map[stri
 // FailedKillPod, ExceededGracePeriod...), service target (the cloud
 // controller's DeleteLoadBalancerFailed) and volume target (the
 // provisioner's VolumeFailedDelete), matched by involvedObject.uid.
-func (c *Collector) readEvents(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readEvents(ctx context.Context, s *observed.Snapshot) {
 	c.readEventsOf(ctx, s, c.needing(s, diagnose.EventEvidence))
 }
 
 // readEventsOf reads the events about each of targets.
-func (c *Collector) readEventsOf(ctx context.Context, s *snapshot.Snapshot, targets []*snapshot.Target) {
-	byNS := map[string][]*snapshot.Target{}
+func (c *Collector) readEventsOf(ctx context.Context, s *observed.Snapshot, targets []*observed.Target) {
+	byNS := map[string][]*observed.Target{}
 	var namespaces []string
 	for _, t := range targets {
 		ns := eventNamespace(t)
@@ -291,7 +291,7 @@ func (c *Collector) readEventsOf(ctx context.Context, s *snapshot.Snapshot, targ
 	// A field selector cannot ask for several objects at once: one small
 	// list per object, in parallel; or, for many objects in a namespace, one
 	// (paginated) list of the namespace's events.
-	var single []*snapshot.Target
+	var single []*observed.Target
 	var whole []string // the namespaces whose events are one list
 	for _, ns := range namespaces {
 		// A namespace being deleted has few events left, and often many
@@ -334,8 +334,8 @@ func (c *Collector) readEventsOf(ctx context.Context, s *snapshot.Snapshot, targ
 // namespace at once (field selector involvedObject.kind: controllers record
 // few events about anything but pods), matched by involvedObject.uid: one
 // list, not one each. It returns the objects left to read one by one.
-func (c *Collector) readKindEvents(ctx context.Context, s *snapshot.Snapshot, targets []*snapshot.Target) []*snapshot.Target {
-	byKind := map[string][]*snapshot.Target{}
+func (c *Collector) readKindEvents(ctx context.Context, s *observed.Snapshot, targets []*observed.Target) []*observed.Target {
+	byKind := map[string][]*observed.Target{}
 	var kinds []string
 	for _, t := range targets {
 		if t.Pod == nil && t.Ref.Kind != "Pod" {
@@ -352,7 +352,7 @@ func (c *Collector) readKindEvents(ctx context.Context, s *snapshot.Snapshot, ta
 		events[i], errs[i] = listAll[corev1.Event](ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kinds[i]},
 			pages(c.Clients.Typed.CoreV1().Events(metav1.NamespaceAll).List))
 	})
-	read := map[*snapshot.Target]bool{}
+	read := map[*observed.Target]bool{}
 	for i, k := range kinds {
 		byUID := byInvolvedUID(events[i])
 		for _, t := range byKind[k] {
@@ -364,17 +364,17 @@ func (c *Collector) readKindEvents(ctx context.Context, s *snapshot.Snapshot, ta
 			s.Events[t.Object.GetUID()] = byUID[t.Object.GetUID()]
 		}
 	}
-	return slices.DeleteFunc(targets, func(t *snapshot.Target) bool { return read[t] })
+	return slices.DeleteFunc(targets, func(t *observed.Target) bool { return read[t] })
 }
 
 // terminatingNamespace reports whether a run's target is the namespace ns.
-func terminatingNamespace(s *snapshot.Snapshot, ns string) bool {
-	return slices.ContainsFunc(s.Targets, func(t *snapshot.Target) bool { return t.Namespace != nil && t.Ref.Name == ns })
+func terminatingNamespace(s *observed.Snapshot, ns string) bool {
+	return slices.ContainsFunc(s.Targets, func(t *observed.Target) bool { return t.Namespace != nil && t.Ref.Name == ns })
 }
 
 // eventNamespace is where the events about a target are: its namespace, or
 // default for a cluster-scoped object (where both event recorders put them).
-func eventNamespace(t *snapshot.Target) string {
+func eventNamespace(t *observed.Target) string {
 	if t.Ref.Namespace == "" {
 		return metav1.NamespaceDefault
 	}

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -20,19 +20,19 @@ func init() {
 
 // readControllerManagers reads the controller managers' leader-election
 // Leases, once a run, when a target is held by a finalizer of theirs.
-func (c *Collector) readControllerManagers(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readControllerManagers(ctx context.Context, s *observed.Snapshot) {
 	targets := c.needing(s, diagnose.ControllerManagerEvidence)
 	if len(targets) == 0 {
 		return
 	}
 	leases := map[string]*coordinationv1.Lease{}
-	for _, name := range snapshot.ControllerManagers {
-		l, err := c.Clients.Typed.CoordinationV1().Leases(snapshot.ControlPlaneNamespace).Get(ctx, name, metav1.GetOptions{})
+	for _, name := range observed.ControllerManagers {
+		l, err := c.Clients.Typed.CoordinationV1().Leases(observed.ControlPlaneNamespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			leases[name] = nil
 		case err != nil:
-			failed := skipOf("get leases/"+name+" in "+snapshot.ControlPlaneNamespace, err)
+			failed := skipOf("get leases/"+name+" in "+observed.ControlPlaneNamespace, err)
 			for _, t := range targets {
 				c.skipTarget(t, failed)
 			}
@@ -41,5 +41,5 @@ func (c *Collector) readControllerManagers(ctx context.Context, s *snapshot.Snap
 			leases[name] = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: l.Name, Namespace: l.Namespace, UID: l.UID}, Spec: l.Spec}
 		}
 	}
-	snapshot.ControllerManagerLeases.Set(s, leases)
+	observed.ControllerManagerLeases.Set(s, leases)
 }

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func init() {
@@ -25,12 +25,12 @@ func init() {
 
 // readControllers reads the workloads (Deployments, StatefulSets, DaemonSets)
 // and the CRD groups, when a target waits on a third-party finalizer.
-func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readControllers(ctx context.Context, s *observed.Snapshot) {
 	if len(c.needing(s, diagnose.OwnerEvidence)) == 0 && !slices.ContainsFunc(s.Targets, diagnose.ForecastNeedsOwners) {
 		return
 	}
 	apps := c.Clients.Typed.AppsV1()
-	ctl := &snapshot.Controllers{}
+	ctl := &observed.Controllers{}
 	// The lists at once (one round trip, not four); judged in order.
 	var (
 		deployments                []appsv1.Deployment
@@ -98,9 +98,9 @@ func (c *Collector) readControllers(ctx context.Context, s *snapshot.Snapshot) {
 	sort.Strings(ctl.APIGroups)
 }
 
-func workload(kind string, m metav1.ObjectMeta, pod corev1.PodSpec, desired, ready int32) snapshot.Workload {
+func workload(kind string, m metav1.ObjectMeta, pod corev1.PodSpec, desired, ready int32) observed.Workload {
 	var labels map[string]string
-	for _, l := range snapshot.WorkloadNameLabels {
+	for _, l := range observed.WorkloadNameLabels {
 		if v, ok := m.Labels[l]; ok {
 			if labels == nil {
 				labels = map[string]string{}
@@ -112,7 +112,7 @@ func workload(kind string, m metav1.ObjectMeta, pod corev1.PodSpec, desired, rea
 	if sa == "" {
 		sa = "default" // what the ServiceAccount admission plugin sets
 	}
-	return snapshot.Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Labels: labels, Desired: desired, Ready: ready, ServiceAccount: sa}
+	return observed.Workload{Kind: kind, Namespace: m.Namespace, Name: m.Name, Labels: labels, Desired: desired, Ready: ready, ServiceAccount: sa}
 }
 
 // replicas reads spec.replicas, which defaults to 1.

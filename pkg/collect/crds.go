@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -31,7 +31,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // CRD's cleanup; a namespace whose content deletion failed, a conversion
 // webhook may be why), and the endpoints of the conversion webhooks that
 // concern the targets.
-func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readCRDs(ctx context.Context, s *observed.Snapshot) {
 	// The run's own targets (CRDs, namespaces): the nesting sources of this
 	// stage write the rest of the graph meanwhile.
 	concerned := c.topNeeding(s, diagnose.CRDEvidence)
@@ -46,7 +46,7 @@ func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
 	for i := range items {
 		crd := crdOf(&items[i])
 		s.CRDs[crd.Name] = crd
-		if crd.ConversionService == "" || !slices.ContainsFunc(concerned, func(t *snapshot.Target) bool { return diagnose.ReadsConversionOf(s, t, crd) }) {
+		if crd.ConversionService == "" || !slices.ContainsFunc(concerned, func(t *observed.Target) bool { return diagnose.ReadsConversionOf(s, t, crd) }) {
 			continue
 		}
 		ns, name, _ := strings.Cut(crd.ConversionService, "/")
@@ -60,9 +60,9 @@ func (c *Collector) readCRDs(ctx context.Context, s *snapshot.Snapshot) {
 }
 
 // crdOf reduces a CustomResourceDefinition to what the rules read.
-func crdOf(u *unstructured.Unstructured) *snapshot.CRD {
+func crdOf(u *unstructured.Unstructured) *observed.CRD {
 	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
-	crd := &snapshot.CRD{
+	crd := &observed.CRD{
 		Name:               u.GetName(),
 		Group:              str("spec", "group"),
 		Kind:               str("spec", "names", "kind"),
@@ -109,7 +109,7 @@ func stringOf(v any) string {
 // readCRDInstances scans, for each terminating CRD, its remaining instances
 // in every namespace (metadata only, paginated), counted by namespace, with a
 // few examples of those each finalizer holds.
-func (c *Collector) readCRDInstances(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readCRDInstances(ctx context.Context, s *observed.Snapshot) {
 	for _, t := range c.topNeeding(s, diagnose.InstanceEvidence) {
 		crd := s.CRDs[t.Ref.Name]
 		if crd == nil || len(crd.Served) == 0 {

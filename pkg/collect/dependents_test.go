@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // A chain of owners each waiting in foreground deletion on the next is
@@ -33,18 +33,18 @@ func TestAttachDependentsIsBoundedAndCycleSafe(t *testing.T) {
 		for cur := root; len(cur.Dependents) > 0; cur = cur.Dependents[0] {
 			depth++
 		}
-		if err := (&snapshot.Snapshot{Targets: []*snapshot.Target{root}}).CheckGraph(100); err != nil {
+		if err := (&observed.Snapshot{Targets: []*observed.Target{root}}).CheckGraph(100); err != nil {
 			t.Errorf("the chain the collector built: %v", err)
 		}
 		return depth
 	}
 
 	long := map[types.UID][]owned{}
-	for i := 1; i <= 3*snapshot.MaxDepth; i++ {
+	for i := 1; i <= 3*observed.MaxDepth; i++ {
 		long[types.UID(fmt.Sprint(i-1))] = []owned{{object(i, i-1), m}}
 	}
-	if got := depthOf(long); got != snapshot.MaxDepth {
-		t.Errorf("a chain of %d owners: followed %d deep, want %d", 3*snapshot.MaxDepth, got, snapshot.MaxDepth)
+	if got := depthOf(long); got != observed.MaxDepth {
+		t.Errorf("a chain of %d owners: followed %d deep, want %d", 3*observed.MaxDepth, got, observed.MaxDepth)
 	}
 
 	// 0 -> 1 -> 2 -> 0: object 0 appears once more as 2's dependent, and the walk stops.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -29,7 +29,7 @@ func init() {
 // server prefers (v1alpha3 in 1.31 ... v1 from 1.34), converted to the v1
 // types the rules read. Where the group is not served, DRA is off: not
 // applicable, and no claim can be told deleted from a 404.
-func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readDRA(ctx context.Context, s *observed.Snapshot) {
 	targets := c.needing(s, diagnose.ResourceClaimEvidence)
 	if len(targets) == 0 {
 		return
@@ -47,7 +47,7 @@ func (c *Collector) readDRA(ctx context.Context, s *snapshot.Snapshot) {
 	}
 	for _, t := range targets {
 		p := t.Pod
-		for _, name := range snapshot.PodClaimNames(p) {
+		for _, name := range observed.PodClaimNames(p) {
 			key := types.NamespacedName{Namespace: p.Namespace, Name: name}
 			if _, done := s.DRA.Claims[key]; done {
 				continue

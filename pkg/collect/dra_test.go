@@ -15,7 +15,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // DRA is read in the version of resource.k8s.io the server prefers (v1beta1
@@ -45,8 +45,8 @@ func TestReadDRAInTheServedVersion(t *testing.T) {
 		}
 		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 			v1beta1.WithResource("resourceclaims"): "ResourceClaimList", v1beta1.WithResource("resourceslices"): "ResourceSliceList"}, claim, slice)
-		s := snapshot.New(time.Now())
-		s.Targets = []*snapshot.Target{podTarget(pod)}
+		s := observed.New(time.Now())
+		s.Targets = []*observed.Target{podTarget(pod)}
 		c := &Collector{Clients: &kube.Clients{Dynamic: dyn, Mapper: mapper}}
 		c.readDRA(context.Background(), s)
 

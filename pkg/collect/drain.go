@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -23,8 +23,8 @@ func init() {
 // by it, or the node of a Machine or NodeClaim held by it), the pods still
 // bound to it, and the PodDisruptionBudgets of their namespaces: what the
 // drain's evictions must get past.
-func (c *Collector) readDrains(ctx context.Context, s *snapshot.Snapshot) {
-	byNode := map[string][]*snapshot.Target{}
+func (c *Collector) readDrains(ctx context.Context, s *observed.Snapshot) {
+	byNode := map[string][]*observed.Target{}
 	var nodes []string
 	for _, t := range c.needing(s, diagnose.DrainEvidence) {
 		node := diagnose.DrainedNode(t)

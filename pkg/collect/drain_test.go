@@ -13,7 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // A node held by a drain finalizer: the pods bound to it are listed once
@@ -25,17 +25,17 @@ func TestReadDrains(t *testing.T) {
 	}
 	fake := kubefake.NewClientset(pod("shop", "db-0"), pod("shop", "db-1"), pod("jobs", "batch-0"),
 		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}})
-	node := func(name string, finalizers ...string) *snapshot.Target {
+	node := func(name string, finalizers ...string) *observed.Target {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion("v1")
 		u.SetKind("Node")
 		u.SetName(name)
 		u.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 		u.SetFinalizers(finalizers)
-		return &snapshot.Target{Object: u, Ref: snapshot.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: name}}
+		return &observed.Target{Object: u, Ref: observed.ObjectRef{APIVersion: "v1", Kind: "Node", Resource: "nodes", Name: name}}
 	}
-	s := snapshot.New(time.Now())
-	s.Targets = []*snapshot.Target{node("node-7", "karpenter.sh/termination"), node("node-8", "example.com/other")}
+	s := observed.New(time.Now())
+	s.Targets = []*observed.Target{node("node-7", "karpenter.sh/termination"), node("node-8", "example.com/other")}
 	c := &Collector{Clients: &kube.Clients{Typed: fake}}
 	c.readDrains(context.Background(), s)
 	if len(s.NodePods["node-7"]) != 3 || len(s.NodePods) != 1 || len(s.PDBs["shop"]) != 1 || len(s.PDBs) != 2 {

@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // The events of several terminating namespaces, each one list, are read at
@@ -67,18 +67,18 @@ func TestEventsOfManyNamespacesAreReadAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := snapshot.New(time.Now())
+	s := observed.New(time.Now())
 	namespaces := []string{"a", "b", "c", "d"}
 	for _, ns := range namespaces {
-		s.Targets = append(s.Targets, &snapshot.Target{Ref: report.ObjectRef{Kind: "Namespace", Name: ns}, Namespace: &corev1.Namespace{}, Object: &unstructured.Unstructured{}})
+		s.Targets = append(s.Targets, &observed.Target{Ref: report.ObjectRef{Kind: "Namespace", Name: ns}, Namespace: &corev1.Namespace{}, Object: &unstructured.Unstructured{}})
 		for _, name := range []string{"held-0", "held-1"} {
 			u := &unstructured.Unstructured{Object: map[string]any{}}
 			u.SetUID(types.UID(ns + "-" + name))
-			s.Targets = append(s.Targets, &snapshot.Target{Ref: report.ObjectRef{Kind: "Service", Namespace: ns, Name: name}, Object: u})
+			s.Targets = append(s.Targets, &observed.Target{Ref: report.ObjectRef{Kind: "Service", Namespace: ns, Name: name}, Object: u})
 		}
 	}
 	c := &Collector{Clients: &kube.Clients{Typed: typed}}
-	var targets []*snapshot.Target
+	var targets []*observed.Target
 	for _, tg := range s.Targets {
 		if tg.Namespace == nil {
 			targets = append(targets, tg)
@@ -110,16 +110,16 @@ func TestEventsOfManyNamespacesInOneList(t *testing.T) {
 		requests  int
 	}{{"few elsewhere", 3, 1}, {"most elsewhere", 2000, batchThreshold + 1}} {
 		var objs []runtime.Object
-		s := snapshot.New(time.Now())
+		s := observed.New(time.Now())
 		counts := map[string]map[schema.GroupResource]int{"default": {events: tc.elsewhere}}
 		for i := range batchThreshold + 1 {
 			ns := fmt.Sprintf("gone-%02d", i)
 			counts[ns] = map[schema.GroupResource]int{events: 1}
-			s.Targets = append(s.Targets, &snapshot.Target{Ref: report.ObjectRef{Kind: "Namespace", Name: ns}, Namespace: &corev1.Namespace{}, Object: &unstructured.Unstructured{}})
+			s.Targets = append(s.Targets, &observed.Target{Ref: report.ObjectRef{Kind: "Namespace", Name: ns}, Namespace: &corev1.Namespace{}, Object: &unstructured.Unstructured{}})
 			for _, name := range []string{"held-0", "held-1"} {
 				u := &unstructured.Unstructured{Object: map[string]any{}}
 				u.SetUID(types.UID(ns + "-" + name))
-				s.Targets = append(s.Targets, &snapshot.Target{Ref: report.ObjectRef{Kind: "Service", Namespace: ns, Name: name}, Object: u})
+				s.Targets = append(s.Targets, &observed.Target{Ref: report.ObjectRef{Kind: "Service", Namespace: ns, Name: name}, Object: u})
 			}
 			objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: ns},
 				InvolvedObject: corev1.ObjectReference{UID: types.UID(ns + "-held-0")}, Reason: "FinalizerFailed"})
@@ -128,7 +128,7 @@ func TestEventsOfManyNamespacesInOneList(t *testing.T) {
 		fake := kubefake.NewClientset(objs...)
 		c := &Collector{Clients: &kube.Clients{Typed: fake}}
 		c.record = &scanRecord{scope: Scope{AllNamespaces: true}, attempted: map[schema.GroupResource]schema.GroupVersionResource{events: {Version: "v1", Resource: "events"}}, counts: counts}
-		var targets []*snapshot.Target
+		var targets []*observed.Target
 		for _, tg := range s.Targets {
 			if tg.Namespace == nil {
 				targets = append(targets, tg)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -25,8 +25,8 @@ func init() {
 // finalizer, when a preflight asks what deleting a controller would leave
 // with no one to remove it: only when a deletion forecast deletes a live
 // workload (the workloads are read first).
-func (c *Collector) readFinalized(ctx context.Context, s *snapshot.Snapshot) {
-	if !slices.ContainsFunc(c.topNeeding(s, diagnose.FinalizedEvidence), func(t *snapshot.Target) bool { return diagnose.DeletesLiveWorkloads(s, t) }) {
+func (c *Collector) readFinalized(ctx context.Context, s *observed.Snapshot) {
+	if !slices.ContainsFunc(c.topNeeding(s, diagnose.FinalizedEvidence), func(t *observed.Target) bool { return diagnose.DeletesLiveWorkloads(s, t) }) {
 		return // no live controller goes with the deletions: none can strand anything
 	}
 	all := Scope{AllNamespaces: true}
@@ -35,7 +35,7 @@ func (c *Collector) readFinalized(ctx context.Context, s *snapshot.Snapshot) {
 		c.Skip(skipOf("discovery", err))
 		return
 	}
-	f := &snapshot.Finalized{Counts: map[string]map[string]int{}, Examples: map[string][]snapshot.ObjectRef{}}
+	f := &observed.Finalized{Counts: map[string]map[string]int{}, Examples: map[string][]observed.ObjectRef{}}
 	f.Skipped = c.eachObject(ctx, all, "in the cluster", mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) {
 		if item.DeletionTimestamp != nil {
 			return
@@ -59,7 +59,7 @@ func (c *Collector) readFinalized(ctx context.Context, s *snapshot.Snapshot) {
 
 // firstFew keeps the first examples by namespace and name, whatever order
 // the concurrent lists came in.
-func firstFew(refs []snapshot.ObjectRef) []snapshot.ObjectRef {
-	slices.SortFunc(refs, func(a, b snapshot.ObjectRef) int { return strings.Compare(refKey(a), refKey(b)) })
+func firstFew(refs []observed.ObjectRef) []observed.ObjectRef {
+	slices.SortFunc(refs, func(a, b observed.ObjectRef) int { return strings.Compare(refKey(a), refKey(b)) })
 	return refs[:min(len(refs), heldExamples)]
 }

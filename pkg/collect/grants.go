@@ -7,8 +7,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // readGrants reads what RBAC lets service accounts write (cluster roles and
@@ -16,7 +16,7 @@ import (
 // or patch the resources of named API groups: a controller is allowed to
 // remove its finalizer, so the grant names it when its name does not. Four
 // lists at once; nil and a skip when one fails.
-func (c *Collector) readGrants(ctx context.Context) ([]snapshot.Grant, *report.Skip) {
+func (c *Collector) readGrants(ctx context.Context) ([]observed.Grant, *report.Skip) {
 	var (
 		clusterRoles    []rbacv1.ClusterRole
 		clusterBindings []rbacv1.ClusterRoleBinding
@@ -48,7 +48,7 @@ func (c *Collector) readGrants(ctx context.Context) ([]snapshot.Grant, *report.S
 	for _, ro := range roles {
 		roleRules[ro.Namespace+"/"+ro.Name] = ro.Rules
 	}
-	grants := []snapshot.Grant{}
+	grants := []observed.Grant{}
 	for _, b := range clusterBindings {
 		if b.RoleRef.Kind == "ClusterRole" {
 			grants = append(grants, grantsOf(b.Subjects, "", clusterRules[b.RoleRef.Name], "clusterrole "+b.RoleRef.Name+" (clusterrolebinding "+b.Name+")", "")...)
@@ -66,8 +66,8 @@ func (c *Collector) readGrants(ctx context.Context) ([]snapshot.Grant, *report.S
 
 // grantsOf is, for each service account among subjects, each rule that
 // lets it update or patch resources of named groups.
-func grantsOf(subjects []rbacv1.Subject, bindingNS string, rules []rbacv1.PolicyRule, via, scope string) []snapshot.Grant {
-	var out []snapshot.Grant
+func grantsOf(subjects []rbacv1.Subject, bindingNS string, rules []rbacv1.PolicyRule, via, scope string) []observed.Grant {
+	var out []observed.Grant
 	for _, sub := range subjects {
 		if sub.Kind != rbacv1.ServiceAccountKind {
 			continue
@@ -81,7 +81,7 @@ func grantsOf(subjects []rbacv1.Subject, bindingNS string, rules []rbacv1.Policy
 			if !writes || len(rule.Resources) == 0 || slices.Contains(rule.APIGroups, rbacv1.APIGroupAll) {
 				continue
 			}
-			out = append(out, snapshot.Grant{ServiceAccount: ns + "/" + sub.Name, APIGroups: rule.APIGroups, Resources: rule.Resources, Via: via, Namespace: scope})
+			out = append(out, observed.Grant{ServiceAccount: ns + "/" + sub.Name, APIGroups: rule.APIGroups, Resources: rule.Resources, Via: via, Namespace: scope})
 		}
 	}
 	return out

@@ -14,7 +14,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // The objects a namespace's scan finds held by a finalizer (metadata only)
@@ -44,25 +44,25 @@ func TestHeldObjectsAreReadInFull(t *testing.T) {
 	}
 	words := map[string]any{"conditions": []any{map[string]any{"type": "ACK.Terminal", "status": "True", "message": "Cannot delete protected DB Instance"}}}
 	var full []runtime.Object
-	held := func(gvr schema.GroupVersionResource, kind, name string) *snapshot.Target {
+	held := func(gvr schema.GroupVersionResource, kind, name string) *observed.Target {
 		u := object(gvr, kind, name, words)
 		full = append(full, u)
 		meta := object(gvr, kind, name, nil) // as the scan has it
 		delete(meta.Object, "data")
-		return &snapshot.Target{Ref: Found{GVR: gvr, Object: meta}.Ref(), Object: meta}
+		return &observed.Target{Ref: Found{GVR: gvr, Object: meta}.Ref(), Object: meta}
 	}
-	contents := &snapshot.Contents{Resources: map[schema.GroupResource]schema.GroupVersionResource{gvr.GroupResource(): gvr, cms.GroupResource(): cms},
-		Held: map[string][]*snapshot.Target{}}
+	contents := &observed.Contents{Resources: map[schema.GroupResource]schema.GroupVersionResource{gvr.GroupResource(): gvr, cms.GroupResource(): cms},
+		Held: map[string][]*observed.Target{}}
 	f := "finalizers.rds.services.k8s.aws/DBInstance"
 	for i := range heldReads + 5 {
 		contents.Held[f] = append(contents.Held[f], held(gvr, "DBInstance", fmt.Sprintf("db-%02d", i)))
 	}
 	settings := held(cms, "ConfigMap", "settings")
 	named := held(gvr, "DBInstance", "named")
-	contents.Held["other.example.com/keep"] = []*snapshot.Target{contents.Held[f][0], settings, named}
+	contents.Held["other.example.com/keep"] = []*observed.Target{contents.Held[f][0], settings, named}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "DBInstanceList", cms: "ConfigMapList"}, full...)
 	c := &Collector{Clients: &kube.Clients{Dynamic: dyn}, Now: time.Now}
-	c.readHeld(context.Background(), contents, map[types.UID]*snapshot.Target{"named": named})
+	c.readHeld(context.Background(), contents, map[types.UID]*observed.Target{"named": named})
 
 	read := 0
 	for _, h := range contents.Held[f] {
@@ -121,13 +121,13 @@ func TestManyObjectsOfATypeAreListedInFull(t *testing.T) {
 		counted, wantActions int
 	}{{n, 1}, {4*n + 1, n}} {
 		var full []runtime.Object
-		var targets []*snapshot.Target
+		var targets []*observed.Target
 		var gvrs []schema.GroupVersionResource
 		for i := range n {
 			name := fmt.Sprintf("db-%02d", i)
 			full = append(full, object(name, true))
 			meta := object(name, false)
-			targets, gvrs = append(targets, &snapshot.Target{Ref: Found{GVR: gvr, Object: meta}.Ref(), Object: meta}), append(gvrs, gvr)
+			targets, gvrs = append(targets, &observed.Target{Ref: Found{GVR: gvr, Object: meta}.Ref(), Object: meta}), append(gvrs, gvr)
 		}
 		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "DBInstanceList"}, full...)
 		c := &Collector{Clients: &kube.Clients{Dynamic: dyn}, Now: time.Now}

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func init() {
@@ -36,17 +36,17 @@ const (
 // readKubelets reads, when asked (--kubelet), what the kubelet of each node
 // holding a pod target reports of those pods: /pods and /stats/summary
 // through the apiserver's node proxy, one request each per node.
-func (c *Collector) readKubelets(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readKubelets(ctx context.Context, s *observed.Snapshot) {
 	if !c.Kubelet {
 		return
 	}
 	podsByNode, names := c.targetsByNode(s, true)
 	names = slices.DeleteFunc(names, func(n string) bool { return n == "" }) // unscheduled: no kubelet
-	views := make([]*snapshot.Kubelet, len(names))
+	views := make([]*observed.Kubelet, len(names))
 	bounded(kubeletConcurrency, len(names), func(i int) {
 		views[i] = c.readKubelet(ctx, names[i], podsByNode[names[i]])
 	})
-	s.Kubelets = map[string]*snapshot.Kubelet{}
+	s.Kubelets = map[string]*observed.Kubelet{}
 	for i, node := range names {
 		if views[i] != nil {
 			s.Kubelets[node] = views[i]
@@ -56,17 +56,17 @@ func (c *Collector) readKubelets(ctx context.Context, s *snapshot.Snapshot) {
 
 // readKubelet reads one node's kubelet; a read that fails is a skip on each
 // of the node's pods (nil when neither endpoint answered).
-func (c *Collector) readKubelet(ctx context.Context, node string, pods []*snapshot.Target) *snapshot.Kubelet {
+func (c *Collector) readKubelet(ctx context.Context, node string, pods []*observed.Target) *observed.Kubelet {
 	ctx, cancel := context.WithTimeout(ctx, kubeletTimeout)
 	defer cancel()
-	v := &snapshot.Kubelet{ReadAt: c.Now(), Pods: map[types.UID]*snapshot.KubeletPod{}}
+	v := &observed.Kubelet{ReadAt: c.Now(), Pods: map[types.UID]*observed.KubeletPod{}}
 	wanted := map[types.UID]bool{}
 	for _, t := range pods {
 		wanted[t.Pod.UID] = true
 	}
-	entry := func(uid types.UID) *snapshot.KubeletPod {
+	entry := func(uid types.UID) *observed.KubeletPod {
 		if v.Pods[uid] == nil {
-			v.Pods[uid] = &snapshot.KubeletPod{}
+			v.Pods[uid] = &observed.KubeletPod{}
 		}
 		return v.Pods[uid]
 	}
@@ -104,7 +104,7 @@ func (c *Collector) readKubelet(ctx context.Context, node string, pods []*snapsh
 			k := entry(uid)
 			k.Cgroup = p.CPU != nil || p.Memory != nil
 			for _, vol := range p.VolumeStats {
-				kv := snapshot.KubeletVolume{Name: vol.Name}
+				kv := observed.KubeletVolume{Name: vol.Name}
 				if vol.PVCRef != nil {
 					kv.Claim = vol.PVCRef.Name
 				}
@@ -140,12 +140,12 @@ func kubeletSkip(check string, err error) report.Skip {
 	switch {
 	case sk.Reason != report.SkipError:
 	case apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || isBadGateway(err):
-		sk.Reason = snapshot.SkipUnreachable
+		sk.Reason = observed.SkipUnreachable
 	case apierrors.IsBadRequest(err):
 		// The node proxy dials only global unicast addresses ("address not
 		// allowed"): a node whose address is loopback or link-local is
 		// never reached, whatever runs there.
-		sk.Reason = snapshot.SkipUnreachable
+		sk.Reason = observed.SkipUnreachable
 		sk.Detail = "the apiserver's node proxy refuses the node's address (it dials only global unicast addresses, not loopback or link-local): " + sk.Detail
 	}
 	return sk

@@ -18,7 +18,7 @@ import (
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // An apiserver whose node proxy answers for node-1 as a kubelet would,
@@ -74,12 +74,12 @@ func fakeNodeProxy(t *testing.T) (*kube.Clients, *[]string) {
 
 func TestReadKubelets(t *testing.T) {
 	clients, asked := fakeNodeProxy(t)
-	s := snapshot.New(time.Now())
-	pod := func(name, node string) *snapshot.Target {
+	s := observed.New(time.Now())
+	pod := func(name, node string) *observed.Target {
 		return podTarget(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name), DeletionTimestamp: &metav1.Time{}},
 			Spec: corev1.PodSpec{NodeName: node}})
 	}
-	s.Targets = []*snapshot.Target{pod("held", "node-1"), pod("gone", "node-1"), pod("hidden", "node-2"), pod("far", "node-3"), pod("loop", "node-4")}
+	s.Targets = []*observed.Target{pod("held", "node-1"), pod("gone", "node-1"), pod("hidden", "node-2"), pod("far", "node-3"), pod("loop", "node-4")}
 	c := &Collector{Clients: clients, Now: time.Now, Kubelet: true}
 	c.readKubelets(context.Background(), s)
 

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func init() {
@@ -32,13 +32,13 @@ const namedDepth = 2
 var coreNamed = []string{"pod", "persistentvolumeclaim", "persistentvolume", "service"}
 
 // readNamed reads, for each target whose rules need them, the objects its
-// spec names (snapshot.NamedIn), resolved by discovery: a typed reference's
+// spec names (observed.NamedIn), resolved by discovery: a typed reference's
 // kind, or a kind of the target's own API group whose name is (or ends
 // with) the field's key (backupName -> Backup, storageLocation ->
 // BackupStorageLocation), or, for a key ending in Name or Ref, one of a few
 // core kinds. A name that resolves to no kind is followed no further; one
 // that resolves to no object is recorded as such (Unfound).
-func (c *Collector) readNamed(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readNamed(ctx context.Context, s *observed.Snapshot) {
 	for _, t := range targetsAndHeld(s) {
 		if t.Named == nil && c.needs(t).Has(diagnose.NamedEvidence) {
 			c.followNamed(ctx, t, map[types.UID]bool{t.Object.GetUID(): true}, 1)
@@ -47,10 +47,10 @@ func (c *Collector) readNamed(ctx context.Context, s *snapshot.Snapshot) {
 }
 
 // followNamed reads what t names, and, below namedDepth, what those name.
-func (c *Collector) followNamed(ctx context.Context, t *snapshot.Target, seen map[types.UID]bool, depth int) {
-	t.Named, t.Unfound = []*snapshot.Target{}, []snapshot.ObjectRef{}
+func (c *Collector) followNamed(ctx context.Context, t *observed.Target, seen map[types.UID]bool, depth int) {
+	t.Named, t.Unfound = []*observed.Target{}, []observed.ObjectRef{}
 	group := t.Object.GroupVersionKind().Group
-	for _, ref := range snapshot.NamedIn(t.Object) {
+	for _, ref := range observed.NamedIn(t.Object) {
 		m := c.namedMapping(ref, group)
 		if m == nil {
 			continue
@@ -76,7 +76,7 @@ func (c *Collector) followNamed(ctx context.Context, t *snapshot.Target, seen ma
 			continue
 		}
 		seen[u.GetUID()] = true
-		n := &snapshot.Target{Ref: Found{GVR: m.Resource, Object: u}.Ref(), Object: u}
+		n := &observed.Target{Ref: Found{GVR: m.Resource, Object: u}.Ref(), Object: u}
 		t.Named = append(t.Named, n)
 		if depth < namedDepth {
 			c.followNamed(ctx, n, seen, depth+1)
@@ -85,7 +85,7 @@ func (c *Collector) followNamed(ctx context.Context, t *snapshot.Target, seen ma
 }
 
 // namedMapping resolves a reference to the kind it names; nil when none.
-func (c *Collector) namedMapping(ref snapshot.NamedRef, group string) *meta.RESTMapping {
+func (c *Collector) namedMapping(ref observed.NamedRef, group string) *meta.RESTMapping {
 	if ref.Kind != "" {
 		for _, g := range []string{ref.Group, group, ""} {
 			if m, err := c.Clients.Mapper.RESTMapping(schema.GroupKind{Group: g, Kind: ref.Kind}); err == nil {

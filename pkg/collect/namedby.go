@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -32,10 +32,10 @@ const (
 // that name it although no catalogue row says where: in its namespace,
 // every type of its API group's family (the last two labels of the group:
 // argoproj.io, knative.dev), read in full, whose spec names it
-// (snapshot.NamingField: eventBusName: default names the EventBus
+// (observed.NamingField: eventBusName: default names the EventBus
 // default). One list per type and namespace, shared by the targets, the
 // lists at once.
-func (c *Collector) readNamedBy(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readNamedBy(ctx context.Context, s *observed.Snapshot) {
 	type list struct {
 		gvr   schema.GroupVersionResource
 		ns    string
@@ -44,13 +44,13 @@ func (c *Collector) readNamedBy(ctx context.Context, s *snapshot.Snapshot) {
 	}
 	var lists []*list
 	byKey := map[string]*list{}
-	kinOf := map[*snapshot.Target][]*list{}
-	var targets []*snapshot.Target
+	kinOf := map[*observed.Target][]*list{}
+	var targets []*observed.Target
 	for _, t := range namedByTargets(s) {
 		if t.NamedBy != nil || !c.needs(t).Has(diagnose.NamedByEvidence) {
 			continue
 		}
-		t.NamedBy = []*snapshot.Target{}
+		t.NamedBy = []*observed.Target{}
 		gvrs, err := c.kin(t.Object.GroupVersionKind().Group)
 		if err != nil {
 			c.skipTarget(t, skipOf("discovery", err))
@@ -86,9 +86,9 @@ func (c *Collector) readNamedBy(ctx context.Context, s *snapshot.Snapshot) {
 				if u.GetUID() == t.Object.GetUID() {
 					continue
 				}
-				if _, names := snapshot.NamingField(u, t.Ref.Kind, t.Ref.Name); names {
+				if _, names := observed.NamingField(u, t.Ref.Kind, t.Ref.Name); names {
 					kept := u.DeepCopy()
-					t.NamedBy = append(t.NamedBy, &snapshot.Target{Ref: Found{GVR: l.gvr, Object: kept}.Ref(), Object: kept})
+					t.NamedBy = append(t.NamedBy, &observed.Target{Ref: Found{GVR: l.gvr, Object: kept}.Ref(), Object: kept})
 				}
 			}
 		}
@@ -101,14 +101,14 @@ func (c *Collector) readNamedBy(ctx context.Context, s *snapshot.Snapshot) {
 // one of its objects there is being deleted too (or held, and judged as one
 // of them), never what keeps it; and listing their kin in full, for every
 // such namespace of a list -A, costs 24 lists each.
-func namedByTargets(s *snapshot.Snapshot) []*snapshot.Target {
+func namedByTargets(s *observed.Snapshot) []*observed.Target {
 	deleting := map[string]bool{}
 	for _, t := range s.Targets {
 		if t.Namespace != nil && t.Namespace.DeletionTimestamp != nil {
 			deleting[t.Ref.Name] = true
 		}
 	}
-	return slices.DeleteFunc(targetsAndHeld(s), func(t *snapshot.Target) bool { return deleting[t.Ref.Namespace] })
+	return slices.DeleteFunc(targetsAndHeld(s), func(t *observed.Target) bool { return deleting[t.Ref.Namespace] })
 }
 
 // kin lists the namespaced, listable types of an API group's family, the

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func init() {
@@ -37,9 +37,9 @@ const heldExamples = 3
 // counts by resource and by finalizer, the leftover pods and a few held
 // objects as nested targets. When the run's scan already listed every type
 // there (list -A, why -A, -n NS), its record is used: no type is listed twice.
-func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readNamespaceContents(ctx context.Context, s *observed.Snapshot) {
 	var mappings []*meta.RESTMapping
-	byUID := map[types.UID]*snapshot.Target{}
+	byUID := map[types.UID]*observed.Target{}
 	for _, t := range s.Targets {
 		byUID[t.Object.GetUID()] = t
 	}
@@ -63,13 +63,13 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 			t.Contents = c.namespaceContents(ctx, t, mappings)
 		}
 		c.skipTarget(t, t.Contents.Skipped...) // what the scan could not list is a read this report lacks
-		var unread []*snapshot.Target          // pods already read as targets of the run are not read again
+		var unread []*observed.Target          // pods already read as targets of the run are not read again
 		for _, p := range t.Contents.Pods {
 			if p.Pod == nil {
 				unread = append(unread, p)
 			}
 		}
-		c.readPods(ctx, unread, map[string]int{t.Ref.Name: t.Contents.Counts[snapshot.Pods]})
+		c.readPods(ctx, unread, map[string]int{t.Ref.Name: t.Contents.Counts[observed.Pods]})
 		c.readHeld(ctx, t.Contents, byUID)
 		if c.Preflight && t.Object.GetDeletionTimestamp() == nil {
 			c.readLivePods(ctx, t)
@@ -81,7 +81,7 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *snapshot.Snaps
 // pods in it bound to a node and not being deleted (one list): the
 // namespace controller would delete them first, and each would wait for its
 // node's kubelet, whose liveness the nodes source reads after this one.
-func (c *Collector) readLivePods(ctx context.Context, t *snapshot.Target) {
+func (c *Collector) readLivePods(ctx context.Context, t *observed.Target) {
 	pods, err := c.namespacePods(ctx, t.Ref.Name)
 	if err != nil {
 		c.skipTarget(t, skipOf("list pods in namespace "+t.Ref.Name, err))
@@ -105,14 +105,14 @@ const heldReads = 50
 // (said before the deletion too: a controller that keeps failing need not
 // write again), and the sources after this one follow what they name. Pods
 // are read apart; targets of the run were read already.
-func (c *Collector) readHeld(ctx context.Context, contents *snapshot.Contents, targets map[types.UID]*snapshot.Target) {
-	var held []*snapshot.Target
+func (c *Collector) readHeld(ctx context.Context, contents *observed.Contents, targets map[types.UID]*observed.Target) {
+	var held []*observed.Target
 	var gvrs []schema.GroupVersionResource
-	seen := map[*snapshot.Target]bool{}
+	seen := map[*observed.Target]bool{}
 	for _, f := range slices.Sorted(maps.Keys(contents.Held)) {
 		for _, h := range contents.Held[f] {
 			gr := schema.ParseGroupResource(h.Ref.Resource) // resource.group
-			if seen[h] || h.Pod != nil || gr == snapshot.Pods || targets[h.Object.GetUID()] != nil || len(held) == heldReads {
+			if seen[h] || h.Pod != nil || gr == observed.Pods || targets[h.Object.GetUID()] != nil || len(held) == heldReads {
 				continue
 			}
 			seen[h] = true
@@ -127,7 +127,7 @@ func (c *Collector) readHeld(ctx context.Context, contents *snapshot.Contents, t
 // for a scan of every type (diagnose.ContentIndex) and what is listed agrees
 // with them (no type holds more than they count); every namespaced type
 // otherwise, or with --full-scan.
-func (c *Collector) namespaceContents(ctx context.Context, t *snapshot.Target, mappings []*meta.RESTMapping) *snapshot.Contents {
+func (c *Collector) namespaceContents(ctx context.Context, t *observed.Target, mappings []*meta.RESTMapping) *observed.Contents {
 	why := "--full-scan"
 	if !c.FullScan && t.Namespace != nil {
 		var left map[schema.GroupResource]int
@@ -136,7 +136,7 @@ func (c *Collector) namespaceContents(ctx context.Context, t *snapshot.Target, m
 			if missing == "" {
 				contents := c.scanNamespace(ctx, t.Ref.Name, named)
 				if why = disagreement(contents, left); why == "" {
-					contents.Read = snapshot.ContentsRead{Index: true, Types: len(named)}
+					contents.Read = observed.ContentsRead{Index: true, Types: len(named)}
 					return contents
 				}
 			} else {
@@ -145,7 +145,7 @@ func (c *Collector) namespaceContents(ctx context.Context, t *snapshot.Target, m
 		}
 	}
 	contents := c.scanNamespace(ctx, t.Ref.Name, mappings)
-	contents.Read = snapshot.ContentsRead{Types: len(mappings), Why: why}
+	contents.Read = observed.ContentsRead{Types: len(mappings), Why: why}
 	return contents
 }
 
@@ -155,7 +155,7 @@ func indexed(mappings []*meta.RESTMapping, left map[schema.GroupResource]int) (n
 	served := map[schema.GroupResource]bool{}
 	for _, m := range mappings {
 		gr := m.Resource.GroupResource()
-		if _, ok := left[gr]; ok || gr == snapshot.Pods {
+		if _, ok := left[gr]; ok || gr == observed.Pods {
 			named, served[gr] = append(named, m), true
 		}
 	}
@@ -169,12 +169,12 @@ func indexed(mappings []*meta.RESTMapping, left map[schema.GroupResource]int) (n
 
 // disagreement says how the listed contents contradict the conditions'
 // counts, "" when they do not: what is left only shrinks.
-func disagreement(contents *snapshot.Contents, left map[schema.GroupResource]int) string {
-	if contents.Counts[snapshot.Pods] > 0 {
+func disagreement(contents *observed.Contents, left map[schema.GroupResource]int) string {
+	if contents.Counts[observed.Pods] > 0 {
 		return diagnose.PodsFirst
 	}
 	for _, gr := range byName(contents.Counts) {
-		if n := contents.Counts[gr]; gr != snapshot.Pods && n > left[gr] {
+		if n := contents.Counts[gr]; gr != observed.Pods && n > left[gr] {
 			return fmt.Sprintf("%s holds %d objects, more than the %d its conditions count: they are stale", gr, n, left[gr])
 		}
 	}
@@ -190,14 +190,14 @@ func byName(counts map[schema.GroupResource]int) []schema.GroupResource {
 	return slices.SortedFunc(maps.Keys(counts), func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
 }
 
-func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*meta.RESTMapping) *snapshot.Contents {
+func (c *Collector) scanNamespace(ctx context.Context, ns string, mappings []*meta.RESTMapping) *observed.Contents {
 	return c.scanContents(ctx, Scope{Namespace: ns}, "in namespace "+ns, mappings)
 }
 
 // contents is namespace ns's contents as the run's scans saw them; the
 // objects being deleted that are already targets of the run are nested as
 // those same targets.
-func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets map[types.UID]*snapshot.Target) *snapshot.Contents {
+func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets map[types.UID]*observed.Target) *observed.Contents {
 	contents := newContents(mappings)
 	for gr, n := range rec.counts[ns] {
 		if _, ok := contents.Resources[gr]; ok {
@@ -216,11 +216,11 @@ func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets
 		}
 	}
 	for _, f := range rec.terminating[ns] {
-		addTerminating(contents, f.GVR, f.Object.GetFinalizers(), func() *snapshot.Target {
+		addTerminating(contents, f.GVR, f.Object.GetFinalizers(), func() *observed.Target {
 			if t := targets[f.Object.GetUID()]; t != nil {
 				return t
 			}
-			return &snapshot.Target{Ref: f.Ref(), Object: f.Object}
+			return &observed.Target{Ref: f.Ref(), Object: f.Object}
 		})
 	}
 	sortContents(contents)
@@ -228,9 +228,9 @@ func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets
 }
 
 // newContents is an empty record of what is left, over the types scanned.
-func newContents(mappings []*meta.RESTMapping) *snapshot.Contents {
-	contents := &snapshot.Contents{Counts: map[schema.GroupResource]int{}, ByNamespace: map[string]int{}, NotDeleted: map[schema.GroupResource]int{},
-		Resources: map[schema.GroupResource]schema.GroupVersionResource{}, Finalizers: map[string]int{}, Pending: map[string]int{}, Waiting: map[string][]snapshot.ObjectRef{}, Held: map[string][]*snapshot.Target{}}
+func newContents(mappings []*meta.RESTMapping) *observed.Contents {
+	contents := &observed.Contents{Counts: map[schema.GroupResource]int{}, ByNamespace: map[string]int{}, NotDeleted: map[schema.GroupResource]int{},
+		Resources: map[schema.GroupResource]schema.GroupVersionResource{}, Finalizers: map[string]int{}, Pending: map[string]int{}, Waiting: map[string][]observed.ObjectRef{}, Held: map[string][]*observed.Target{}}
 	for _, m := range mappings {
 		contents.Resources[m.Resource.GroupResource()] = m.Resource
 	}
@@ -240,7 +240,7 @@ func newContents(mappings []*meta.RESTMapping) *snapshot.Contents {
 // addTerminating records one object being deleted: the finalizers that hold
 // it are counted, and it is kept as a target (made only then: conversions
 // cost) when it is a pod or among the first few a finalizer holds.
-func addTerminating(contents *snapshot.Contents, gvr schema.GroupVersionResource, finalizers []string, target func() *snapshot.Target) {
+func addTerminating(contents *observed.Contents, gvr schema.GroupVersionResource, finalizers []string, target func() *observed.Target) {
 	isPods := gvr.Group == "" && gvr.Resource == "pods"
 	keep := isPods
 	for _, f := range finalizers {
@@ -263,7 +263,7 @@ func addTerminating(contents *snapshot.Contents, gvr schema.GroupVersionResource
 }
 
 // sortContents orders the kept targets by name, whatever order the lists came in.
-func sortContents(contents *snapshot.Contents) {
+func sortContents(contents *observed.Contents) {
 	sort.Slice(contents.Pods, func(i, j int) bool { return contents.Pods[i].Ref.Name < contents.Pods[j].Ref.Name })
 	for _, held := range contents.Held {
 		sort.Slice(held, func(i, j int) bool { return refKey(held[i].Ref) < refKey(held[j].Ref) })
@@ -274,7 +274,7 @@ func sortContents(contents *snapshot.Contents) {
 // by type and by namespace, those not being deleted yet, and, among those
 // being deleted, the finalizers that hold them, the terminating pods and a
 // few examples per finalizer.
-func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping) *snapshot.Contents {
+func (c *Collector) scanContents(ctx context.Context, scope Scope, where string, mappings []*meta.RESTMapping) *observed.Contents {
 	contents := newContents(mappings)
 	contents.Skipped = c.eachObject(ctx, scope, where, mappings, func(m *meta.RESTMapping, item *metav1.PartialObjectMetadata) {
 		gr := m.Resource.GroupResource()
@@ -290,7 +290,7 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 			}
 			return
 		}
-		addTerminating(contents, m.Resource, item.Finalizers, func() *snapshot.Target { return metadataTarget(item, m) })
+		addTerminating(contents, m.Resource, item.Finalizers, func() *observed.Target { return metadataTarget(item, m) })
 	})
 	sortContents(contents)
 	return contents
@@ -329,9 +329,9 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 }
 
 // metadataTarget makes a target of an object read as metadata only.
-func metadataTarget(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) *snapshot.Target {
+func metadataTarget(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) *observed.Target {
 	obj := metadataToUnstructured(item, m.GroupVersionKind)
-	return &snapshot.Target{Ref: Found{GVR: m.Resource, Object: obj}.Ref(), Object: obj}
+	return &observed.Target{Ref: Found{GVR: m.Resource, Object: obj}.Ref(), Object: obj}
 }
 
 // metadataRef names an object read as metadata only, as Found.Ref does,

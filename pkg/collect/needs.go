@@ -5,13 +5,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // needing returns the targets, nested ones included, whose rules need e:
 // the rules decide what is read (diagnose.Needs), the collector only reads it.
-func (c *Collector) needing(s *snapshot.Snapshot, e diagnose.Evidence) []*snapshot.Target {
-	var out []*snapshot.Target
+func (c *Collector) needing(s *observed.Snapshot, e diagnose.Evidence) []*observed.Target {
+	var out []*observed.Target
 	for _, t := range s.AllTargets() {
 		if c.needs(t).Has(e) {
 			out = append(out, t)
@@ -26,7 +26,7 @@ func (c *Collector) needing(s *snapshot.Snapshot, e diagnose.Evidence) []*snapsh
 // held objects in a list -A) was most of a run's CPU; what a source of a
 // stage changes in a target is for the next stages to see anyway (sources
 // of one stage run at once).
-func (c *Collector) needs(t *snapshot.Target) diagnose.Evidence {
+func (c *Collector) needs(t *observed.Target) diagnose.Evidence {
 	if n, ok := c.stageNeeds[t]; ok {
 		return n.e
 	}
@@ -43,11 +43,11 @@ type targetNeeds struct {
 	e      diagnose.Evidence
 }
 
-func needsOf(t *snapshot.Target) targetNeeds {
+func needsOf(t *observed.Target) targetNeeds {
 	return targetNeeds{object: t.Object, pod: t.Pod, ns: t.Namespace, e: diagnose.Needs(t)}
 }
 
-func (n targetNeeds) current(t *snapshot.Target) bool {
+func (n targetNeeds) current(t *observed.Target) bool {
 	return n.object == t.Object && n.pod == t.Pod && n.ns == t.Namespace
 }
 
@@ -55,13 +55,13 @@ func (n targetNeeds) current(t *snapshot.Target) bool {
 // target whose parts were not replaced since the last stage keeps its
 // answer (a preflight's forecast, which reads the scans, is asked again).
 // nil forgets it (after the last stage).
-func (c *Collector) rememberNeeds(s *snapshot.Snapshot) {
+func (c *Collector) rememberNeeds(s *observed.Snapshot) {
 	if s == nil {
 		c.stageNeeds = nil
 		return
 	}
 	all := s.AllTargets()
-	fresh := make(map[*snapshot.Target]targetNeeds, len(all))
+	fresh := make(map[*observed.Target]targetNeeds, len(all))
 	for _, t := range all {
 		if n, ok := c.stageNeeds[t]; ok && !t.Forecast && n.current(t) {
 			fresh[t] = n
@@ -74,8 +74,8 @@ func (c *Collector) rememberNeeds(s *snapshot.Snapshot) {
 
 // topNeeding is needing restricted to the run's own targets, for the reads
 // that nest more targets (scans), which run before the nested ones exist.
-func (c *Collector) topNeeding(s *snapshot.Snapshot, e diagnose.Evidence) []*snapshot.Target {
-	var out []*snapshot.Target
+func (c *Collector) topNeeding(s *observed.Snapshot, e diagnose.Evidence) []*observed.Target {
+	var out []*observed.Target
 	for _, t := range s.Targets {
 		if c.needs(t).Has(e) {
 			out = append(out, t)

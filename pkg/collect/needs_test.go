@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // What a stage's readers are told a target needs is what its rules said
@@ -32,10 +32,10 @@ func TestNeedsAreRememberedPerStage(t *testing.T) {
 		}
 		return u
 	}
-	widget := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Widget", Namespace: "shop", Name: "w"}, Object: held(false)}
-	pod := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "p"}, Object: &unstructured.Unstructured{Object: map[string]any{}},
+	widget := &observed.Target{Ref: observed.ObjectRef{Kind: "Widget", Namespace: "shop", Name: "w"}, Object: held(false)}
+	pod := &observed.Target{Ref: observed.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "p"}, Object: &unstructured.Unstructured{Object: map[string]any{}},
 		Pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1"}}}
-	s := &snapshot.Snapshot{Targets: []*snapshot.Target{widget, pod}}
+	s := &observed.Snapshot{Targets: []*observed.Target{widget, pod}}
 	c := &Collector{}
 
 	c.rememberNeeds(s)
@@ -54,7 +54,7 @@ func TestNeedsAreRememberedPerStage(t *testing.T) {
 	if c.stageNeeds[pod] != first {
 		t.Errorf("an untouched target keeps its answer: %+v, was %+v", c.stageNeeds[pod], first)
 	}
-	nested := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "q"}, Object: &unstructured.Unstructured{Object: map[string]any{}},
+	nested := &observed.Target{Ref: observed.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "q"}, Object: &unstructured.Unstructured{Object: map[string]any{}},
 		Pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n2"}}}
 	widget.Dependents = append(widget.Dependents, nested)
 	if got := c.needing(s, diagnose.NodeEvidence); len(got) != 2 {
@@ -72,22 +72,22 @@ func TestNeedsAreRememberedPerStage(t *testing.T) {
 // targets themselves (list -A): its controller deletes what names them too.
 func TestNamedByIsNotReadInsideANamespaceBeingDeleted(t *testing.T) {
 	now := metav1.Now()
-	object := func(ns, name string) *snapshot.Target {
+	object := func(ns, name string) *observed.Target {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "acme.io/v1", "kind": "Widget"}}
 		u.SetNamespace(ns)
 		u.SetName(name)
-		return &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Widget", Namespace: ns, Name: name}, Object: u}
+		return &observed.Target{Ref: observed.ObjectRef{Kind: "Widget", Namespace: ns, Name: name}, Object: u}
 	}
-	namespace := func(name string, deleted bool, held ...*snapshot.Target) *snapshot.Target {
+	namespace := func(name string, deleted bool, held ...*observed.Target) *observed.Target {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if deleted {
 			ns.DeletionTimestamp = &now
 		}
-		return &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Namespace", Name: name}, Namespace: ns,
-			Contents: &snapshot.Contents{Held: map[string][]*snapshot.Target{"acme.io/cleanup": held}}}
+		return &observed.Target{Ref: observed.ObjectRef{Kind: "Namespace", Name: name}, Namespace: ns,
+			Contents: &observed.Contents{Held: map[string][]*observed.Target{"acme.io/cleanup": held}}}
 	}
 	inDeleted, inLive, top := object("gone", "a"), object("staying", "b"), object("gone", "c")
-	s := &snapshot.Snapshot{Targets: []*snapshot.Target{namespace("gone", true, inDeleted), namespace("staying", false, inLive), top}}
+	s := &observed.Snapshot{Targets: []*observed.Target{namespace("gone", true, inDeleted), namespace("staying", false, inLive), top}}
 	got := namedByTargets(s)
 	if slices.Contains(got, inDeleted) || slices.Contains(got, top) || !slices.Contains(got, inLive) || len(got) != 3 {
 		t.Errorf("targets %v: want the two namespaces and b, not a nor c", got)

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -21,7 +21,7 @@ func init() {
 // the namespaces of the DaemonSets that look like its finalizers'
 // controllers (diagnose.NodeAgentReads): one list per namespace and node,
 // by field selector, shared by the objects that need it.
-func (c *Collector) readNodeAgents(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readNodeAgents(ctx context.Context, s *observed.Snapshot) {
 	read := map[diagnose.AgentRead][]corev1.Pod{}
 	for _, t := range c.needing(s, diagnose.NodeAgentEvidence) {
 		agents, ok := []corev1.Pod{}, true

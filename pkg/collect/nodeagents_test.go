@@ -14,7 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // Two local volumes on one node, held by the finalizer of a node agent: the
@@ -27,7 +27,7 @@ func TestNodeAgentsAreReadOncePerNode(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "openebs", Name: name,
 			OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: "openebs-lvm-node", Controller: &yes}}}, Spec: corev1.PodSpec{NodeName: node}}
 	}
-	volume := func(name string) *snapshot.Target {
+	volume := func(name string) *observed.Target {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion("local.openebs.io/v1alpha1")
 		u.SetKind("LVMVolume")
@@ -37,12 +37,12 @@ func TestNodeAgentsAreReadOncePerNode(t *testing.T) {
 		now := metav1.Now()
 		u.SetDeletionTimestamp(&now)
 		_ = unstructured.SetNestedField(u.Object, "node-1", "spec", "ownerNodeID")
-		return &snapshot.Target{Ref: snapshot.ObjectRef{APIVersion: "local.openebs.io/v1alpha1", Kind: "LVMVolume", Resource: "lvmvolumes.local.openebs.io", Namespace: "openebs", Name: name}, Object: u}
+		return &observed.Target{Ref: observed.ObjectRef{APIVersion: "local.openebs.io/v1alpha1", Kind: "LVMVolume", Resource: "lvmvolumes.local.openebs.io", Namespace: "openebs", Name: name}, Object: u}
 	}
-	read := func(fail bool) (*snapshot.Snapshot, *kubefake.Clientset) {
-		s := snapshot.New(time.Now())
-		s.Targets = []*snapshot.Target{volume("pvc-a"), volume("pvc-b")}
-		s.Controllers = &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "daemonset", Namespace: "openebs", Name: "openebs-lvm-node", Desired: 2, Ready: 2}}}
+	read := func(fail bool) (*observed.Snapshot, *kubefake.Clientset) {
+		s := observed.New(time.Now())
+		s.Targets = []*observed.Target{volume("pvc-a"), volume("pvc-b")}
+		s.Controllers = &observed.Controllers{Workloads: []observed.Workload{{Kind: "daemonset", Namespace: "openebs", Name: "openebs-lvm-node", Desired: 2, Ready: 2}}}
 		fake := kubefake.NewClientset([]runtime.Object{pod("agent-1", "node-1", "DaemonSet"), pod("agent-2", "node-2", "DaemonSet"), pod("web", "node-1", "ReplicaSet")}...)
 		if fail {
 			fake.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {

@@ -20,13 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // readTyped reads the full object of a target (a scan only has its
 // metadata); when it cannot, it falls back to what was already read.
-func readTyped[T any](ctx context.Context, t *snapshot.Target, get func(context.Context, string, metav1.GetOptions) (*T, error), set func(*T)) {
+func readTyped[T any](ctx context.Context, t *observed.Target, get func(context.Context, string, metav1.GetOptions) (*T, error), set func(*T)) {
 	v, err := get(ctx, t.Ref.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Skipped = append(t.Skipped, skipOf(t.Ref.Resource+"/"+t.Ref.Name, err))
@@ -39,34 +39,34 @@ func readTyped[T any](ctx context.Context, t *snapshot.Target, get func(context.
 // typedReaders read the full object of the targets whose rules need more
 // than metadata, by resource; a source that needs another kind registers
 // its reader in its own file (registerTyped).
-var typedReaders = map[schema.GroupResource]func(c *Collector, ctx context.Context, t *snapshot.Target){}
+var typedReaders = map[schema.GroupResource]func(c *Collector, ctx context.Context, t *observed.Target){}
 
-func registerTyped(gr schema.GroupResource, read func(c *Collector, ctx context.Context, t *snapshot.Target)) {
+func registerTyped(gr schema.GroupResource, read func(c *Collector, ctx context.Context, t *observed.Target)) {
 	typedReaders[gr] = read
 }
 
 // Pods, and the kinds behind the storage and load-balancer finalizers.
 func init() {
-	registerTyped(corev1.Resource("pods"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+	registerTyped(corev1.Resource("pods"), func(c *Collector, ctx context.Context, t *observed.Target) {
 		readTyped(ctx, t, c.Clients.Typed.CoreV1().Pods(t.Ref.Namespace).Get, func(v *corev1.Pod) { t.Pod = v })
 	})
-	registerTyped(corev1.Resource("persistentvolumeclaims"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+	registerTyped(corev1.Resource("persistentvolumeclaims"), func(c *Collector, ctx context.Context, t *observed.Target) {
 		readTyped(ctx, t, c.Clients.Typed.CoreV1().PersistentVolumeClaims(t.Ref.Namespace).Get, func(v *corev1.PersistentVolumeClaim) { t.Claim = v })
 	})
-	registerTyped(corev1.Resource("persistentvolumes"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+	registerTyped(corev1.Resource("persistentvolumes"), func(c *Collector, ctx context.Context, t *observed.Target) {
 		readTyped(ctx, t, c.Clients.Typed.CoreV1().PersistentVolumes().Get, func(v *corev1.PersistentVolume) { t.Volume = v })
 	})
-	registerTyped(corev1.Resource("services"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+	registerTyped(corev1.Resource("services"), func(c *Collector, ctx context.Context, t *observed.Target) {
 		readTyped(ctx, t, c.Clients.Typed.CoreV1().Services(t.Ref.Namespace).Get, func(v *corev1.Service) { t.Service = v })
 	})
-	registerTyped(storagev1.Resource("volumeattachments"), func(c *Collector, ctx context.Context, t *snapshot.Target) {
+	registerTyped(storagev1.Resource("volumeattachments"), func(c *Collector, ctx context.Context, t *observed.Target) {
 		readTyped(ctx, t, c.Clients.Typed.StorageV1().VolumeAttachments().Get, func(v *storagev1.VolumeAttachment) { t.Attachments = []storagev1.VolumeAttachment{*v} })
 	})
 }
 
 // readObject reads the typed form of a target whose kind has a typed
 // reader, and any other in full when its rules need its status.
-func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
+func (c *Collector) readObject(ctx context.Context, t *observed.Target, gvr schema.GroupVersionResource) {
 	if _, typed := typedReaders[gvr.GroupResource()]; typed || c.needs(t).Has(diagnose.ObjectEvidence) {
 		c.readInFull(ctx, t, gvr)
 	}
@@ -77,7 +77,7 @@ func (c *Collector) readObject(ctx context.Context, t *snapshot.Target, gvr sche
 // part of that type's objects in their scope as the run's scan counted them
 // (thousands of an operator's objects its controller wrote since their
 // deletion), are one paginated list of the type in full, not a GET each.
-func (c *Collector) readObjects(ctx context.Context, targets []*snapshot.Target, gvrs []schema.GroupVersionResource) {
+func (c *Collector) readObjects(ctx context.Context, targets []*observed.Target, gvrs []schema.GroupVersionResource) {
 	type batch struct {
 		gvr     schema.GroupVersionResource
 		ns      string // "" when they are in several namespaces, or cluster-scoped
@@ -110,7 +110,7 @@ func (c *Collector) readObjects(ctx context.Context, targets []*snapshot.Target,
 		}
 		single = append(single, b.indices...)
 	}
-	var again []*snapshot.Target
+	var again []*observed.Target
 	var againGVRs []schema.GroupVersionResource
 	var mu sync.Mutex
 	c.parallel(len(lists), func(i int) {
@@ -137,7 +137,7 @@ func (c *Collector) readObjects(ctx context.Context, targets []*snapshot.Target,
 
 // readInFull reads a target in full: its typed form, or its unstructured
 // one, but a Secret's or a ConfigMap's data (metadataOnly).
-func (c *Collector) readInFull(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
+func (c *Collector) readInFull(ctx context.Context, t *observed.Target, gvr schema.GroupVersionResource) {
 	if read, ok := typedReaders[gvr.GroupResource()]; ok {
 		read(c, ctx, t)
 		return
@@ -150,7 +150,7 @@ func (c *Collector) readInFull(ctx context.Context, t *snapshot.Target, gvr sche
 // readWhole reads in full an object a scan found (its metadata only), for
 // its status; when it cannot, the metadata stays. Never a Secret or a
 // ConfigMap (metadataOnly): their data is not read.
-func (c *Collector) readWhole(ctx context.Context, t *snapshot.Target, gvr schema.GroupVersionResource) {
+func (c *Collector) readWhole(ctx context.Context, t *observed.Target, gvr schema.GroupVersionResource) {
 	u, err := c.get(ctx, &meta.RESTMapping{Resource: gvr}, t.Ref.Namespace != "", t.Ref.Namespace, t.Ref.Name)
 	switch {
 	case err != nil:
@@ -161,15 +161,15 @@ func (c *Collector) readWhole(ctx context.Context, t *snapshot.Target, gvr schem
 }
 
 // readPod reads a pod target in full.
-func (c *Collector) readPod(ctx context.Context, t *snapshot.Target) {
+func (c *Collector) readPod(ctx context.Context, t *observed.Target) {
 	c.readObject(ctx, t, schema.GroupVersionResource{Version: "v1", Resource: "pods"})
 }
 
 // readPods reads pod targets in full. In a namespace where many pods are
 // terminating and they are a good part of its pods (podCounts, from a scan),
 // one paginated list of the namespace's pods replaces a GET of each.
-func (c *Collector) readPods(ctx context.Context, targets []*snapshot.Target, podCounts map[string]int) {
-	byNS := map[string][]*snapshot.Target{}
+func (c *Collector) readPods(ctx context.Context, targets []*observed.Target, podCounts map[string]int) {
+	byNS := map[string][]*observed.Target{}
 	var namespaces []string
 	for _, t := range targets {
 		if byNS[t.Ref.Namespace] == nil {
@@ -177,7 +177,7 @@ func (c *Collector) readPods(ctx context.Context, targets []*snapshot.Target, po
 		}
 		byNS[t.Ref.Namespace] = append(byNS[t.Ref.Namespace], t)
 	}
-	var single []*snapshot.Target
+	var single []*observed.Target
 	for _, ns := range namespaces {
 		ts := byNS[ns]
 		if len(ts) <= batchThreshold || podCounts[ns] == 0 || podCounts[ns] > 4*len(ts) {
@@ -208,15 +208,15 @@ func (c *Collector) namespacePods(ctx context.Context, ns string) (map[types.UID
 
 // readVolumeAttachments gives each PersistentVolume target the
 // VolumeAttachments of that volume (external-attacher finalizers).
-func (c *Collector) readVolumeAttachments(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readVolumeAttachments(ctx context.Context, s *observed.Snapshot) {
 	needing := c.topNeeding(s, diagnose.AttachmentEvidence)
 	c.attachVolumes(ctx, needing)
 	c.readAttacherLeases(ctx, s, needing)
 }
 
 // attachVolumes gives each volume target its VolumeAttachments.
-func (c *Collector) attachVolumes(ctx context.Context, needing []*snapshot.Target) {
-	var volumes []*snapshot.Target
+func (c *Collector) attachVolumes(ctx context.Context, needing []*observed.Target) {
+	var volumes []*observed.Target
 	for _, t := range needing {
 		if t.Volume != nil {
 			volumes = append(volumes, t)
@@ -245,8 +245,8 @@ func (c *Collector) attachVolumes(ctx context.Context, needing []*snapshot.Targe
 // targets have, its external-attacher's leader-election Lease, wherever the
 // attacher runs: one list of every namespace by the Lease's name. A live
 // attacher renews it every few seconds.
-func (c *Collector) readAttacherLeases(ctx context.Context, s *snapshot.Snapshot, needing []*snapshot.Target) {
-	drivers := map[string][]*snapshot.Target{}
+func (c *Collector) readAttacherLeases(ctx context.Context, s *observed.Snapshot, needing []*observed.Target) {
+	drivers := map[string][]*observed.Target{}
 	for _, t := range needing {
 		for _, va := range t.Attachments {
 			drivers[va.Spec.Attacher] = append(drivers[va.Spec.Attacher], t)
@@ -256,7 +256,7 @@ func (c *Collector) readAttacherLeases(ctx context.Context, s *snapshot.Snapshot
 		if driver == "" {
 			continue
 		}
-		lease, failed := c.leaderLease(ctx, snapshot.AttacherLeaseName(driver))
+		lease, failed := c.leaderLease(ctx, observed.AttacherLeaseName(driver))
 		if failed != nil {
 			for _, t := range targets {
 				c.skipTarget(t, *failed)
@@ -288,7 +288,7 @@ func (c *Collector) leaderLease(ctx context.Context, name string) (*coordination
 // controller waits for): one pod list per namespace. It reads the targets
 // and their scans only: the other nesting sources of its stage write the
 // rest of the graph.
-func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readClaimUsers(ctx context.Context, s *observed.Snapshot) {
 	pods := map[string][]corev1.Pod{}
 	for _, t := range targetsAndHeld(s) {
 		if t.Ref.Resource != "persistentvolumeclaims" || t.ClaimUsers != nil || !c.needs(t).Has(diagnose.ClaimUserEvidence) {
@@ -303,7 +303,7 @@ func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 			}
 			pods[ns] = list
 		}
-		t.ClaimUsers = []*snapshot.Target{}
+		t.ClaimUsers = []*observed.Target{}
 		for i := range pods[ns] {
 			if p := &pods[ns][i]; usesClaim(p, t.Ref.Name) {
 				t.ClaimUsers = append(t.ClaimUsers, podTarget(p))
@@ -315,8 +315,8 @@ func (c *Collector) readClaimUsers(ctx context.Context, s *snapshot.Snapshot) {
 // targetsAndHeld are the targets and the objects their scans found held by
 // a finalizer: what a nesting source after the scans reads about (the
 // other nesting sources of its stage write the rest of the graph).
-func targetsAndHeld(s *snapshot.Snapshot) []*snapshot.Target {
-	var out []*snapshot.Target
+func targetsAndHeld(s *observed.Snapshot) []*observed.Target {
+	var out []*observed.Target
 	for _, t := range s.Targets {
 		out = append(out, t)
 		if t.Contents != nil {
@@ -335,7 +335,7 @@ func usesClaim(p *corev1.Pod, claim string) bool {
 }
 
 // podTarget makes a nested target of a pod read in full.
-func podTarget(p *corev1.Pod) *snapshot.Target {
+func podTarget(p *corev1.Pod) *observed.Target {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
 	if err != nil {
 		m = map[string]any{}
@@ -344,7 +344,7 @@ func podTarget(p *corev1.Pod) *snapshot.Target {
 	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 	obj.SetName(p.Name)
 	obj.SetNamespace(p.Namespace)
-	return &snapshot.Target{Ref: Found{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Object: obj}.Ref(), Object: obj, Pod: p}
+	return &observed.Target{Ref: Found{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Object: obj}.Ref(), Object: obj, Pod: p}
 }
 
 // owned is an object that names an owner in its ownerReferences.
@@ -362,12 +362,12 @@ type owned struct {
 // could not list are listed again, in the owner's scope). A dependent that
 // itself waits on its own dependents gets them too, from the same scan,
 // depth-bounded and cycle-safe.
-func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
-	owners := map[string][]*snapshot.Target{} // by namespace; "" is cluster-wide
+func (c *Collector) readDependents(ctx context.Context, s *observed.Snapshot) {
+	owners := map[string][]*observed.Target{} // by namespace; "" is cluster-wide
 	for _, t := range c.topNeeding(s, diagnose.DependentEvidence) {
 		owners[t.Ref.Namespace] = append(owners[t.Ref.Namespace], t)
 	}
-	var pods []*snapshot.Target // terminating dependents, to read in full
+	var pods []*observed.Target // terminating dependents, to read in full
 	for ns, targets := range owners {
 		scope := Scope{Namespace: ns, AllNamespaces: ns == ""}
 		mappings, err := c.ListableMappings(scope)
@@ -412,7 +412,7 @@ func (c *Collector) readDependents(ctx context.Context, s *snapshot.Snapshot) {
 // A pod the run already read as a target of its own (list -A, why -A: every
 // terminating pod is one) is not read again; the others are read as pod
 // targets are, a list of their namespace for many.
-func (c *Collector) readDependentPods(ctx context.Context, s *snapshot.Snapshot, pods []*snapshot.Target) {
+func (c *Collector) readDependentPods(ctx context.Context, s *observed.Snapshot, pods []*observed.Target) {
 	read := map[types.UID]*corev1.Pod{}
 	c.mu.Lock() // skips are written under it
 	for _, t := range s.Targets {
@@ -421,7 +421,7 @@ func (c *Collector) readDependentPods(ctx context.Context, s *snapshot.Snapshot,
 		}
 	}
 	c.mu.Unlock()
-	var unread []*snapshot.Target
+	var unread []*observed.Target
 	for _, d := range pods {
 		if p := read[d.Object.GetUID()]; p != nil {
 			d.Pod = p
@@ -435,11 +435,11 @@ func (c *Collector) readDependentPods(ctx context.Context, s *snapshot.Snapshot,
 // attachDependents gives t its dependents from the scan, and recurses into
 // those that wait on their own dependents. It returns the terminating pods
 // among them, which the caller reads in full.
-func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, children map[types.UID][]owned, complete bool, depth int, visited map[types.UID]bool) (pods []*snapshot.Target) {
+func (c *Collector) attachDependents(ctx context.Context, t *observed.Target, children map[types.UID][]owned, complete bool, depth int, visited map[types.UID]bool) (pods []*observed.Target) {
 	if !complete {
 		return nil // not read: a partial list of dependents could blame the wrong ones
 	}
-	t.Dependents = []*snapshot.Target{}
+	t.Dependents = []*observed.Target{}
 	for _, o := range children[t.Object.GetUID()] {
 		d := metadataTarget(o.item, o.mapping)
 		t.Dependents = append(t.Dependents, d)
@@ -455,9 +455,9 @@ func (c *Collector) attachDependents(ctx context.Context, t *snapshot.Target, ch
 		if visited[uid] || !c.needs(d).Has(diagnose.DependentEvidence) {
 			continue
 		}
-		if depth+1 >= snapshot.MaxDepth {
-			c.skipTarget(d, report.Skip{Check: "dependents of " + QualifiedResource(o.mapping.Resource) + "/" + d.Ref.Name, Reason: snapshot.SkipDepth,
-				Detail: fmt.Sprintf("the chain of owners waiting on their dependents is deeper than %d levels: not followed from here", snapshot.MaxDepth)})
+		if depth+1 >= observed.MaxDepth {
+			c.skipTarget(d, report.Skip{Check: "dependents of " + QualifiedResource(o.mapping.Resource) + "/" + d.Ref.Name, Reason: observed.SkipDepth,
+				Detail: fmt.Sprintf("the chain of owners waiting on their dependents is deeper than %d levels: not followed from here", observed.MaxDepth)})
 			continue
 		}
 		visited[uid] = true

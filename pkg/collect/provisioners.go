@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -21,19 +21,19 @@ func init() {
 // volume its external-provisioner is to delete, what says whether that
 // provisioner runs: its leader-election Lease, wherever it runs, and the
 // driver's CSIDriver object (a driver uninstalled takes both with it).
-func (c *Collector) readProvisioners(ctx context.Context, s *snapshot.Snapshot) {
-	drivers := map[string][]*snapshot.Target{}
+func (c *Collector) readProvisioners(ctx context.Context, s *observed.Snapshot) {
+	drivers := map[string][]*observed.Target{}
 	for _, t := range c.needing(s, diagnose.ProvisionerEvidence) {
 		if t.Volume != nil && t.Volume.Spec.CSI != nil && t.Volume.Spec.CSI.Driver != "" {
 			drivers[t.Volume.Spec.CSI.Driver] = append(drivers[t.Volume.Spec.CSI.Driver], t)
 		}
 	}
 	for driver, targets := range drivers {
-		lease, failed := c.leaderLease(ctx, snapshot.ProvisionerLeaseName(driver))
+		lease, failed := c.leaderLease(ctx, observed.ProvisionerLeaseName(driver))
 		if failed == nil {
 			_, err := c.Clients.Typed.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{})
 			if err == nil || apierrors.IsNotFound(err) {
-				s.Provisioners[driver] = &snapshot.Provisioner{Lease: lease, Installed: err == nil}
+				s.Provisioners[driver] = &observed.Provisioner{Lease: lease, Installed: err == nil}
 				continue
 			}
 			sk := skipOf("get csidrivers/"+driver, err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // readReferrers finds, for each target held by an in-use protection
@@ -20,14 +20,14 @@ import (
 // that name it where the catalogue's referencedBy says: one list per kind
 // and namespace (or across namespaces), in the version the server prefers.
 // A kind the server does not serve names nothing.
-func (c *Collector) readReferrers(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readReferrers(ctx context.Context, s *observed.Snapshot) {
 	lists := map[string][]unstructured.Unstructured{}
 	for _, t := range targetsAndHeld(s) {
 		refs := diagnose.ReferencesOf(t)
 		if len(refs) == 0 || t.Referrers != nil || !c.needs(t).Has(diagnose.ReferenceEvidence) {
 			continue
 		}
-		t.Referrers = []*snapshot.Target{}
+		t.Referrers = []*observed.Target{}
 		for _, ref := range refs {
 			gvr, err := c.Clients.Mapper.ResourceFor(schema.GroupVersionResource{Group: ref.Group, Resource: ref.Resource})
 			if meta.IsNoMatchError(err) {
@@ -52,10 +52,10 @@ func (c *Collector) readReferrers(ctx context.Context, s *snapshot.Snapshot) {
 				lists[key] = items
 			}
 			for i := range items {
-				if names(items[i].Object, ref, t.Ref.Name) && !slices.ContainsFunc(t.Referrers, func(r *snapshot.Target) bool { return r.Object.GetUID() == items[i].GetUID() }) {
+				if names(items[i].Object, ref, t.Ref.Name) && !slices.ContainsFunc(t.Referrers, func(r *observed.Target) bool { return r.Object.GetUID() == items[i].GetUID() }) {
 					u := items[i].DeepCopy()
 					f := Found{GVR: gvr, Object: u}
-					t.Referrers = append(t.Referrers, &snapshot.Target{Ref: f.Ref(), Object: u})
+					t.Referrers = append(t.Referrers, &observed.Target{Ref: f.Ref(), Object: u})
 				}
 			}
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // The field a referrer names the held object by: a path through maps, the
@@ -76,9 +76,9 @@ func TestReadReferrers(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		s := snapshot.New(time.Now())
-		held := &snapshot.Target{Object: class, Ref: snapshot.ObjectRef{APIVersion: v1.String(), Kind: "GatewayClass", Resource: "gatewayclasses.gateway.networking.k8s.io", Name: "shared"}}
-		s.Targets = []*snapshot.Target{held}
+		s := observed.New(time.Now())
+		held := &observed.Target{Object: class, Ref: observed.ObjectRef{APIVersion: v1.String(), Kind: "GatewayClass", Resource: "gatewayclasses.gateway.networking.k8s.io", Name: "shared"}}
+		s.Targets = []*observed.Target{held}
 		c := &Collector{Clients: &kube.Clients{Dynamic: dyn, Mapper: mapper}}
 		c.readReferrers(context.Background(), s)
 		var got []string
@@ -120,9 +120,9 @@ func TestReferrersAreCountedOnce(t *testing.T) {
 	vac.SetName("gold")
 	vac.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 	vac.SetFinalizers([]string{"kubernetes.io/vac-protection"})
-	held := &snapshot.Target{Object: vac, Ref: snapshot.ObjectRef{APIVersion: "storage.k8s.io/v1", Kind: "VolumeAttributesClass", Resource: "volumeattributesclasses.storage.k8s.io", Name: "gold"}}
-	s := snapshot.New(time.Now())
-	s.Targets = []*snapshot.Target{held}
+	held := &observed.Target{Object: vac, Ref: observed.ObjectRef{APIVersion: "storage.k8s.io/v1", Kind: "VolumeAttributesClass", Resource: "volumeattributesclasses.storage.k8s.io", Name: "gold"}}
+	s := observed.New(time.Now())
+	s.Targets = []*observed.Target{held}
 	c := &Collector{Clients: &kube.Clients{Dynamic: dyn, Mapper: mapper}}
 	c.readReferrers(context.Background(), s)
 	if len(held.Referrers) != 1 || held.Referrers[0].Ref.Name != "data" || held.Referrers[0].Ref.Resource != "persistentvolumeclaims" {

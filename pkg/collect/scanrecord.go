@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"slices"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // scanRecord is what a run's scans saw beyond the terminating objects they
@@ -290,7 +290,7 @@ func (c *Collector) recordedCount(gr schema.GroupResource, ns string) (int, bool
 // which the caller lists again in the owners' own scope (a list refused
 // cluster-wide may be allowed in one namespace). ok is false when the
 // dependents must be scanned.
-func (c *Collector) recordedDependents(ns string, mappings []*meta.RESTMapping, owners []*snapshot.Target) (children map[types.UID][]owned, failed []*meta.RESTMapping, ok bool) {
+func (c *Collector) recordedDependents(ns string, mappings []*meta.RESTMapping, owners []*observed.Target) (children map[types.UID][]owned, failed []*meta.RESTMapping, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rec := c.record

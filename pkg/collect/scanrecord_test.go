@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // The scan keeps the dependents of the objects that may need them, whatever
@@ -41,10 +41,10 @@ func TestScanRecordKeepsOnlyDependentsOfPossibleOwners(t *testing.T) {
 		}
 		return o
 	}
-	target := func(name string) *snapshot.Target {
+	target := func(name string) *observed.Target {
 		u := &unstructured.Unstructured{Object: map[string]any{}}
 		u.SetUID(types.UID(name))
-		return &snapshot.Target{Object: u}
+		return &observed.Target{Object: u}
 	}
 	scope := Scope{AllNamespaces: true}
 
@@ -97,20 +97,20 @@ func TestScanRecordKeepsOnlyDependentsOfPossibleOwners(t *testing.T) {
 		t.Errorf("kept %v, want %v", kept, want)
 	}
 
-	children, failed, ok := c.recordedDependents("shop", mappings, []*snapshot.Target{target("web-rs"), target("b-owner")})
+	children, failed, ok := c.recordedDependents("shop", mappings, []*observed.Target{target("web-rs"), target("b-owner")})
 	if !ok || len(failed) != 0 {
 		t.Fatalf("recordedDependents: ok %t, failed %v", ok, failed)
 	}
 	if got := children["web-rs"]; len(got) != 1 || got[0].item.Name != "web-rs-a" {
 		t.Errorf("web-rs's dependents in shop: %v, want web-rs-a only", got)
 	}
-	if _, _, ok := c.recordedDependents("shop", mappings, []*snapshot.Target{target("api-rs")}); ok {
+	if _, _, ok := c.recordedDependents("shop", mappings, []*observed.Target{target("api-rs")}); ok {
 		t.Error("an owner the scan did not keep dependents of was served from the record")
 	}
 
 	// A type whose list failed is read again in the owners' scope.
 	c.record.failed = []report.Skip{{Check: "list configmaps", Resource: cms.Resource}}
-	children, failed, ok = c.recordedDependents("shop", mappings, []*snapshot.Target{target("b-owner")})
+	children, failed, ok = c.recordedDependents("shop", mappings, []*observed.Target{target("b-owner")})
 	if !ok || len(failed) != 1 || failed[0] != cms || len(children["b-owner"]) != 0 {
 		t.Errorf("with configmaps failed: ok %t, failed %v, children %v", ok, failed, children)
 	}
@@ -118,7 +118,7 @@ func TestScanRecordKeepsOnlyDependentsOfPossibleOwners(t *testing.T) {
 	// A second scan of the run (list pods,rs -A) settles pending owners at
 	// its own end: the record no longer serves dependents.
 	c.recordScanStart(scope, mappings)
-	if _, _, ok := c.recordedDependents("shop", mappings, []*snapshot.Target{target("web-rs")}); ok {
+	if _, _, ok := c.recordedDependents("shop", mappings, []*observed.Target{target("web-rs")}); ok {
 		t.Error("the record of two scans served dependents")
 	}
 	// Nor does a record of one namespace serve another, or cluster-scoped owners.

@@ -3,7 +3,7 @@ package collect
 import (
 	"context"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -16,7 +16,7 @@ func init() {
 // readServerVersion reads /version once per run: the rules derive from it
 // what changed between releases (pkg/kubeversion). Every user may read it
 // (system:public-info-viewer).
-func (c *Collector) readServerVersion(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readServerVersion(ctx context.Context, s *observed.Snapshot) {
 	if len(s.Targets) == 0 {
 		return
 	}
@@ -25,5 +25,5 @@ func (c *Collector) readServerVersion(ctx context.Context, s *snapshot.Snapshot)
 		c.Skip(skipOf("server version", err))
 		return
 	}
-	s.Server = &snapshot.Server{GitVersion: v.GitVersion}
+	s.Server = &observed.Server{GitVersion: v.GitVersion}
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -30,7 +30,7 @@ var volumeSnapshots = schema.GroupVersionResource{Group: "snapshot.storage.k8s.i
 // source protections, what holds them: the VolumeSnapshots of a held claim's
 // namespace, the claims of a held snapshot's namespace; one list each per
 // namespace.
-func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readSnapshotSources(ctx context.Context, s *observed.Snapshot) {
 	var snapNS, claimNS []string
 	for _, t := range c.needing(s, diagnose.SnapshotEvidence) {
 		list := &claimNS
@@ -42,13 +42,13 @@ func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapsho
 		}
 	}
 	if len(snapNS) > 0 {
-		s.VolumeSnapshots = map[string][]snapshot.VolumeSnapshot{}
+		s.VolumeSnapshots = map[string][]observed.VolumeSnapshot{}
 	}
 	for _, ns := range snapNS {
 		items, err := listAll[unstructured.Unstructured](ctx, metav1.ListOptions{}, pages(c.Clients.Dynamic.Resource(volumeSnapshots).Namespace(ns).List))
 		switch {
 		case apierrors.IsNotFound(err):
-			s.VolumeSnapshots[ns] = []snapshot.VolumeSnapshot{} // not served: no snapshot holds anything
+			s.VolumeSnapshots[ns] = []observed.VolumeSnapshot{} // not served: no snapshot holds anything
 		case err != nil:
 			c.Skip(skipOf("volumesnapshots in "+ns, err))
 		default:
@@ -56,7 +56,7 @@ func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapsho
 				s.VolumeSnapshots[ns] = append(s.VolumeSnapshots[ns], volumeSnapshotOf(&items[i]))
 			}
 			if s.VolumeSnapshots[ns] == nil {
-				s.VolumeSnapshots[ns] = []snapshot.VolumeSnapshot{}
+				s.VolumeSnapshots[ns] = []observed.VolumeSnapshot{}
 			}
 		}
 	}
@@ -79,7 +79,7 @@ func (c *Collector) readSnapshotSources(ctx context.Context, s *snapshot.Snapsho
 // ProvisioningFailed...): one event list per namespace, kept by the UID of
 // the object they are about, for those objects only (in their own map: the
 // targets' events are read at the same time).
-func (c *Collector) readBlockerEvents(ctx context.Context, s *snapshot.Snapshot, namespaces []string) {
+func (c *Collector) readBlockerEvents(ctx context.Context, s *observed.Snapshot, namespaces []string) {
 	slices.Sort(namespaces)
 	uids := map[types.UID]bool{}
 	var with []string // the namespaces that hold such objects
@@ -112,9 +112,9 @@ func (c *Collector) readBlockerEvents(ctx context.Context, s *snapshot.Snapshot,
 	}
 }
 
-func volumeSnapshotOf(u *unstructured.Unstructured) snapshot.VolumeSnapshot {
+func volumeSnapshotOf(u *unstructured.Unstructured) observed.VolumeSnapshot {
 	str := func(fields ...string) string { v, _, _ := unstructured.NestedString(u.Object, fields...); return v }
-	v := snapshot.VolumeSnapshot{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(), SourceClaim: str("spec", "source", "persistentVolumeClaimName"),
+	v := observed.VolumeSnapshot{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(), SourceClaim: str("spec", "source", "persistentVolumeClaimName"),
 		Class: str("spec", "volumeSnapshotClassName"), Error: str("status", "error", "message"), Deleted: u.GetDeletionTimestamp() != nil}
 	if ready, found, _ := unstructured.NestedBool(u.Object, "status", "readyToUse"); found {
 		v.ReadyToUse = &ready

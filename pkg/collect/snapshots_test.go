@@ -16,7 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // A claim held by the snapshotter's source protection: the VolumeSnapshots
@@ -24,7 +24,7 @@ import (
 // cluster that does not serve the snapshot API has none. A snapshot held by
 // the restore protection: the claims of its namespace are read.
 func TestReadSnapshotSources(t *testing.T) {
-	held := func(apiVersion, kind, resource, name, finalizer string) *snapshot.Target {
+	held := func(apiVersion, kind, resource, name, finalizer string) *observed.Target {
 		u := &unstructured.Unstructured{}
 		u.SetAPIVersion(apiVersion)
 		u.SetKind(kind)
@@ -32,7 +32,7 @@ func TestReadSnapshotSources(t *testing.T) {
 		u.SetName(name)
 		u.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 		u.SetFinalizers([]string{finalizer})
-		return &snapshot.Target{Object: u, Ref: snapshot.ObjectRef{APIVersion: apiVersion, Kind: kind, Resource: resource, Namespace: "shop", Name: name}}
+		return &observed.Target{Object: u, Ref: observed.ObjectRef{APIVersion: apiVersion, Kind: kind, Resource: resource, Namespace: "shop", Name: name}}
 	}
 	vs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
 		"metadata": map[string]any{"name": "nightly", "namespace": "shop", "uid": "uid-nightly"},
@@ -50,8 +50,8 @@ func TestReadSnapshotSources(t *testing.T) {
 			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e1", Namespace: "shop"}, InvolvedObject: corev1.ObjectReference{UID: "uid-nightly"}, Type: "Warning", Reason: "SnapshotCreationFailed"},
 			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e2", Namespace: "shop"}, InvolvedObject: corev1.ObjectReference{UID: "uid-restore-1"}, Type: "Warning", Reason: "ProvisioningFailed"},
 			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e3", Namespace: "shop"}, InvolvedObject: corev1.ObjectReference{UID: "uid-unrelated"}, Type: "Warning", Reason: "BackOff"})
-		s := snapshot.New(time.Now())
-		s.Targets = []*snapshot.Target{
+		s := observed.New(time.Now())
+		s.Targets = []*observed.Target{
 			held("v1", "PersistentVolumeClaim", "persistentvolumeclaims", "data", "snapshot.storage.kubernetes.io/pvc-as-source-protection"),
 			held("snapshot.storage.k8s.io/v1", "VolumeSnapshot", "volumesnapshots.snapshot.storage.k8s.io", "old", "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"),
 		}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // A source is one kind of evidence the collector reads about the targets:
@@ -19,7 +19,7 @@ type source struct {
 	// after names the sources whose results this one reads: the targets
 	// they nest, or what they record.
 	after []string
-	read  func(c *Collector, ctx context.Context, s *snapshot.Snapshot)
+	read  func(c *Collector, ctx context.Context, s *observed.Snapshot)
 	// permissions are what read asks of the apiserver, for docs/rbac.md.
 	permissions []Permission
 }
@@ -77,7 +77,7 @@ func stages(all []source) ([][]source, error) {
 }
 
 // readSources runs every registered source, stage by stage.
-func (c *Collector) readSources(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readSources(ctx context.Context, s *observed.Snapshot) {
 	ordered, err := stages(sources)
 	if err != nil {
 		panic("collect: " + err.Error()) // a programming error, caught by TestSourcesFormStages

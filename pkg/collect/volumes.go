@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 func init() {
@@ -23,7 +23,7 @@ func init() {
 // readVolumes follows the volumes of the pods whose rules need them:
 // claim -> volume -> CSI driver, the driver's registration in the node's
 // CSINode, and the node's VolumeAttachments.
-func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
+func (c *Collector) readVolumes(ctx context.Context, s *observed.Snapshot) {
 	var pods []*corev1.Pod
 	for _, t := range c.needing(s, diagnose.VolumeEvidence) {
 		pods = append(pods, t.Pod)
@@ -99,7 +99,7 @@ func (c *Collector) readVolumes(ctx context.Context, s *snapshot.Snapshot) {
 func claimNames(p *corev1.Pod) []string {
 	var out []string
 	for _, vol := range p.Spec.Volumes {
-		if claim := snapshot.VolumeClaim(p, vol); claim != "" {
+		if claim := observed.VolumeClaim(p, vol); claim != "" {
 			out = append(out, claim)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // request is an API request admission would see: which operation on which
@@ -61,7 +61,7 @@ type hook struct {
 	reinvoked bool
 }
 
-func hooksOf(a snapshot.Admission) []hook {
+func hooksOf(a observed.Admission) []hook {
 	var out []hook
 	for _, c := range a.Validating {
 		for i, w := range c.Webhooks {
@@ -172,7 +172,7 @@ type refusal struct {
 }
 
 // refusals finds what in the admission chain refuses or may refuse r.
-func refusals(a snapshot.Admission, r request, what string) []refusal {
+func refusals(a observed.Admission, r request, what string) []refusal {
 	var out []refusal
 	for _, h := range hooksOf(a) {
 		if !h.matches(r) {
@@ -217,7 +217,7 @@ func matchConditions(conds []admissionregistrationv1.MatchCondition, r request, 
 	return out
 }
 
-func webhookRefusal(a snapshot.Admission, h hook, what string, conditions conditionsOutcome) (refusal, bool) {
+func webhookRefusal(a observed.Admission, h hook, what string, conditions conditionsOutcome) (refusal, bool) {
 	id := fmt.Sprintf("%s %s webhook %s", h.kind, h.config, h.name)
 	evidence := []report.Fact{report.Noted(fmt.Sprintf("%s: matches %s, failurePolicy %s", id, what, h.failurePolicy))}
 	for _, e := range conditions.evidence {
@@ -271,7 +271,7 @@ func serviceCheckCommand(h hook) string {
 // policyRefusals finds ValidatingAdmissionPolicies bound with Deny that match
 // r, and evaluates them: a validation that is false for the request refuses
 // it; all true let it through; what cannot be evaluated here may refuse.
-func policyRefusals(a snapshot.Admission, r request, what string) []refusal {
+func policyRefusals(a observed.Admission, r request, what string) []refusal {
 	var out []refusal
 	for _, p := range a.Policies {
 		mc := p.Spec.MatchConstraints

@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func deletePodsWebhook(policy admissionregistrationv1.FailurePolicyType, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhookConfiguration {
@@ -32,23 +32,23 @@ func deletePodsWebhook(policy admissionregistrationv1.FailurePolicyType, ops ...
 }
 
 // stateC is a pod whose kubelet stopped everything but has not deleted it.
-func stateC(adm func(*snapshot.Admission)) *snapshot.Snapshot {
+func stateC(adm func(*observed.Admission)) *observed.Snapshot {
 	s := healthySnap(stopped(terminatingPod(10*time.Minute, 30), corev1.PodFailed))
-	s.Admission = snapshot.NewAdmission()
+	s.Admission = observed.NewAdmission()
 	adm(s.Admission)
 	return s
 }
 
 func TestFinalDeleteAdmission(t *testing.T) {
-	withHook := func(policy admissionregistrationv1.FailurePolicyType, ready int, ops ...admissionregistrationv1.OperationType) func(*snapshot.Admission) {
-		return func(a *snapshot.Admission) {
+	withHook := func(policy admissionregistrationv1.FailurePolicyType, ready int, ops ...admissionregistrationv1.OperationType) func(*observed.Admission) {
+		return func(a *observed.Admission) {
 			a.Validating = append(a.Validating, deletePodsWebhook(policy, ops...))
 			a.ServiceEndpoints[key("guard/guard-svc")] = ready
 		}
 	}
 	cases := []struct {
 		name     string
-		s        *snapshot.Snapshot
+		s        *observed.Snapshot
 		codes    []string
 		severity report.Severity
 		evidence string
@@ -61,7 +61,7 @@ func TestFinalDeleteAdmission(t *testing.T) {
 			[]string{"CgroupCleanupPending"}, report.Warning, ""},
 		{"webhook on CREATE only does not see the delete", stateC(withHook(admissionregistrationv1.Fail, 0, admissionregistrationv1.Create)),
 			[]string{"CgroupCleanupPending"}, report.Warning, ""},
-		{"objectSelector that excludes the pod", stateC(func(a *snapshot.Admission) {
+		{"objectSelector that excludes the pod", stateC(func(a *observed.Admission) {
 			w := deletePodsWebhook(admissionregistrationv1.Fail)
 			w.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}}
 			a.Validating = append(a.Validating, w)
@@ -91,8 +91,8 @@ func TestFinalDeleteAdmission(t *testing.T) {
 }
 
 // withPolicy binds, with Deny, a policy on every DELETE with one validation.
-func withPolicy(validation string, conditions []admissionregistrationv1.MatchCondition) func(*snapshot.Admission) {
-	return func(a *snapshot.Admission) {
+func withPolicy(validation string, conditions []admissionregistrationv1.MatchCondition) func(*observed.Admission) {
+	return func(a *observed.Admission) {
 		a.Policies = []admissionregistrationv1.ValidatingAdmissionPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "no-pod-deletes"},
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -106,8 +106,8 @@ func withPolicy(validation string, conditions []admissionregistrationv1.MatchCon
 }
 
 // withConditions adds the DELETE pods webhook with matchConditions, its service with ready endpoints.
-func withConditions(ready int, exprs ...string) func(*snapshot.Admission) {
-	return func(a *snapshot.Admission) {
+func withConditions(ready int, exprs ...string) func(*observed.Admission) {
+	return func(a *observed.Admission) {
 		w := deletePodsWebhook(admissionregistrationv1.Fail)
 		for i, e := range exprs {
 			w.Webhooks[0].MatchConditions = append(w.Webhooks[0].MatchConditions, admissionregistrationv1.MatchCondition{Name: fmt.Sprint("c", i), Expression: e})
@@ -132,7 +132,7 @@ func TestFinalizerRemovalAdmissionConditions(t *testing.T) {
 	} {
 		w := heldObject("ConfigMap", "configmaps", "w", 10*time.Minute, "acme.io/keep")
 		s := snapOf(w)
-		s.Admission = snapshot.NewAdmission()
+		s.Admission = observed.NewAdmission()
 		hook := deletePodsWebhook(admissionregistrationv1.Fail, admissionregistrationv1.Update)
 		hook.Webhooks[0].Rules[0].Resources = []string{"configmaps"}
 		hook.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "c", Expression: tc.expr}}
@@ -147,7 +147,7 @@ func TestFinalizerRemovalAdmissionConditions(t *testing.T) {
 }
 
 func TestWebhookRemediationEndsWithTheRiskiest(t *testing.T) {
-	s := stateC(func(a *snapshot.Admission) {
+	s := stateC(func(a *observed.Admission) {
 		a.Validating = append(a.Validating, deletePodsWebhook(admissionregistrationv1.Fail))
 		a.ServiceEndpoints[key("guard/guard-svc")] = 0
 	})
@@ -182,7 +182,7 @@ func TestWebhookRemediationEndsWithTheRiskiest(t *testing.T) {
 func TestNamespaceSelector(t *testing.T) {
 	hook := deletePodsWebhook(admissionregistrationv1.Fail)
 	hook.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
-	h := hooksOf(snapshot.Admission{Validating: []admissionregistrationv1.ValidatingWebhookConfiguration{hook}})[0]
+	h := hooksOf(observed.Admission{Validating: []admissionregistrationv1.ValidatingWebhookConfiguration{hook}})[0]
 	r := request{operation: admissionregistrationv1.Delete, version: "v1", resource: "pods", namespaced: true}
 	if r.nsLabels = map[string]string{"env": "dev"}; h.matches(r) {
 		t.Error("matched a namespace outside its selector")

@@ -5,14 +5,14 @@ import (
 	"strings"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // apiServiceCauses names the unavailable APIServices behind failing group
 // versions: one broken aggregated API blocks every namespace deletion in the
 // cluster, since the namespace controller cannot tell a namespace is empty.
-func apiServiceCauses(s *snapshot.Snapshot, groupVersions []string) []report.Cause {
+func apiServiceCauses(s *observed.Snapshot, groupVersions []string) []report.Cause {
 	var causes []report.Cause
 	for _, gv := range groupVersions {
 		for _, a := range s.APIServices {
@@ -27,7 +27,7 @@ func apiServiceCauses(s *snapshot.Snapshot, groupVersions []string) []report.Cau
 
 // unavailableGroupVersions lists the group versions of the APIServices that
 // are not Available, whether or not the namespace controller named them yet.
-func unavailableGroupVersions(s *snapshot.Snapshot) []string {
+func unavailableGroupVersions(s *observed.Snapshot) []string {
 	var out []string
 	for _, a := range s.APIServices {
 		if a.Available != "True" {
@@ -37,7 +37,7 @@ func unavailableGroupVersions(s *snapshot.Snapshot) []string {
 	return out
 }
 
-func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
+func apiServiceCause(a observed.APIService, gv string) report.Cause {
 	evidence := []report.Fact{
 		apiServiceAvailable(a),
 		report.Noted(fmt.Sprintf("apiservice %s: served by service %s", a.Name, a.Service)),
@@ -62,12 +62,12 @@ func apiServiceCause(a snapshot.APIService, gv string) report.Cause {
 
 // backendGone: the APIService's Service has no ready endpoint, or is
 // missing (the reasons the aggregator's availability controller gives).
-func backendGone(a snapshot.APIService) bool {
+func backendGone(a observed.APIService) bool {
 	return (a.ReadyEndpoints != nil && *a.ReadyEndpoints == 0) || a.Reason == "ServiceNotFound" || a.Reason == "MissingEndpoints"
 }
 
 // apiServiceAvailable quotes an APIService's Available condition.
-func apiServiceAvailable(a snapshot.APIService) report.Fact {
+func apiServiceAvailable(a observed.APIService) report.Fact {
 	return report.Fact{Text: fmt.Sprintf("apiservice %s: condition Available=%s reason %s: %s", a.Name, a.Available, a.Reason, a.Message),
 		Object: &report.ObjectRef{APIVersion: "apiregistration.k8s.io/v1", Kind: "APIService", Resource: "apiservices", Name: a.Name},
 		Field:  "status.conditions[Available]", Value: a.Available, Reason: a.Reason, Quote: a.Message}

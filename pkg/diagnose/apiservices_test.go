@@ -6,8 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func TestUnavailableAPIServiceIsTheRootCause(t *testing.T) {
@@ -15,7 +15,7 @@ func TestUnavailableAPIServiceIsTheRootCause(t *testing.T) {
 		nsCond(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue, "DiscoveryFailed", "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"),
 	)...)
 	s := snap(ns)
-	s.APIServices = []snapshot.APIService{
+	s.APIServices = []observed.APIService{
 		{Name: "v1beta1.metrics.k8s.io", Group: "metrics.k8s.io", Version: "v1beta1", Service: "kube-system/metrics-server",
 			Available: "False", Reason: "MissingEndpoints", Message: "endpoints for service/metrics-server in \"kube-system\" have no addresses with port name \"https\"", ReadyEndpoints: new(int)},
 		{Name: "v1.example.io", Group: "example.io", Version: "v1", Service: "x/y", Available: "True"},
@@ -36,7 +36,7 @@ func TestUnavailableAPIServiceIsTheRootCause(t *testing.T) {
 // an unavailable APIService still blocks it.
 func TestUnavailableAPIServiceBeforeTheCondition(t *testing.T) {
 	s := snap(terminatingNamespace(10*time.Minute, allConditions()...))
-	s.APIServices = []snapshot.APIService{{Name: "v1.hung.example.com", Group: "hung.example.com", Version: "v1", Service: "bench/hung",
+	s.APIServices = []observed.APIService{{Name: "v1.hung.example.com", Group: "hung.example.com", Version: "v1", Service: "bench/hung",
 		Available: "False", Reason: "FailedDiscoveryCheck", Message: "failing or missing response from https://192.0.2.2:8443/apis/hung.example.com/v1: context deadline exceeded", ReadyEndpoints: intp(1)}}
 	it := Diagnose(s).Items[0]
 	expectCauses(t, it, []string{"APIServiceUnavailable"}, report.Critical, "reason FailedDiscoveryCheck")

@@ -14,8 +14,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Names that would run a command of their own if pasted unquoted.
@@ -97,11 +97,11 @@ func TestSuggestedCommandsQuoteClusterNames(t *testing.T) {
 	s := snap(dead, stuck, ns, node(hostileNode, corev1.ConditionUnknown, taintUnreachable), lease(hostileNode, time.Hour),
 		node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
 	s.Targets = append(s.Targets, held)
-	held.Dependents = []*snapshot.Target{}
-	s.Admission = snapshot.NewAdmission()
+	held.Dependents = []*observed.Target{}
+	s.Admission = observed.NewAdmission()
 	s.Admission.Validating = []admissionregistrationv1.ValidatingWebhookConfiguration{hook}
 	s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 0
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 
 	dir, log := stubs(t)
 	var commands []string

@@ -13,15 +13,15 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // contentFailureCauses explains why the namespace controller cannot delete
 // the content: admission webhooks refusing its DELETEs, conversion webhooks
 // that make the content impossible to list. Read from its condition message,
 // from the live scan's own failed lists, and from the webhook configuration.
-func contentFailureCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+func contentFailureCauses(s *observed.Snapshot, t *observed.Target, tm timing) []report.Cause {
 	var named []string
 	if c := namespaceCondition(t.Namespace, corev1.NamespaceDeletionContentFailure); c != nil && c.Status == corev1.ConditionTrue {
 		named = parseWebhookNames(c.Message)
@@ -35,7 +35,7 @@ func contentFailureCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) [
 
 // conversionFailures are the kinds a namespace's live scan failed to list,
 // and its condition says, for want of a conversion webhook.
-func conversionFailures(s *snapshot.Snapshot, t *snapshot.Target) []conversionFailure {
+func conversionFailures(s *observed.Snapshot, t *observed.Target) []conversionFailure {
 	var conversions []conversionFailure
 	if c := t.Contents; c != nil {
 		for _, sk := range c.Skipped {
@@ -57,7 +57,7 @@ func conversionFailures(s *snapshot.Snapshot, t *snapshot.Target) []conversionFa
 // ReadsConversionOf reports whether the diagnosis of t reads the backend of
 // crd's conversion webhook: a CRD target's own; for a namespace, a kind
 // that fails to convert. The collector reads those backends' endpoints.
-func ReadsConversionOf(s *snapshot.Snapshot, t *snapshot.Target, crd *snapshot.CRD) bool {
+func ReadsConversionOf(s *observed.Snapshot, t *observed.Target, crd *observed.CRD) bool {
 	if t.Namespace == nil {
 		return t.Ref.Name == crd.Name
 	}
@@ -75,7 +75,7 @@ func addConversions(to []conversionFailure, text string) []conversionFailure {
 }
 
 // listedFine reports whether the live scan listed the failing kind without error.
-func listedFine(s *snapshot.Snapshot, c *snapshot.Contents, f conversionFailure) bool {
+func listedFine(s *observed.Snapshot, c *observed.Contents, f conversionFailure) bool {
 	crd := crdOfKind(s, f.group, f.kind)
 	if c == nil || crd == nil {
 		return false
@@ -89,7 +89,7 @@ const namedInCondition = "status.conditions[type=NamespaceDeletionContentFailure
 // namespaceWebhookCauses finds the webhooks that refuse the namespace
 // controller's DELETEs: those its error names, and those matching DELETE of
 // a leftover type whose service has no ready endpoints.
-func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []string, tm timing) []report.Cause {
+func namespaceWebhookCauses(s *observed.Snapshot, t *observed.Target, named []string, tm timing) []report.Cause {
 	ns := t.Ref.Name
 	var causes []report.Cause
 	if s.Admission == nil {
@@ -133,7 +133,7 @@ func namespaceWebhookCauses(s *snapshot.Snapshot, t *snapshot.Target, named []st
 // the webhook intercepts. A webhook with an objectSelector is left out: the
 // leftovers' labels are not read, and guessing would blame webhooks that
 // guard other objects (the condition's message names the ones that refuse).
-func leftoverTypesMatching(t *snapshot.Target, h hook) []string {
+func leftoverTypesMatching(t *observed.Target, h hook) []string {
 	c := t.Contents
 	if c == nil || (h.objectSelector != nil && (len(h.objectSelector.MatchLabels) > 0 || len(h.objectSelector.MatchExpressions) > 0)) {
 		return nil
@@ -160,7 +160,7 @@ func orContent(resources []string) string {
 // conversionCause explains a conversion webhook that fails: the apiserver
 // cannot serve the kind in the version asked for, so a namespace holding such
 // objects cannot be emptied.
-func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) report.Cause {
+func conversionCause(s *observed.Snapshot, f conversionFailure, tm timing) report.Cause {
 	crd := crdOfKind(s, f.group, f.kind)
 	name := strings.ToLower(f.kind) + "s." + f.group // a guess, replaced by the CRD's name once read
 	evidence := []report.Fact{report.Noted(fmt.Sprintf("conversion webhook for %s/%s, Kind=%s failed: %s", f.group, f.version, f.kind, f.err))}
@@ -196,7 +196,7 @@ func conversionCause(s *snapshot.Snapshot, f conversionFailure, tm timing) repor
 	return c
 }
 
-func crdOfKind(s *snapshot.Snapshot, group, kind string) *snapshot.CRD {
+func crdOfKind(s *observed.Snapshot, group, kind string) *observed.CRD {
 	for _, crd := range s.CRDs {
 		if crd.Group == group && crd.Kind == kind {
 			return crd

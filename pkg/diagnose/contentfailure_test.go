@@ -11,18 +11,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // configMapsLeft is a namespace whose content deletion failed with msg, and
 // whose live scan found one configmap left.
-func configMapsLeft(msg string) *snapshot.Snapshot {
+func configMapsLeft(msg string) *observed.Snapshot {
 	ns := terminatingNamespace(10*time.Minute, allConditions(
 		nsCond(corev1.NamespaceDeletionContentFailure, corev1.ConditionTrue, "ContentDeletionFailed", msg))...)
 	ns.Labels = map[string]string{"kubernetes.io/metadata.name": "shop"}
 	s := snap(ns)
-	s.Targets[0].Contents = &snapshot.Contents{
+	s.Targets[0].Contents = &observed.Contents{
 		Counts:    byType(map[string]int{"configmaps": 1}),
 		Resources: map[schema.GroupResource]schema.GroupVersionResource{{Resource: "configmaps"}: {Version: "v1", Resource: "configmaps"}, {Resource: "secrets"}: {Version: "v1", Resource: "secrets"}},
 	}
@@ -58,7 +58,7 @@ func TestNamespaceWebhookRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := configMapsLeft(tc.msg)
 			if tc.read {
-				s.Admission = snapshot.NewAdmission()
+				s.Admission = observed.NewAdmission()
 				s.Admission.Validating = []admissionregistrationv1.ValidatingWebhookConfiguration{deleteConfigMapsWebhook("cm.guard.example.com")}
 				s.Admission.ServiceEndpoints[key("guard/guard-svc")] = tc.ready
 			}
@@ -73,7 +73,7 @@ func TestNamespaceWebhookRefusals(t *testing.T) {
 
 func TestWebhookWithAnObjectSelectorIsBlamedOnlyWhenNamed(t *testing.T) {
 	s := configMapsLeft("Failed to delete all resource types, 1 remaining: something else")
-	s.Admission = snapshot.NewAdmission()
+	s.Admission = observed.NewAdmission()
 	w := deleteConfigMapsWebhook("cm.guard.example.com")
 	w.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"guarded-by": "other-test"}}
 	s.Admission.Validating = append(s.Admission.Validating, w)
@@ -85,7 +85,7 @@ func TestWebhookWithAnObjectSelectorIsBlamedOnlyWhenNamed(t *testing.T) {
 
 func TestWebhookOnAnotherTypeIsNotBlamed(t *testing.T) {
 	s := configMapsLeft("Failed to delete all resource types, 1 remaining: something else")
-	s.Admission = snapshot.NewAdmission()
+	s.Admission = observed.NewAdmission()
 	w := deleteConfigMapsWebhook("secrets.guard.example.com")
 	w.Webhooks[0].Rules[0].Resources = []string{"secrets"} // no secret is left
 	s.Admission.Validating = append(s.Admission.Validating, w)
@@ -94,9 +94,9 @@ func TestWebhookOnAnotherTypeIsNotBlamed(t *testing.T) {
 	}
 }
 
-func gadgetsWithDownConversion() *snapshot.Snapshot {
+func gadgetsWithDownConversion() *observed.Snapshot {
 	s := configMapsLeft(conversionFailureMessage)
-	s.CRDs["gadgets.conv.example.com"] = &snapshot.CRD{Name: "gadgets.conv.example.com", Group: "conv.example.com", Kind: "Gadget", Plural: "gadgets",
+	s.CRDs["gadgets.conv.example.com"] = &observed.CRD{Name: "gadgets.conv.example.com", Group: "conv.example.com", Kind: "Gadget", Plural: "gadgets",
 		Namespaced: true, StorageVersion: "v1", Served: []string{"v1", "v2"}, StoredVersions: []string{"v1"},
 		ConversionStrategy: "Webhook", ConversionService: "default/conv-down", ConversionServiceEndpoints: new(int)}
 	return s
@@ -132,7 +132,7 @@ func TestStaleConversionFailureIsNotBlamed(t *testing.T) {
 
 func TestConversionFailureSeenOnlyByTheScan(t *testing.T) {
 	s := snap(terminatingNamespace(10*time.Minute, allConditions()...))
-	s.Targets[0].Contents = &snapshot.Contents{Counts: byType(nil), Skipped: []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: "Error",
+	s.Targets[0].Contents = &observed.Contents{Counts: byType(nil), Skipped: []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: "Error",
 		APIMessage: `conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://conv-down.default.svc:443/convert?timeout=30s": service "conv-down" not found`}}}
 	it := Diagnose(s).Items[0]
 	if got := codes(it); len(got) == 0 || got[0] != "ConversionWebhookFailing" {

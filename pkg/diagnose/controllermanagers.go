@@ -5,17 +5,17 @@ import (
 	"strings"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // ControllerManagerEvidence: the leader-election Leases of the controller
-// managers (snapshot.ControllerManagerLeases).
+// managers (observed.ControllerManagerLeases).
 var ControllerManagerEvidence = newEvidence()
 
 func init() {
 	registerRule(rule{name: "controller manager leading", applies: heldByControllerManager,
-		needs: func(*snapshot.Target) Evidence { return ControllerManagerEvidence }, explain: controllerManagerCauses})
+		needs: func(*observed.Target) Evidence { return ControllerManagerEvidence }, explain: controllerManagerCauses})
 }
 
 // controllerManagerOf names the controller manager whose controller removes
@@ -23,7 +23,7 @@ func init() {
 // controller (kube-controller-manager)"); "" for any other owner.
 func controllerManagerOf(f string) string {
 	owner := catalog.FinalizerOwner(f).Owner
-	for _, cm := range snapshot.ControllerManagers {
+	for _, cm := range observed.ControllerManagers {
 		if strings.Contains(owner, "("+cm+")") || strings.Contains(owner, "("+cm+"),") {
 			return cm
 		}
@@ -33,7 +33,7 @@ func controllerManagerOf(f string) string {
 
 // heldByControllerManager: an object being deleted that a finalizer of a
 // controller manager's holds.
-func heldByControllerManager(t *snapshot.Target) bool {
+func heldByControllerManager(t *observed.Target) bool {
 	if t.Object.GetDeletionTimestamp() == nil {
 		return false
 	}
@@ -50,7 +50,7 @@ func heldByControllerManager(t *snapshot.Target) bool {
 // means none does, and none of its finalizers is removed. A component with
 // no Lease (leader election off) is not judged.
 func controllerManagerCauses(x subject) []report.Cause {
-	leases, read := snapshot.ControllerManagerLeases.Get(x.s)
+	leases, read := observed.ControllerManagerLeases.Get(x.s)
 	if !read {
 		return nil
 	}
@@ -61,7 +61,7 @@ func controllerManagerCauses(x subject) []report.Cause {
 		}
 	}
 	var causes []report.Cause
-	for _, cm := range snapshot.ControllerManagers {
+	for _, cm := range observed.ControllerManagers {
 		lease := leases[cm]
 		if len(held[cm]) == 0 || lease == nil {
 			continue

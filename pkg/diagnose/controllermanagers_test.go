@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // controllerManagerLease is a controller manager's leader-election Lease,
@@ -23,7 +23,7 @@ func controllerManagerLease(name, holder string, renewed time.Duration) *coordin
 func TestControllerManagerNotLeading(t *testing.T) {
 	ns := terminatingNamespace(10 * time.Minute) // no condition: the namespace controller never acted
 	s := snap(ns)
-	snapshot.ControllerManagerLeases.Set(s, map[string]*coordinationv1.Lease{
+	observed.ControllerManagerLeases.Set(s, map[string]*coordinationv1.Lease{
 		"kube-controller-manager":  controllerManagerLease("kube-controller-manager", "cp-1_4b0f2c", 12*time.Minute),
 		"cloud-controller-manager": nil, // leader election off, or no cloud: not judged
 	})
@@ -52,10 +52,10 @@ func TestControllerManagerNotLeading(t *testing.T) {
 	}
 
 	// Renewed within its duration: the component runs, nothing to say.
-	snapshot.ControllerManagerLeases.Set(s, map[string]*coordinationv1.Lease{"kube-controller-manager": controllerManagerLease("kube-controller-manager", "cp-1_4b0f2c", 2*time.Second)})
+	observed.ControllerManagerLeases.Set(s, map[string]*coordinationv1.Lease{"kube-controller-manager": controllerManagerLease("kube-controller-manager", "cp-1_4b0f2c", 2*time.Second)})
 	expectCauses(t, Diagnose(s).Items[0], []string{"NamespaceControllerInactive"}, report.Critical, "")
 	// No lease (leader election off), or the leases not read: not judged.
-	snapshot.ControllerManagerLeases.Set(s, map[string]*coordinationv1.Lease{"kube-controller-manager": nil})
+	observed.ControllerManagerLeases.Set(s, map[string]*coordinationv1.Lease{"kube-controller-manager": nil})
 	expectCauses(t, Diagnose(s).Items[0], []string{"NamespaceControllerInactive"}, report.Critical, "")
 	expectCauses(t, Diagnose(snap(ns)).Items[0], []string{"NamespaceControllerInactive"}, report.Critical, "")
 }
@@ -69,8 +69,8 @@ func TestCloudControllerManagerNotLeading(t *testing.T) {
 			Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
 	s := snap()
-	s.Targets = append(s.Targets, target(svc, "services", func(t *snapshot.Target) { t.Service = svc }))
-	snapshot.ControllerManagerLeases.Set(s, map[string]*coordinationv1.Lease{
+	s.Targets = append(s.Targets, target(svc, "services", func(t *observed.Target) { t.Service = svc }))
+	observed.ControllerManagerLeases.Set(s, map[string]*coordinationv1.Lease{
 		"kube-controller-manager":  controllerManagerLease("kube-controller-manager", "cp-1_x", time.Second),
 		"cloud-controller-manager": controllerManagerLease("cloud-controller-manager", "cp-2_y", time.Hour),
 	})
@@ -81,7 +81,7 @@ func TestCloudControllerManagerNotLeading(t *testing.T) {
 	}
 	expectGradedSteps(t, it)
 
-	widget := target(terminatingNamespace(time.Hour), "widgets.example.com", func(t *snapshot.Target) {})
+	widget := target(terminatingNamespace(time.Hour), "widgets.example.com", func(t *observed.Target) {})
 	widget.Object.SetFinalizers([]string{"example.com/cleanup"})
 	if Needs(widget).Has(ControllerManagerEvidence) {
 		t.Error("an object held by a third-party finalizer asks for the controller managers' leases")

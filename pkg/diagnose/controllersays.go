@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // A controller that is alive but cannot finish a deletion usually says why
@@ -45,7 +45,7 @@ type complaint struct {
 // complaints lists what the target's controllers say, the owner's own words
 // first, then what was said since the deletion began, then the most recent
 // and most repeated.
-func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) []complaint {
+func complaints(s *observed.Snapshot, t *observed.Target, finalizers []heldBy) []complaint {
 	var rows []catalog.Finalizer
 	for _, f := range finalizers {
 		if row, ok := catalog.LookupFinalizer(f.name); ok {
@@ -64,7 +64,7 @@ func complaints(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy) [
 // wordsOf is what an object's own status says of a failure: its
 // failure-looking conditions (direct when a catalogue row of rows names
 // them) and its status fields that carry a controller's words.
-func wordsOf(t *snapshot.Target, rows []catalog.Finalizer) []complaint {
+func wordsOf(t *observed.Target, rows []catalog.Finalizer) []complaint {
 	var out []complaint
 	for _, c := range conditionsOf(t.Object) {
 		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool {
@@ -104,7 +104,7 @@ func statusWrittenAt(u *unstructured.Unstructured) time.Time {
 
 // eventComplaints are the Warning events of the last hour about the object
 // uid; direct when a catalogue row names their reason.
-func eventComplaints(s *snapshot.Snapshot, uid types.UID, rows []catalog.Finalizer) []complaint {
+func eventComplaints(s *observed.Snapshot, uid types.UID, rows []catalog.Finalizer) []complaint {
 	var out []complaint
 	for _, e := range append(slices.Clone(s.Events[uid]), s.BlockerEvents[uid]...) {
 		at := eventTime(e)

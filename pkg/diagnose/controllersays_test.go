@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // heldWith is a custom resource held 10 minutes by a finalizer, with status conditions.
@@ -46,7 +46,7 @@ func warning(reason, message string, age time.Duration) corev1.Event {
 // conditions (whatever the operator's shape) and its Warning events are
 // quoted, and make the finalizer's cause critical with what they say.
 func TestTheControllerSaysWhy(t *testing.T) {
-	healthy := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 1}}}
+	healthy := &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 1}}}
 	for _, tc := range []struct {
 		name   string
 		obj    *unstructured.Unstructured
@@ -115,7 +115,7 @@ func TestTheControllerSaysWhy(t *testing.T) {
 // when it last ran.
 func TestADownControllerComesBeforeItsOldWords(t *testing.T) {
 	s := snap(heldWith("finalizer.widget.io", cond("Synced", "False", "ReconcileError", "cannot delete")))
-	s.Controllers = &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 0}}}
+	s.Controllers = &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 0}}}
 	c := Diagnose(s).Items[0].Causes[0]
 	if !strings.Contains(c.Summary, "has no ready replica") {
 		t.Errorf("summary %q", c.Summary)

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // crdCleanupFinalizer is how apiextensions holds a CRD until its instances are gone.
@@ -19,7 +19,7 @@ const crdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
 // crdCauses explains a CRD held by customresourcecleanup: the instances
 // apiextensions still has to delete, grouped by the finalizers that hold
 // them, with a few of them diagnosed and nested.
-func crdCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []report.Cause {
+func crdCauses(s *observed.Snapshot, t *observed.Target, _ heldBy, tm timing) []report.Cause {
 	crd, c := s.CRDs[t.Ref.Name], t.Contents
 	if crd == nil || c == nil || t.Object.GetKind() != "CustomResourceDefinition" {
 		return nil // not read: the generic FinalizerPending speaks

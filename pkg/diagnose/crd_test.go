@@ -12,32 +12,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // terminatingCRD is the widgets CRD, deleted `requested` ago, with instances
 // left in namespaces (by count) held by finalizer f.
-func terminatingCRD(requested time.Duration, reason string, counts map[string]int, f string) *snapshot.Snapshot {
+func terminatingCRD(requested time.Duration, reason string, counts map[string]int, f string) *observed.Snapshot {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("apiextensions.k8s.io/v1")
 	u.SetKind("CustomResourceDefinition")
 	u.SetName("widgets.example.com")
 	u.SetDeletionTimestamp(ago(requested))
 	u.SetFinalizers([]string{crdCleanupFinalizer})
-	s := snapshot.New(now)
-	t := &snapshot.Target{Object: u, Ref: report.ObjectRef{Kind: "CustomResourceDefinition", Resource: "customresourcedefinitions.apiextensions.k8s.io", Name: u.GetName()}}
-	s.Targets = []*snapshot.Target{t}
-	s.CRDs[u.GetName()] = &snapshot.CRD{Name: u.GetName(), Group: "example.com", Kind: "Widget", Plural: "widgets", Namespaced: true,
+	s := observed.New(now)
+	t := &observed.Target{Object: u, Ref: report.ObjectRef{Kind: "CustomResourceDefinition", Resource: "customresourcedefinitions.apiextensions.k8s.io", Name: u.GetName()}}
+	s.Targets = []*observed.Target{t}
+	s.CRDs[u.GetName()] = &observed.CRD{Name: u.GetName(), Group: "example.com", Kind: "Widget", Plural: "widgets", Namespaced: true,
 		Terminating: &metav1.Condition{Type: "Terminating", Status: "True", Reason: reason, Message: "CustomResource deletion is in progress", LastTransitionTime: *ago(requested)}}
-	t.Contents = &snapshot.Contents{ByNamespace: counts, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}}
+	t.Contents = &observed.Contents{ByNamespace: counts, Finalizers: map[string]int{}, Held: map[string][]*observed.Target{}}
 	for ns, n := range counts {
 		t.Contents.Finalizers[f] += n
 		w := widget(requested, f)
 		w.SetNamespace(ns)
 		t.Contents.Held[f] = append(t.Contents.Held[f], snap(w).Targets[0])
 	}
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	return s
 }
 

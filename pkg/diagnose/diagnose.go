@@ -14,19 +14,19 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kubeversion"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/parallel"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Diagnose builds the report for every target of the snapshot, most severe first.
-func Diagnose(s *snapshot.Snapshot) report.Report {
+func Diagnose(s *observed.Snapshot) report.Report {
 	return reportOf(s, diagnoseTarget)
 }
 
 // reportOf is the report of every target of the snapshot, each judged by
 // judge, most severe first.
-func reportOf(s *snapshot.Snapshot, judge func(*snapshot.Snapshot, *snapshot.Target) report.Item) report.Report {
+func reportOf(s *observed.Snapshot, judge func(*observed.Snapshot, *observed.Target) report.Item) report.Report {
 	r := report.Report{
 		APIVersion:  report.APIVersion,
 		Kind:        report.Kind,
@@ -52,7 +52,7 @@ func reportOf(s *snapshot.Snapshot, judge func(*snapshot.Snapshot, *snapshot.Tar
 
 // serverOf says which release the verdicts were made for, and what they
 // assume of it.
-func serverOf(s *snapshot.Snapshot) *report.Server {
+func serverOf(s *observed.Snapshot) *report.Server {
 	srv := &report.Server{Assumptions: []string{}}
 	if s.Server != nil {
 		srv.GitVersion = s.Server.GitVersion
@@ -64,7 +64,7 @@ func serverOf(s *snapshot.Snapshot) *report.Server {
 }
 
 // minorOf is the server's minor version, 0 when unknown.
-func minorOf(s *snapshot.Snapshot) int {
+func minorOf(s *observed.Snapshot) int {
 	if s.Server == nil {
 		return 0
 	}
@@ -95,22 +95,22 @@ func SortItems(items []report.Item) {
 	})
 }
 
-func diagnoseTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
+func diagnoseTarget(s *observed.Snapshot, t *observed.Target) report.Item {
 	return diagnoseAt(s, t, 0)
 }
 
 // nested diagnoses t where the diagnosis of an object at parent's depth nests
-// it. Nesting stops at snapshot.MaxDepth, so no graph of targets, however it
+// it. Nesting stops at observed.MaxDepth, so no graph of targets, however it
 // loops, makes the diagnosis recurse without end.
-func nested(s *snapshot.Snapshot, t *snapshot.Target, parent timing) report.Item {
-	if parent.depth >= snapshot.MaxDepth {
+func nested(s *observed.Snapshot, t *observed.Target, parent timing) report.Item {
+	if parent.depth >= observed.MaxDepth {
 		return report.Item{Object: t.Ref, Causes: []report.Cause{}, Skipped: []report.Skip{{Check: "diagnosis of " + report.Name(t.Ref),
-			Reason: snapshot.SkipError, Detail: fmt.Sprintf("nested deeper than %d levels", snapshot.MaxDepth)}}}
+			Reason: observed.SkipError, Detail: fmt.Sprintf("nested deeper than %d levels", observed.MaxDepth)}}}
 	}
 	return diagnoseAt(s, t, parent.depth+1)
 }
 
-func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item {
+func diagnoseAt(s *observed.Snapshot, t *observed.Target, depth int) report.Item {
 	tm := timingOf(t.Object, s.Now)
 	tm.depth = depth
 	item := itemOf(t)
@@ -144,7 +144,7 @@ func diagnoseAt(s *snapshot.Snapshot, t *snapshot.Target, depth int) report.Item
 }
 
 // itemOf is what an item says of t as read, whatever its verdict.
-func itemOf(t *snapshot.Target) report.Item {
+func itemOf(t *observed.Target) report.Item {
 	item := report.Item{Object: t.Ref, Finalizers: t.Object.GetFinalizers(), ResourceVersion: t.Object.GetResourceVersion(), Skipped: t.Skipped}
 	if t.Contents != nil && t.Contents.Read.Types > 0 {
 		read := t.Contents.Read
@@ -169,7 +169,7 @@ func documented(causes []report.Cause) []report.Cause {
 }
 
 // incomplete is the honest answer when nothing explains an overdue object.
-func incomplete(t *snapshot.Target, tm timing) report.Cause {
+func incomplete(t *observed.Target, tm timing) report.Cause {
 	evidence := []report.Fact{report.FieldFact("metadata.deletionTimestamp", fmt.Sprintf("%s (%s ago)", tm.deadline.UTC().Format(time.RFC3339), report.HumanDuration(tm.overdue)))}
 	for _, sk := range t.Skipped {
 		evidence = append(evidence, report.Noted(fmt.Sprintf("not read: %s (%s)", sk.Check, sk.Reason)))

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // A step's text is filled in one pass, as strings.Replacer would: a value
@@ -36,16 +36,16 @@ func TestFillInIsOnePass(t *testing.T) {
 // reaches the caller (where the command recovers it and exits 1), instead
 // of ending the process with Go's status 2, which runbooks read as "stuck".
 func TestAPanickingJudgementReachesTheCaller(t *testing.T) {
-	s := snapshot.New(time.Now())
+	s := observed.New(time.Now())
 	for range 8 {
-		s.Targets = append(s.Targets, &snapshot.Target{})
+		s.Targets = append(s.Targets, &observed.Target{})
 	}
 	defer func() {
 		if msg, _ := recover().(string); !strings.Contains(msg, "boom") || !strings.Contains(msg, "in a goroutine of the diagnosis") {
 			t.Errorf("recovered %q, want the judgement's panic", msg)
 		}
 	}()
-	reportOf(s, func(_ *snapshot.Snapshot, tg *snapshot.Target) report.Item {
+	reportOf(s, func(_ *observed.Snapshot, tg *observed.Target) report.Item {
 		if tg == s.Targets[5] {
 			panic("boom")
 		}

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // podClaim is one ResourceClaim of a pod, with what its drivers publish on the node.
@@ -24,8 +24,8 @@ type podClaim struct {
 }
 
 // podClaimsOf returns the pod's claims, or false when they were not read.
-func podClaimsOf(s *snapshot.Snapshot, pod *corev1.Pod) ([]podClaim, bool) {
-	names := snapshot.PodClaimNames(pod)
+func podClaimsOf(s *observed.Snapshot, pod *corev1.Pod) ([]podClaim, bool) {
+	names := observed.PodClaimNames(pod)
 	nodeSlices, slicesRead := s.DRA.Slices[pod.Spec.NodeName]
 	var out []podClaim
 	for _, name := range names {

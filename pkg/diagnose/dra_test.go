@@ -10,13 +10,13 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // draStateBPrime: containers stopped, phase Running, a GPU claim reserved for
 // the pod; the driver publishes a slice on the node or not.
-func draStateBPrime(driverOnNode bool) *snapshot.Snapshot {
+func draStateBPrime(driverOnNode bool) *observed.Snapshot {
 	p := allStopped(terminatingPod(10*time.Minute, 30))
 	claimName := "gpu-claim"
 	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claimName}}
@@ -63,7 +63,7 @@ func TestPodClaimNamesFromTemplates(t *testing.T) {
 	generated := "web-0-gpu-x7k2"
 	p := &corev1.Pod{Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: new("gpu-template")}}},
 		Status: corev1.PodStatus{ResourceClaimStatuses: []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &generated}}}}
-	if got := snapshot.PodClaimNames(p); !slices.Equal(got, []string{generated}) {
+	if got := observed.PodClaimNames(p); !slices.Equal(got, []string{generated}) {
 		t.Errorf("claim names = %v", got)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // A drain finalizer (Karpenter's karpenter.sh/termination on a Node or a
@@ -25,15 +25,15 @@ import (
 
 // Annotations by which a pod refuses voluntary disruption.
 const (
-	doNotDisrupt = snapshot.DoNotDisruptAnnotation
-	safeToEvict  = snapshot.SafeToEvictAnnotation
+	doNotDisrupt = observed.DoNotDisruptAnnotation
+	safeToEvict  = observed.SafeToEvictAnnotation
 )
 
 // DrainedNode is the node a drain finalizer on t empties: t itself when it
 // is a Node, else the node its status names (a Cluster API Machine's
 // status.nodeRef.name, a Karpenter NodeClaim's status.nodeName); "" when
 // none is named.
-func DrainedNode(t *snapshot.Target) string {
+func DrainedNode(t *observed.Target) string {
 	if t.Ref.Kind == "Node" && t.Ref.APIVersion == "v1" {
 		return t.Ref.Name
 	}
@@ -53,7 +53,7 @@ type evictionBlocker struct {
 	annotation string
 }
 
-func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func drainCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	node := DrainedNode(t)
 	pods, found := s.NodePods[node]
 	if node == "" || !found {
@@ -109,7 +109,7 @@ func drainCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 	return []report.Cause{c}
 }
 
-func drainSteps(t *snapshot.Target, f heldBy, blocked []evictionBlocker) []report.Step {
+func drainSteps(t *observed.Target, f heldBy, blocked []evictionBlocker) []report.Step {
 	first := blocked[0]
 	var steps []report.Step
 	if i := slices.IndexFunc(blocked, func(b evictionBlocker) bool { return b.pdb != nil }); i >= 0 {
@@ -133,7 +133,7 @@ func drained(p *corev1.Pod) bool {
 	if isTerminalPhase(p.Status.Phase) {
 		return false
 	}
-	if snapshot.IsMirrorPod(p) {
+	if observed.IsMirrorPod(p) {
 		return false
 	}
 	for _, ref := range p.OwnerReferences {
@@ -145,9 +145,9 @@ func drained(p *corev1.Pod) bool {
 }
 
 // evictionBlockers lists why the Eviction API refuses a pod, or nothing.
-func evictionBlockers(s *snapshot.Snapshot, p *corev1.Pod) []evictionBlocker {
+func evictionBlockers(s *observed.Snapshot, p *corev1.Pod) []evictionBlocker {
 	var out []evictionBlocker
-	for _, a := range []string{doNotDisrupt, snapshot.DoNotEvictAnnotation} {
+	for _, a := range []string{doNotDisrupt, observed.DoNotEvictAnnotation} {
 		if p.Annotations[a] == "true" {
 			out = append(out, evictionBlocker{pod: p, annotation: a, reason: fmt.Sprintf("annotation %s=true: Karpenter does not disrupt it", a)})
 		}

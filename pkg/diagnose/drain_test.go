@@ -11,18 +11,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 const drainFinalizer = "karpenter.sh/termination"
 
-func drainedNodeTarget() *snapshot.Target {
+func drainedNodeTarget() *observed.Target {
 	n := node("node-7", corev1.ConditionTrue)
 	n.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}
 	n.DeletionTimestamp, n.Finalizers = ago(10*time.Minute), []string{drainFinalizer}
 	n.DeletionGracePeriodSeconds = int64p(0)
-	return target(n, "nodes", func(*snapshot.Target) {})
+	return target(n, "nodes", func(*observed.Target) {})
 }
 
 func podOn(name string, labels map[string]string, mutate ...func(*corev1.Pod)) corev1.Pod {
@@ -51,14 +51,14 @@ func budget(name string, allowed int32, mutate ...func(*policyv1.PodDisruptionBu
 // refuses its eviction, whatever holds the drain.
 func TestNodeDrainBlocked(t *testing.T) {
 	db := map[string]string{"app": "db"}
-	nodeClaim := func() *snapshot.Target {
+	nodeClaim := func() *observed.Target {
 		u := widget(10*time.Minute, drainFinalizer)
 		u.SetAPIVersion("karpenter.sh/v1")
 		u.SetKind("NodeClaim")
 		_ = unstructured.SetNestedField(u.Object, "node-7", "status", "nodeName")
-		return &snapshot.Target{Object: u, Ref: report.ObjectRef{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Resource: "nodeclaims.karpenter.sh", Name: "w1"}}
+		return &observed.Target{Object: u, Ref: report.ObjectRef{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Resource: "nodeclaims.karpenter.sh", Name: "w1"}}
 	}
-	machine := func() *snapshot.Target {
+	machine := func() *observed.Target {
 		t := nodeClaim()
 		_ = unstructured.SetNestedField(t.Object.Object, "node-7", "status", "nodeRef", "name")
 		unstructured.RemoveNestedField(t.Object.Object, "status", "nodeName")
@@ -67,7 +67,7 @@ func TestNodeDrainBlocked(t *testing.T) {
 	daemon, yes := true, true
 	for _, tc := range []struct {
 		name     string
-		target   func() *snapshot.Target
+		target   func() *observed.Target
 		pods     []corev1.Pod
 		pdbs     []policyv1.PodDisruptionBudget
 		code     string
@@ -81,10 +81,10 @@ func TestNodeDrainBlocked(t *testing.T) {
 		{"a Machine draining the node", machine, []corev1.Pod{podOn("db-0", db)}, []policyv1.PodDisruptionBudget{budget("db", 0)},
 			"NodeDrainBlocked", report.Critical, "cannot evict pod shop/db-0"},
 		{"a pod that asks not to be disrupted", drainedNodeTarget,
-			[]corev1.Pod{podOn("batch-0", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{snapshot.DoNotDisruptAnnotation: "true"} })}, nil,
+			[]corev1.Pod{podOn("batch-0", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{observed.DoNotDisruptAnnotation: "true"} })}, nil,
 			"NodeDrainBlocked", report.Critical, "annotation karpenter.sh/do-not-disrupt=true"},
 		{"a pod that asks not to be evicted (Karpenter before v0.32)", drainedNodeTarget,
-			[]corev1.Pod{podOn("batch-0", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{snapshot.DoNotEvictAnnotation: "true"} })}, nil,
+			[]corev1.Pod{podOn("batch-0", nil, func(p *corev1.Pod) { p.Annotations = map[string]string{observed.DoNotEvictAnnotation: "true"} })}, nil,
 			"NodeDrainBlocked", report.Critical, "annotation karpenter.sh/do-not-evict=true"},
 		{"two pods refused", drainedNodeTarget, []corev1.Pod{podOn("db-0", db), podOn("db-1", db)}, []policyv1.PodDisruptionBudget{budget("db", 0)},
 			"NodeDrainBlocked", report.Critical, "cannot evict 2 pods;"},
@@ -103,7 +103,7 @@ func TestNodeDrainBlocked(t *testing.T) {
 			podOn("ds-0", db, func(p *corev1.Pod) {
 				p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: &daemon, BlockOwnerDeletion: &yes}}
 			}),
-			podOn("etcd-node-7", db, func(p *corev1.Pod) { p.Annotations = map[string]string{snapshot.MirrorPodAnnotation: "x"} }),
+			podOn("etcd-node-7", db, func(p *corev1.Pod) { p.Annotations = map[string]string{observed.MirrorPodAnnotation: "x"} }),
 			podOn("job-0", db, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
 		}, []policyv1.PodDisruptionBudget{budget("db", 0)}, "FinalizerPending", report.Warning, "karpenter.sh/termination"},
 	} {

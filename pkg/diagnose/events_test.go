@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Messages as the kubelet writes them: "error killing pod: " + PodSyncResult.Error().
@@ -24,12 +24,12 @@ func event(reason, msg string, age time.Duration) corev1.Event {
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", UID: "pod-uid"}, LastTimestamp: *ago(age)}
 }
 
-func withEvents(s *snapshot.Snapshot, events ...corev1.Event) *snapshot.Snapshot {
+func withEvents(s *observed.Snapshot, events ...corev1.Event) *observed.Snapshot {
 	s.Events["pod-uid"] = events
 	return s
 }
 
-func healthySnap(p *corev1.Pod) *snapshot.Snapshot {
+func healthySnap(p *corev1.Pod) *observed.Snapshot {
 	return snap(p, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
 }
 
@@ -43,7 +43,7 @@ func allStopped(p *corev1.Pod) *corev1.Pod {
 func TestPodEventRules(t *testing.T) {
 	cases := []struct {
 		name      string
-		s         *snapshot.Snapshot
+		s         *observed.Snapshot
 		codes     []string
 		severity  report.Severity
 		evidence  string

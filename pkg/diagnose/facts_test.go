@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // factOf is the fact of a cause read from field (about object kind, "" for
@@ -36,7 +36,7 @@ func TestEvidenceIsData(t *testing.T) {
 		map[string]any{"error": map[string]any{"message": "credentials expired"}})
 	wroteBy(u, "ack-rds-controller", "status", 3*time.Minute, "")
 	s := snap(u)
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	warning := corev1.Event{Type: corev1.EventTypeWarning, Reason: "DeleteFailed", Message: "bucket not empty", Count: 3,
 		LastTimestamp: metav1.NewTime(now.Add(-time.Minute)), InvolvedObject: corev1.ObjectReference{UID: u.GetUID()}}
 	s.Events = map[types.UID][]corev1.Event{u.GetUID(): {warning}}

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // pendingFinalizerCauses explains finalizers that still hold an object and
 // that no specific rule explains, with how alive each third-party
 // finalizer's controller looks.
-func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy, tm timing) []report.Cause {
+func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers []heldBy, tm timing) []report.Cause {
 	if len(finalizers) == 0 {
 		return nil
 	}
@@ -73,9 +73,9 @@ func pendingFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers
 	depends, namedEvidence := namedTrouble(t)
 	evidence = append(evidence, namedEvidence...)
 	users := make([]string, 0, len(t.NamedBy)) // what still names it, and where
-	var firstUser *snapshot.Target
+	var firstUser *observed.Target
 	for _, u := range t.NamedBy {
-		field, _ := snapshot.NamingField(u.Object, t.Ref.Kind, t.Ref.Name)
+		field, _ := observed.NamingField(u.Object, t.Ref.Kind, t.Ref.Name)
 		evidence = append(evidence, report.Noted(fmt.Sprintf("named by %s: %s: %s (%s)", refName(u.Ref), field, t.Ref.Name, deletionState(u))))
 		if u.Object.GetDeletionTimestamp() != nil {
 			continue // going too, and often waiting for this one (a Cluster API cluster for its infrastructure): no user to remove
@@ -217,7 +217,7 @@ func ownerEvidence(finalizers []string) []report.Fact {
 // labelled with their words, as ownerLiveness matches them, or with the
 // name of the field manager that added the finalizer; for finalizers with
 // no such words (Kubernetes' own), the object itself.
-func findOwners(code catalog.Code, t *snapshot.Target, finalizers []string) report.Step {
+func findOwners(code catalog.Code, t *observed.Target, finalizers []string) report.Step {
 	var words []string
 	for _, f := range finalizers {
 		if catalog.ThirdPartyFinalizer(f) {
@@ -237,7 +237,7 @@ func findOwners(code catalog.Code, t *snapshot.Target, finalizers []string) repo
 }
 
 // finalizerFields quotes the fields that hold the finalizers.
-func finalizerFields(t *snapshot.Target) []report.Fact {
+func finalizerFields(t *observed.Target) []report.Fact {
 	var out []report.Fact
 	if ns := t.Namespace; ns != nil {
 		out = append(out, specFinalizers(ns))
@@ -257,7 +257,7 @@ func metadataFinalizers(u *unstructured.Unstructured) report.Fact {
 // removeCommand removes one finalizer: from metadata.finalizers with a JSON
 // patch that tests the entry first, from a namespace's spec.finalizers
 // through its finalize subresource.
-func removeCommand(t *snapshot.Target, f heldBy) string {
+func removeCommand(t *observed.Target, f heldBy) string {
 	if f.spec {
 		name := t.Ref.Name
 		return finalizeNamespace(name, ".spec.finalizers -= "+jsonText([]string{f.name}))
@@ -268,7 +268,7 @@ func removeCommand(t *snapshot.Target, f heldBy) string {
 // removeFinalizer is the step that removes one finalizer from
 // metadata.finalizers: the command for a person, the action for fix, for
 // the version of the object the diagnosis read.
-func removeFinalizer(code catalog.Code, id string, t *snapshot.Target, f string, args ...string) report.Step {
+func removeFinalizer(code catalog.Code, id string, t *observed.Target, f string, args ...string) report.Step {
 	s := step(code, id, removeFinalizerCommand(t.Ref, finalizerIndex(t.Object, f), f), args...)
 	s.Apply = &report.Action{Verb: report.ActionRemoveFinalizer, Object: t.Ref, Finalizer: f, ResourceVersion: t.Object.GetResourceVersion()}
 	return s

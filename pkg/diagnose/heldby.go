@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // What holds an object its controller cannot finish is often named by the
@@ -23,13 +23,13 @@ import (
 // namedNodeCauses reports the nodes a held object names that are gone or
 // not reporting: nothing on them (the node agent a DaemonSet runs there,
 // the kubelet) can do the cleanup its finalizers wait for.
-func namedNodeCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []heldBy, tm timing) []report.Cause {
+func namedNodeCauses(s *observed.Snapshot, t *observed.Target, finalizers []heldBy, tm timing) []report.Cause {
 	if t.Pod != nil {
 		return nil // the pod rules judge a pod's node
 	}
 	var causes []report.Cause
 	names := finalizerNames(finalizers)
-	for _, ref := range snapshot.NodeReferences(t.Object) {
+	for _, ref := range observed.NodeReferences(t.Object) {
 		n := nodeHealthOf(s, ref.Node)
 		evidence := append([]report.Fact{report.FieldFact(ref.Field, ref.Node)}, n.evidence()...)
 		evidence = append(evidence, nodeAgents(s, finalizers, ref.Node, n)...)
@@ -62,7 +62,7 @@ func namedNodeCauses(s *snapshot.Snapshot, t *snapshot.Target, finalizers []held
 // nodeAgents says, for a controller that runs as a DaemonSet (a node
 // agent: one pod per node), that its pod on a node gone or not reporting
 // cannot act.
-func nodeAgents(s *snapshot.Snapshot, finalizers []heldBy, node string, n nodeHealth) []report.Fact {
+func nodeAgents(s *observed.Snapshot, finalizers []heldBy, node string, n nodeHealth) []report.Fact {
 	if s.Controllers == nil || n.alive() {
 		return nil
 	}
@@ -89,7 +89,7 @@ const maxNestedDependents = 5
 // ownerReferences name it) that are being deleted, the worst first, and
 // quotes them as evidence; none for an owner in foreground deletion, whose
 // rule nests them.
-func dependentsDeleted(s *snapshot.Snapshot, t *snapshot.Target, tm timing) ([]report.Item, []report.Fact) {
+func dependentsDeleted(s *observed.Snapshot, t *observed.Target, tm timing) ([]report.Item, []report.Fact) {
 	if slices.Contains(t.Object.GetFinalizers(), metav1.FinalizerDeleteDependents) {
 		return nil, nil // the foreground rule nests them
 	}
@@ -108,7 +108,7 @@ func dependentsDeleted(s *snapshot.Snapshot, t *snapshot.Target, tm timing) ([]r
 
 // removeByHand is the last resort for each finalizer: removing it by hand,
 // for when its controller is gone for good.
-func removeByHand(code catalog.Code, t *snapshot.Target, finalizers []heldBy) []report.Step {
+func removeByHand(code catalog.Code, t *observed.Target, finalizers []heldBy) []report.Step {
 	var steps []report.Step
 	for _, f := range finalizers {
 		if f.spec {
@@ -134,11 +134,11 @@ func finalizerNames(finalizers []heldBy) []string {
 // exist, with its way there.
 type trouble struct {
 	path   []string
-	at     *snapshot.Target
+	at     *observed.Target
 	words  []complaint
 	paused *pause
 
-	missing     *snapshot.ObjectRef
+	missing     *observed.ObjectRef
 	missingPath []string
 }
 
@@ -148,21 +148,21 @@ type trouble struct {
 // location Unavailable, a claim's snapshot in error, a Cluster API
 // cluster's infrastructure object paused (its controller then never
 // finishes deleting it, and the cluster waits for it).
-func namedTrouble(t *snapshot.Target) (trouble, []report.Fact) {
+func namedTrouble(t *observed.Target) (trouble, []report.Fact) {
 	var evidence []report.Fact
 	type step struct {
-		t    *snapshot.Target
+		t    *observed.Target
 		path []string
 	}
 	queue := []step{{t: t}}
-	seen := map[*snapshot.Target]bool{t: true}
+	seen := map[*observed.Target]bool{t: true}
 	var found trouble
 	for len(queue) > 0 {
 		from := queue[0]
 		queue = queue[1:]
-		refs := snapshot.NamedIn(from.t.Object)
+		refs := observed.NamedIn(from.t.Object)
 		fieldOf := func(kind, name string) string {
-			if i := slices.IndexFunc(refs, func(r snapshot.NamedRef) bool { return r.Names(kind, name) }); i >= 0 {
+			if i := slices.IndexFunc(refs, func(r observed.NamedRef) bool { return r.Names(kind, name) }); i >= 0 {
 				return refs[i].Field
 			}
 			return "names"
@@ -203,7 +203,7 @@ func namedTrouble(t *snapshot.Target) (trouble, []report.Fact) {
 
 // ownerOf names the object a reference is read from in the evidence:
 // "reference" for the held object itself, else the named object.
-func ownerOf(from, held *snapshot.Target) string {
+func ownerOf(from, held *observed.Target) string {
 	if from == held {
 		return "reference"
 	}

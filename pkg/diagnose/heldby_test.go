@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 const vmiFinalizer = "kubevirt.io/foregroundDeleteVirtualMachine"
@@ -25,7 +25,7 @@ func vmi(node string) *unstructured.Unstructured {
 	return u
 }
 
-var virtController = &snapshot.Controllers{Workloads: []snapshot.Workload{
+var virtController = &observed.Controllers{Workloads: []observed.Workload{
 	{Kind: "Deployment", Namespace: "kubevirt", Name: "virt-controller", Desired: 2, Ready: 2},
 	{Kind: "daemonset", Namespace: "kubevirt", Name: "virt-handler", Desired: 3, Ready: 2}}}
 
@@ -94,16 +94,16 @@ func TestTheNodeAHeldObjectNames(t *testing.T) {
 // machine's launcher pod) is blocked by them: a dependent stuck on a dead
 // node is the root cause, nested; dependents going normally are progress.
 func TestDependentsBeingDeletedHoldTheirOwner(t *testing.T) {
-	launcher := func(requested time.Duration, grace int64) *snapshot.Target {
+	launcher := func(requested time.Duration, grace int64) *observed.Target {
 		p := terminatingPod(requested, grace)
 		p.Name = "virt-launcher-db-x7k"
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "w1", UID: "vmi-uid"}}
-		return target(p, "pods", func(t *snapshot.Target) { t.Pod = p })
+		return target(p, "pods", func(t *observed.Target) { t.Pod = p })
 	}
 	t.Run("a launcher pod on a dead node", func(t *testing.T) {
 		s := snap(vmi("node-1"), node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 10*time.Minute))
 		s.Controllers = virtController
-		s.Targets[0].Dependents = []*snapshot.Target{launcher(10*time.Minute, 30)}
+		s.Targets[0].Dependents = []*observed.Target{launcher(10*time.Minute, 30)}
 		it := Diagnose(s).Items[0]
 		c := it.Causes[0]
 		if c.Code != "FinalizerPending" && c.Code != "NodeUnreachable" {
@@ -123,7 +123,7 @@ func TestDependentsBeingDeletedHoldTheirOwner(t *testing.T) {
 		u.SetUID("vmi-uid")
 		s := snap(u, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
 		s.Controllers = virtController
-		s.Targets[0].Dependents = []*snapshot.Target{launcher(time.Minute, 180)}
+		s.Targets[0].Dependents = []*observed.Target{launcher(time.Minute, 180)}
 		it := Diagnose(s).Items[0]
 		if c := it.Causes[0]; it.Stuck || c.Severity != report.Info || !strings.HasPrefix(c.Summary, "progressing: the object's 1 dependent being deleted is not stuck") {
 			t.Errorf("stuck %t: %s %s", it.Stuck, c.Severity, c.Summary)
@@ -134,7 +134,7 @@ func TestDependentsBeingDeletedHoldTheirOwner(t *testing.T) {
 		s.Controllers = virtController
 		d := launcher(time.Minute, 30)
 		d.Object.SetDeletionTimestamp(nil)
-		s.Targets[0].Dependents = []*snapshot.Target{d}
+		s.Targets[0].Dependents = []*observed.Target{d}
 		if c := Diagnose(s).Items[0].Causes[0]; len(c.BlockedBy) != 0 || !strings.Contains(c.Summary, "looks healthy") {
 			t.Errorf("%s; blocked by %d", c.Summary, len(c.BlockedBy))
 		}
@@ -150,18 +150,18 @@ func TestWhatAHeldObjectDependsOn(t *testing.T) {
 			"metadata": map[string]any{"name": name, "namespace": "velero"}, "spec": spec, "status": status}}
 		return u
 	}
-	named := func(u *unstructured.Unstructured, resource string) *snapshot.Target {
-		return &snapshot.Target{Object: u, Ref: report.ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Resource: resource, Namespace: "velero", Name: u.GetName()}}
+	named := func(u *unstructured.Unstructured, resource string) *observed.Target {
+		return &observed.Target{Object: u, Ref: report.ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Resource: resource, Namespace: "velero", Name: u.GetName()}}
 	}
 	restore := heldWith("restores.velero.io/external-resources-finalizer")
 	_ = unstructured.SetNestedField(restore.Object, "nightly", "spec", "backupName")
 	backup := named(obj("velero.io/v1", "Backup", "nightly", map[string]any{"storageLocation": "default"}, map[string]any{"phase": "Completed"}), "backups.velero.io")
 	bsl := named(obj("velero.io/v1", "BackupStorageLocation", "default", map[string]any{"provider": "aws"},
 		map[string]any{"phase": "Unavailable", "message": "BackupStorageLocation \"default\" is unavailable: rpc error: code = Unknown desc = NoCredentialProviders"}), "backupstoragelocations.velero.io")
-	backup.Named = []*snapshot.Target{bsl}
+	backup.Named = []*observed.Target{bsl}
 	s := snap(restore)
-	s.Targets[0].Named = []*snapshot.Target{backup}
-	s.Controllers = &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "velero", Name: "velero", Desired: 1, Ready: 1}}}
+	s.Targets[0].Named = []*observed.Target{backup}
+	s.Controllers = &observed.Controllers{Workloads: []observed.Workload{{Kind: "deployment", Namespace: "velero", Name: "velero", Desired: 1, Ready: 1}}}
 	it := Diagnose(s).Items[0]
 	c := it.Causes[0]
 	want := "depends on backupstoragelocation.velero.io/default (spec.backupName -> backup.velero.io/nightly -> spec.storageLocation), which reports status.message: BackupStorageLocation \"default\" is unavailable: rpc error"
@@ -180,8 +180,8 @@ func TestWhatAHeldObjectDependsOn(t *testing.T) {
 	}
 
 	// The location deleted: what the backup names does not exist.
-	backup.Named = []*snapshot.Target{}
-	backup.Unfound = []snapshot.ObjectRef{{APIVersion: "velero.io/v1", Kind: "BackupStorageLocation", Resource: "backupstoragelocations.velero.io", Namespace: "velero", Name: "default"}}
+	backup.Named = []*observed.Target{}
+	backup.Unfound = []observed.ObjectRef{{APIVersion: "velero.io/v1", Kind: "BackupStorageLocation", Resource: "backupstoragelocations.velero.io", Namespace: "velero", Name: "default"}}
 	it = Diagnose(s).Items[0]
 	c = it.Causes[0]
 	want = "may wait for backupstoragelocation.velero.io/default (spec.backupName -> backup.velero.io/nightly -> spec.storageLocation), which does not exist"
@@ -207,8 +207,8 @@ func TestAPausedObjectItDependsOn(t *testing.T) {
 	_ = unstructured.SetNestedMap(cluster.Object, map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSCluster", "name": "prod"}, "spec", "infrastructureRef")
 	s := snap(cluster)
 	ref := report.ObjectRef{APIVersion: "infrastructure.cluster.x-k8s.io/v1beta2", Kind: "AWSCluster", Resource: "awsclusters.infrastructure.cluster.x-k8s.io", Namespace: "shop", Name: "prod"}
-	s.Targets[0].Named = []*snapshot.Target{{Object: infra, Ref: ref}}
-	s.Controllers = &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "capi-system", Name: "capi-controller-manager", Desired: 1, Ready: 1}}}
+	s.Targets[0].Named = []*observed.Target{{Object: infra, Ref: ref}}
+	s.Controllers = &observed.Controllers{Workloads: []observed.Workload{{Kind: "deployment", Namespace: "capi-system", Name: "capi-controller-manager", Desired: 1, Ready: 1}}}
 	it := Diagnose(s).Items[0]
 	c := it.Causes[0]
 	want := "the controller that removes cluster.cluster.x-k8s.io depends on awscluster.infrastructure.cluster.x-k8s.io/prod (spec.infrastructureRef), which is paused (metadata.annotations[cluster.x-k8s.io/paused]): its controller leaves it alone, its deletion included"
@@ -241,8 +241,8 @@ func TestWhatStillNamesAHeldObject(t *testing.T) {
 	source := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "EventSource",
 		"metadata": map[string]any{"name": "webhook", "namespace": "shop"}, "spec": map[string]any{"eventBusName": "default"}}}
 	s := snap(bus)
-	s.Targets[0].NamedBy = []*snapshot.Target{{Object: source, Ref: report.ObjectRef{APIVersion: "argoproj.io/v1alpha1", Kind: "EventSource", Resource: "eventsources.argoproj.io", Namespace: "shop", Name: "webhook"}}}
-	s.Controllers = &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "argo-events", Name: "eventbus-controller", Desired: 1, Ready: 1}}}
+	s.Targets[0].NamedBy = []*observed.Target{{Object: source, Ref: report.ObjectRef{APIVersion: "argoproj.io/v1alpha1", Kind: "EventSource", Resource: "eventsources.argoproj.io", Namespace: "shop", Name: "webhook"}}}
+	s.Controllers = &observed.Controllers{Workloads: []observed.Workload{{Kind: "deployment", Namespace: "argo-events", Name: "eventbus-controller", Desired: 1, Ready: 1}}}
 	it := Diagnose(s).Items[0]
 	c := it.Causes[0]
 	want := "may wait for the 1 object that still names the object: eventsource.argoproj.io/webhook (spec.eventBusName)"

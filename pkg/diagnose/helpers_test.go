@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // now is the fixed clock of every rule test.
@@ -64,8 +64,8 @@ func lease(name string, renewed time.Duration) *coordinationv1.Lease {
 }
 
 // snap builds a snapshot around typed targets and healthy or sick nodes.
-func snap(objs ...runtime.Object) *snapshot.Snapshot {
-	s := snapshot.New(now)
+func snap(objs ...runtime.Object) *observed.Snapshot {
+	s := observed.New(now)
 	for _, o := range objs {
 		switch v := o.(type) {
 		case *corev1.Node:
@@ -73,23 +73,23 @@ func snap(objs ...runtime.Object) *snapshot.Snapshot {
 		case *coordinationv1.Lease:
 			s.Leases[v.Name] = v
 		case *corev1.Pod:
-			s.Targets = append(s.Targets, target(v, "pods", func(t *snapshot.Target) { t.Pod = v }))
+			s.Targets = append(s.Targets, target(v, "pods", func(t *observed.Target) { t.Pod = v }))
 		case *corev1.Namespace:
-			s.Targets = append(s.Targets, target(v, "namespaces", func(t *snapshot.Target) { t.Namespace = v }))
+			s.Targets = append(s.Targets, target(v, "namespaces", func(t *observed.Target) { t.Namespace = v }))
 		case *unstructured.Unstructured:
-			s.Targets = append(s.Targets, &snapshot.Target{Object: v, Ref: report.ObjectRef{APIVersion: v.GetAPIVersion(), Kind: v.GetKind(), Resource: "widgets.example.com", Namespace: v.GetNamespace(), Name: v.GetName()}})
+			s.Targets = append(s.Targets, &observed.Target{Object: v, Ref: report.ObjectRef{APIVersion: v.GetAPIVersion(), Kind: v.GetKind(), Resource: "widgets.example.com", Namespace: v.GetNamespace(), Name: v.GetName()}})
 		}
 	}
 	return s
 }
 
-func target(o runtime.Object, resource string, set func(*snapshot.Target)) *snapshot.Target {
+func target(o runtime.Object, resource string, set func(*observed.Target)) *observed.Target {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
 		panic(err)
 	}
 	u := &unstructured.Unstructured{Object: m}
-	t := &snapshot.Target{Object: u, Ref: report.ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Resource: resource, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}}
+	t := &observed.Target{Object: u, Ref: report.ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Resource: resource, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}}
 	set(t)
 	return t
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // An in-use protection finalizer (a GatewayClass's while Gateways use it, an
@@ -17,13 +17,13 @@ import (
 
 // inUseNeeds: the referrers, and what the owner says and whether it is
 // alive (a gone owner never removes the finalizer, referrers or not).
-func inUseNeeds(_ *snapshot.Target, _ heldBy) Evidence {
+func inUseNeeds(_ *observed.Target, _ heldBy) Evidence {
 	return ReferenceEvidence | OwnerEvidence | EventEvidence
 }
 
 // ReferencesOf are the kinds of object that keep t's finalizers on while
 // they name it (what the collector lists for ReferenceEvidence).
-func ReferencesOf(t *snapshot.Target) []catalog.Reference {
+func ReferencesOf(t *observed.Target) []catalog.Reference {
 	var out []catalog.Reference
 	for _, f := range finalizersOf(t) {
 		row, _ := catalog.LookupFinalizer(f.name)
@@ -32,11 +32,11 @@ func ReferencesOf(t *snapshot.Target) []catalog.Reference {
 	return out
 }
 
-func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func inUseCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	row, _ := catalog.LookupFinalizer(f.name)
-	var users []*snapshot.Target
+	var users []*observed.Target
 	refs := row.ReferencesTo(t.Ref.Kind)
-	fields := map[*snapshot.Target]string{} // the field by which each user names it
+	fields := map[*observed.Target]string{} // the field by which each user names it
 	for _, r := range t.Referrers {
 		if ref, ok := referenceOf(refs, r); ok {
 			users = append(users, r)
@@ -105,7 +105,7 @@ func inUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) [
 
 // referenceOf is the reference by which r, of a kind the references say
 // names the held object, names it.
-func referenceOf(refs []catalog.Reference, r *snapshot.Target) (catalog.Reference, bool) {
+func referenceOf(refs []catalog.Reference, r *observed.Target) (catalog.Reference, bool) {
 	group, _ := splitAPIVersion(r.Ref.APIVersion)
 	resource, _, _ := strings.Cut(r.Ref.Resource, ".")
 	for _, ref := range refs {
@@ -118,7 +118,7 @@ func referenceOf(refs []catalog.Reference, r *snapshot.Target) (catalog.Referenc
 
 // sameNamespace is the namespace every target is in, or "" when they
 // differ or are cluster-scoped.
-func sameNamespace(ts []*snapshot.Target) string {
+func sameNamespace(ts []*observed.Target) string {
 	ns := ts[0].Ref.Namespace
 	for _, t := range ts[1:] {
 		if t.Ref.Namespace != ns {

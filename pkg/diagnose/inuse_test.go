@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 const gatewaysExist = "gateway-exists-finalizer.gateway.networking.k8s.io"
@@ -29,8 +29,8 @@ func gatewayObject(kind, namespace, name string, deleted time.Duration, finalize
 	return u
 }
 
-func asTarget(u *unstructured.Unstructured, resource string) *snapshot.Target {
-	return &snapshot.Target{Object: u, Ref: report.ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Resource: resource, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}}
+func asTarget(u *unstructured.Unstructured, resource string) *observed.Target {
+	return &observed.Target{Object: u, Ref: report.ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Resource: resource, Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())}}
 }
 
 // A GatewayClass held by its in-use protection while Gateways name it: the
@@ -38,35 +38,35 @@ func asTarget(u *unstructured.Unstructured, resource string) *snapshot.Target {
 // being deleted and none stuck is progressing; none left, or an owner that
 // is gone, leaves it to FinalizerPending.
 func TestObjectInUse(t *testing.T) {
-	gateway := func(ns, name string, deleted time.Duration, finalizers ...string) *snapshot.Target {
+	gateway := func(ns, name string, deleted time.Duration, finalizers ...string) *observed.Target {
 		return asTarget(gatewayObject("Gateway", ns, name, deleted, finalizers...), "gateways.gateway.networking.k8s.io")
 	}
-	live := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "envoy-gateway-system", Name: "envoy-gateway", Desired: 1, Ready: 1}}}
+	live := &observed.Controllers{Workloads: []observed.Workload{{Kind: "deployment", Namespace: "envoy-gateway-system", Name: "envoy-gateway", Desired: 1, Ready: 1}}}
 	for _, tc := range []struct {
 		name      string
-		referrers []*snapshot.Target
-		owner     *snapshot.Controllers
+		referrers []*observed.Target
+		owner     *observed.Controllers
 		code      string
 		severity  report.Severity
 		summary   string
 		first     string
 	}{
-		{"live gateways in two namespaces", []*snapshot.Target{gateway("shop", "web", 0), gateway("blog", "edge", 0)}, live,
+		{"live gateways in two namespaces", []*observed.Target{gateway("shop", "web", 0), gateway("blog", "edge", 0)}, live,
 			"ObjectInUse", report.Warning, "2 gateways still use gatewayclass shared: web, edge", "kubectl get gateways.gateway.networking.k8s.io -A"},
-		{"one namespace: the objects are named", []*snapshot.Target{gateway("shop", "web", 0), gateway("shop", "api", 0)}, live,
+		{"one namespace: the objects are named", []*observed.Target{gateway("shop", "web", 0), gateway("shop", "api", 0)}, live,
 			"ObjectInUse", report.Warning, "still use gatewayclass shared", "kubectl get gateways.gateway.networking.k8s.io web api -n shop"},
-		{"a gateway stuck itself", []*snapshot.Target{gateway("shop", "web", 20*time.Minute, "example.com/cleanup")}, live,
+		{"a gateway stuck itself", []*observed.Target{gateway("shop", "web", 20*time.Minute, "example.com/cleanup")}, live,
 			"ObjectInUse", report.Warning, "gateway.gateway.networking.k8s.io/web is stuck: deletion waits for 1 finalizer to be removed: example.com/cleanup", ""},
-		{"every gateway being deleted, none stuck", []*snapshot.Target{gateway("shop", "web", 5*time.Second, "example.com/cleanup")}, live,
+		{"every gateway being deleted, none stuck", []*observed.Target{gateway("shop", "web", 5*time.Second, "example.com/cleanup")}, live,
 			"ObjectInUse", report.Info, "progressing: the 1 gateway that uses gatewayclass shared is being deleted and is not stuck", ""},
-		{"nothing names it", []*snapshot.Target{}, live, "FinalizerPending", report.Warning, "looks healthy but has not removed it", ""},
-		{"its controller is gone", []*snapshot.Target{gateway("shop", "web", 0)}, &snapshot.Controllers{}, "FinalizerPending", report.Critical, "no controller that could remove " + gatewaysExist + " is found", ""},
+		{"nothing names it", []*observed.Target{}, live, "FinalizerPending", report.Warning, "looks healthy but has not removed it", ""},
+		{"its controller is gone", []*observed.Target{gateway("shop", "web", 0)}, &observed.Controllers{}, "FinalizerPending", report.Critical, "no controller that could remove " + gatewaysExist + " is found", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			class := asTarget(gatewayObject("GatewayClass", "", "shared", 10*time.Minute, gatewaysExist), "gatewayclasses.gateway.networking.k8s.io")
 			class.Referrers = tc.referrers
-			s := snapshot.New(now)
-			s.Targets = []*snapshot.Target{class}
+			s := observed.New(now)
+			s.Targets = []*observed.Target{class}
 			s.Controllers = tc.owner
 			it := Diagnose(s).Items[0]
 			top := it.Causes[0]
@@ -94,7 +94,7 @@ func TestObjectInUse(t *testing.T) {
 // (Kueue's resource-in-use: ClusterQueues name a ResourceFlavor,
 // ResourceFlavors a Topology), and a kind no reference is about has none.
 func TestReferencesAreAboutTheHeldKind(t *testing.T) {
-	held := func(kind string) *snapshot.Target {
+	held := func(kind string) *observed.Target {
 		u := gatewayObject(kind, "", "x", time.Minute, "kueue.x-k8s.io/resource-in-use")
 		u.SetAPIVersion("kueue.x-k8s.io/v1beta1")
 		return asTarget(u, strings.ToLower(kind)+"s.kueue.x-k8s.io")

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // kubeletView is what the pod's own kubelet reports of it (--kubelet): the
@@ -18,12 +18,12 @@ type kubeletView struct {
 	node                  string
 	readAt                time.Time
 	podsRead, summaryRead bool
-	pod                   *snapshot.KubeletPod // nil: it reports nothing of the pod
+	pod                   *observed.KubeletPod // nil: it reports nothing of the pod
 }
 
 // kubeletViewOf is nil when the pod's kubelet was not read (no --kubelet,
 // or neither endpoint answered: the skip says why).
-func kubeletViewOf(s *snapshot.Snapshot, pod *corev1.Pod) *kubeletView {
+func kubeletViewOf(s *observed.Snapshot, pod *corev1.Pod) *kubeletView {
 	k := s.Kubelets[pod.Spec.NodeName]
 	if k == nil {
 		return nil
@@ -34,7 +34,7 @@ func kubeletViewOf(s *snapshot.Snapshot, pod *corev1.Pod) *kubeletView {
 // kubeletUnread says why --kubelet could not read the pod's node's
 // /stats/summary, the endpoint that reports its cgroup ("" when it was not
 // asked or answered).
-func kubeletUnread(t *snapshot.Target) string {
+func kubeletUnread(t *observed.Target) string {
 	path := "nodes/" + t.Pod.Spec.NodeName + "/proxy/stats/summary"
 	for _, sk := range t.Skipped {
 		if sk.Check == path {
@@ -76,7 +76,7 @@ func (v *kubeletView) running() (names []string, known bool) {
 // its volumes, from the pod's cgroup: once the cgroup is gone, a volume the
 // kubelet still fails to unmount is reported nowhere (seen on a real node:
 // a busy emptyDir, the pod absent from /stats/summary, listed by /pods).
-func (v *kubeletView) volumes() (vols []snapshot.KubeletVolume, known bool) {
+func (v *kubeletView) volumes() (vols []observed.KubeletVolume, known bool) {
 	if v == nil || !v.summaryRead || v.pod == nil || (!v.pod.Cgroup && len(v.pod.Volumes) == 0) {
 		return nil, false
 	}
@@ -119,7 +119,7 @@ func (v *kubeletView) containersFact() string {
 	return v.says("/pods", "the pod is not among the pods it manages")
 }
 
-func describeVolumes(vols []snapshot.KubeletVolume) string {
+func describeVolumes(vols []observed.KubeletVolume) string {
 	names := make([]string, 0, len(vols))
 	for _, vol := range vols {
 		if vol.Claim != "" {
@@ -171,7 +171,7 @@ func kubeletForgot(pod *corev1.Pod, tm timing, v *kubeletView) report.Cause {
 
 // kubeletVolumesCause: the kubelet itself still reports volumes mounted for
 // a pod whose containers stopped, whatever their type.
-func kubeletVolumesCause(pod *corev1.Pod, tm timing, v *kubeletView, vols []snapshot.KubeletVolume, known []podVolume) report.Cause {
+func kubeletVolumesCause(pod *corev1.Pod, tm timing, v *kubeletView, vols []observed.KubeletVolume, known []podVolume) report.Cause {
 	sev := report.Critical
 	if tm.overdue < settleTime {
 		sev = report.Info

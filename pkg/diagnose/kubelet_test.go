@@ -8,22 +8,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // stateCOnKubelet: a pod in state C (containers stopped, terminal phase, no
 // final DELETE) 5 minutes past its deadline on a live node, whose kubelet
 // reports k of it (nil: nothing).
-func stateCOnKubelet(k *snapshot.KubeletPod, podsRead, summaryRead bool) *snapshot.Snapshot {
+func stateCOnKubelet(k *observed.KubeletPod, podsRead, summaryRead bool) *observed.Snapshot {
 	pod := stopped(terminatingPod(6*time.Minute, 60), corev1.PodSucceeded)
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "198.18.0.9", Path: "/export"}}}}
 	s := snap(pod, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
-	view := &snapshot.Kubelet{ReadAt: now.Add(-time.Second), PodsRead: podsRead, SummaryRead: summaryRead, Pods: map[types.UID]*snapshot.KubeletPod{}}
+	view := &observed.Kubelet{ReadAt: now.Add(-time.Second), PodsRead: podsRead, SummaryRead: summaryRead, Pods: map[types.UID]*observed.KubeletPod{}}
 	if k != nil {
 		view.Pods[pod.UID] = k
 	}
-	s.Kubelets = map[string]*snapshot.Kubelet{"node-1": view}
+	s.Kubelets = map[string]*observed.Kubelet{"node-1": view}
 	return s
 }
 
@@ -40,24 +40,24 @@ func TestKubeletViewDecidesTheReclaimRows(t *testing.T) {
 	stoppedApp := []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}}
 	for _, tc := range []struct {
 		name     string
-		s        *snapshot.Snapshot
+		s        *observed.Snapshot
 		codes    []string
 		severity report.Severity
 		evidence string
 		rows     map[string]report.CheckStatus
 	}{
 		{"the cgroup is still there: CgroupCleanupPending, confirmed",
-			stateCOnKubelet(&snapshot.KubeletPod{Managed: true, Containers: stoppedApp, Cgroup: true}, true, true),
+			stateCOnKubelet(&observed.KubeletPod{Managed: true, Containers: stoppedApp, Cgroup: true}, true, true),
 			[]string{"CgroupCleanupPending"}, report.Warning, "reports the pod's cgroup",
 			map[string]report.CheckStatus{"cgroup sandbox removed": report.Fail, "volumes unmounted": report.Pass, "containers stopped": report.Pass, "final delete admitted": report.Pending}},
 		{"an NFS volume still mounted: VolumeTeardownPending, named",
-			stateCOnKubelet(&snapshot.KubeletPod{Managed: true, Containers: stoppedApp, Cgroup: true, Volumes: []snapshot.KubeletVolume{{Name: "data"}}}, true, true),
+			stateCOnKubelet(&observed.KubeletPod{Managed: true, Containers: stoppedApp, Cgroup: true, Volumes: []observed.KubeletVolume{{Name: "data"}}}, true, true),
 			[]string{"VolumeTeardownPending"}, report.Critical, "still mounted for the pod: data",
 			map[string]report.CheckStatus{"volumes unmounted": report.Fail, "cgroup sandbox removed": report.Fail}},
 		// As a real kubelet does with a busy emptyDir: the summary drops the
 		// pod with its cgroup, so it says nothing of the volumes any more.
 		{"the cgroup gone, the pod still managed: the volumes are unknown again",
-			stateCOnKubelet(&snapshot.KubeletPod{Managed: true, Containers: stoppedApp}, true, true),
+			stateCOnKubelet(&observed.KubeletPod{Managed: true, Containers: stoppedApp}, true, true),
 			[]string{"VolumeTeardownPending", "CgroupCleanupPending"}, report.Warning, "server 198.18.0.9",
 			map[string]report.CheckStatus{"volumes unmounted": report.Unknown, "cgroup sandbox removed": report.Pass, "final delete admitted": report.Pending}},
 		{"the kubelet no longer manages the pod",
@@ -65,7 +65,7 @@ func TestKubeletViewDecidesTheReclaimRows(t *testing.T) {
 			[]string{"KubeletNoLongerManagesPod"}, report.Critical, "not among the pods it manages",
 			map[string]report.CheckStatus{"containers stopped": report.Pass, "volumes unmounted": report.Unknown, "cgroup sandbox removed": report.Pass, "final delete admitted": report.Fail}},
 		{"only /pods answered: the summary's rows stay as the API leaves them",
-			stateCOnKubelet(&snapshot.KubeletPod{Managed: true, Containers: stoppedApp}, true, false),
+			stateCOnKubelet(&observed.KubeletPod{Managed: true, Containers: stoppedApp}, true, false),
 			[]string{"VolumeTeardownPending", "CgroupCleanupPending"}, report.Warning, "",
 			map[string]report.CheckStatus{"volumes unmounted": report.Unknown, "cgroup sandbox removed": report.Unknown}},
 	} {
@@ -84,7 +84,7 @@ func TestKubeletViewDecidesTheReclaimRows(t *testing.T) {
 // The kubelet's own container statuses beat the API's: it still runs a
 // container the API's status says stopped.
 func TestKubeletRunningContainersBeatTheAPIStatus(t *testing.T) {
-	s := stateCOnKubelet(&snapshot.KubeletPod{Managed: true, Cgroup: true, Containers: []corev1.ContainerStatus{
+	s := stateCOnKubelet(&observed.KubeletPod{Managed: true, Cgroup: true, Containers: []corev1.ContainerStatus{
 		{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}, true, true)
 	s.Targets[0].Pod.Status.Phase = corev1.PodRunning
 	it := Diagnose(s).Items[0]
@@ -110,7 +110,7 @@ func TestKubeletForgotPodSaysForceDeleteIsSafe(t *testing.T) {
 func TestKubeletNotAnsweringIsSaidOnTheCgroupRow(t *testing.T) {
 	s := stateCOnKubelet(nil, false, false)
 	s.Kubelets = nil // neither endpoint answered
-	s.Targets[0].Skipped = []snapshot.Skip{{Check: "nodes/node-1/proxy/stats/summary", Reason: snapshot.SkipUnreachable, Detail: "dial tcp: i/o timeout"}}
+	s.Targets[0].Skipped = []observed.Skip{{Check: "nodes/node-1/proxy/stats/summary", Reason: observed.SkipUnreachable, Detail: "dial tcp: i/o timeout"}}
 	row := checkOf(Diagnose(s).Items[0], "cgroup sandbox removed")
 	if row.Status != report.Unknown || row.Detail != report.NotVisible+"; --kubelet asked the node: nodes/node-1/proxy/stats/summary, Unreachable dial tcp: i/o timeout" {
 		t.Errorf("row %+v", row)

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func mutatingPodsWebhook(policy admissionregistrationv1.FailurePolicyType, mutate func(*admissionregistrationv1.MutatingWebhook)) admissionregistrationv1.MutatingWebhookConfiguration {
@@ -33,13 +33,13 @@ func mutatingPodsWebhook(policy admissionregistrationv1.FailurePolicyType, mutat
 // and makes it an invalid update, whatever its failurePolicy. A suspect on
 // its own; confirmed by what the controller says about the pod.
 func TestMutatingWebhookOnFinalizerRemoval(t *testing.T) {
-	held := func() *snapshot.Snapshot {
+	held := func() *observed.Snapshot {
 		p := stopped(terminatingPod(10*time.Minute, 30), corev1.PodSucceeded)
 		p.UID = "uid-job-pod"
 		p.DeletionGracePeriodSeconds = int64p(0)
 		p.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
 		s := healthySnap(p)
-		s.Admission = snapshot.NewAdmission()
+		s.Admission = observed.NewAdmission()
 		s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 1
 		return s
 	}
@@ -158,23 +158,23 @@ func TestTheOperatorSendsItsWritesAsItsServiceAccount(t *testing.T) {
 			w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "sender", Expression: expression}}
 		})
 	}
-	operator := snapshot.Workload{Kind: "deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 1, ServiceAccount: "widget-operator"}
+	operator := observed.Workload{Kind: "deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 1, ServiceAccount: "widget-operator"}
 	for _, tc := range []struct {
 		name       string
-		workloads  []snapshot.Workload
+		workloads  []observed.Workload
 		expression string
 		suspect    bool
 		halved     bool
 	}{
-		{"sent as the operator's account", []snapshot.Workload{operator}, "request.userInfo.username == 'system:serviceaccount:ops:widget-operator'", true, false},
-		{"a condition that excludes the operator", []snapshot.Workload{operator}, "request.userInfo.username != 'system:serviceaccount:ops:widget-operator'", false, false},
-		{"two candidate owners with different accounts: the sender is unknown", []snapshot.Workload{operator, {Kind: "deployment", Namespace: "ops2", Name: "widget-operator", Desired: 1, Ready: 1, ServiceAccount: "other"}},
+		{"sent as the operator's account", []observed.Workload{operator}, "request.userInfo.username == 'system:serviceaccount:ops:widget-operator'", true, false},
+		{"a condition that excludes the operator", []observed.Workload{operator}, "request.userInfo.username != 'system:serviceaccount:ops:widget-operator'", false, false},
+		{"two candidate owners with different accounts: the sender is unknown", []observed.Workload{operator, {Kind: "deployment", Namespace: "ops2", Name: "widget-operator", Desired: 1, Ready: 1, ServiceAccount: "other"}},
 			"request.userInfo.username == 'system:serviceaccount:ops:widget-operator'", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := snap(heldWith("finalizer.widget.io"))
-			s.Controllers = &snapshot.Controllers{Workloads: tc.workloads}
-			s.Admission = snapshot.NewAdmission()
+			s.Controllers = &observed.Controllers{Workloads: tc.workloads}
+			s.Admission = observed.NewAdmission()
 			s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 1
 			s.Admission.Mutating = append(s.Admission.Mutating, widgetsHook(tc.expression))
 			var suspect *report.Cause

@@ -10,8 +10,8 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kubeversion"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // controllerSilence is how long a Terminating namespace may go without any
@@ -62,7 +62,7 @@ var namespaceConditions = []struct {
 // namespaceCauses reads the namespace controller's conditions, then what the
 // live scan found left in the namespace: the facts once, then each of
 // namespaceRules in order, as kubectl drain runs its filters.
-func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timing) []report.Cause {
+func namespaceCauses(s *observed.Snapshot, t *observed.Target, _ heldBy, tm timing) []report.Cause {
 	if t.Namespace == nil {
 		return nil // not read: the generic FinalizerPending speaks
 	}
@@ -76,8 +76,8 @@ func namespaceCauses(s *snapshot.Snapshot, t *snapshot.Target, _ heldBy, tm timi
 
 // namespaceFacts is what the namespace rules judge by, computed once.
 type namespaceFacts struct {
-	s  *snapshot.Snapshot
-	t  *snapshot.Target
+	s  *observed.Snapshot
+	t  *observed.Target
 	ns *corev1.Namespace
 	tm timing
 	// content are the causes of what the live scan found held.
@@ -99,18 +99,18 @@ type namespaceFacts struct {
 	unreported int
 }
 
-func namespaceFactsOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) namespaceFacts {
+func namespaceFactsOf(s *observed.Snapshot, t *observed.Target, tm timing) namespaceFacts {
 	f := namespaceFacts{s: s, t: t, ns: t.Namespace, tm: tm, content: contentCauses(s, t, tm)}
 	f.ordered = kubeversion.OrderedNamespaceDeletion.On(minorOf(s))
-	podsLeft := t.Contents != nil && t.Contents.Counts[snapshot.Pods] > 0
+	podsLeft := t.Contents != nil && t.Contents.Counts[observed.Pods] > 0
 	f.podsFirst = podsLeft && f.ordered.On
 	stuckPods := slices.ContainsFunc(f.content, func(c report.Cause) bool { return c.Code == string(catalog.PodStuckTerminating) })
 	f.podsProgressing = podsLeft && !stuckPods
 	f.restProgressing = f.podsProgressing && !slices.ContainsFunc(f.content, func(c report.Cause) bool { return c.Severity != report.Info }) &&
-		(f.ordered.On || sum(t.Contents.NotDeleted)-t.Contents.NotDeleted[snapshot.Pods] == 0)
+		(f.ordered.On || sum(t.Contents.NotDeleted)-t.Contents.NotDeleted[observed.Pods] == 0)
 	f.unreported = leftovers(t.Contents)
 	if f.podsProgressing {
-		f.unreported -= t.Contents.Counts[snapshot.Pods]
+		f.unreported -= t.Contents.Counts[observed.Pods]
 	}
 	return f
 }
@@ -210,7 +210,7 @@ func inactiveControllerCauses(f namespaceFacts) []report.Cause {
 }
 
 // leftovers counts the objects the live scan found.
-func leftovers(c *snapshot.Contents) int {
+func leftovers(c *observed.Contents) int {
 	if c == nil {
 		return 0
 	}

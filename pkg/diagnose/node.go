@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Taints the node lifecycle controller and operators put on dead nodes.
@@ -37,7 +37,7 @@ type nodeHealth struct {
 	now      time.Time
 }
 
-func nodeHealthOf(s *snapshot.Snapshot, name string) nodeHealth {
+func nodeHealthOf(s *observed.Snapshot, name string) nodeHealth {
 	n := nodeHealth{name: name, node: s.Nodes[name], missing: s.MissingNodes[name], lease: s.Leases[name], now: s.Now}
 	if n.lease != nil && n.lease.Spec.RenewTime != nil {
 		n.leaseAge = nonNegative(s.Now.Sub(n.lease.Spec.RenewTime.Time))

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // A node agent is a controller that runs as a DaemonSet, one pod per node:
@@ -26,7 +26,7 @@ type AgentRead struct{ Namespace, Node string }
 // NodeAgentReads lists, for an object held by a third-party finalizer that
 // names a node, the namespaces and nodes where the pods of the DaemonSets
 // that look like its finalizers' controllers are to be read.
-func NodeAgentReads(s *snapshot.Snapshot, t *snapshot.Target) []AgentRead {
+func NodeAgentReads(s *observed.Snapshot, t *observed.Target) []AgentRead {
 	var out []AgentRead
 	for _, a := range agentsOf(s, t) {
 		r := AgentRead{Namespace: a.daemonSet.Namespace, Node: a.node.Node}
@@ -41,18 +41,18 @@ func NodeAgentReads(s *snapshot.Snapshot, t *snapshot.Target) []AgentRead {
 // node the held object names: its pod there (nil: none) alone can act.
 type nodeAgent struct {
 	finalizer string
-	daemonSet snapshot.Workload
-	node      snapshot.NodeReference
+	daemonSet observed.Workload
+	node      observed.NodeReference
 	pod       *corev1.Pod
 }
 
 // agentsOf pairs each node t names with each DaemonSet that looks like
 // the controller of one of its third-party finalizers.
-func agentsOf(s *snapshot.Snapshot, t *snapshot.Target) []nodeAgent {
+func agentsOf(s *observed.Snapshot, t *observed.Target) []nodeAgent {
 	if t.Pod != nil || s.Controllers == nil || t.Object.GetDeletionTimestamp() == nil {
 		return nil
 	}
-	nodes := snapshot.NodeReferences(t.Object)
+	nodes := observed.NodeReferences(t.Object)
 	var out []nodeAgent
 	for _, f := range t.Object.GetFinalizers() {
 		if !catalog.ThirdPartyFinalizer(f) {
@@ -71,7 +71,7 @@ func agentsOf(s *snapshot.Snapshot, t *snapshot.Target) []nodeAgent {
 }
 
 // agentPod is the DaemonSet's pod on node among pods, nil when none.
-func agentPod(pods []corev1.Pod, ds snapshot.Workload, node string) *corev1.Pod {
+func agentPod(pods []corev1.Pod, ds observed.Workload, node string) *corev1.Pod {
 	for i := range pods {
 		p := &pods[i]
 		if p.Namespace != ds.Namespace || p.Spec.NodeName != node {
@@ -133,7 +133,7 @@ func containerTrouble(p *corev1.Pod) string {
 // stuckAgent finds, among the node agents of t on the nodes it names that
 // are alive (a node gone or silent is its own cause), the first that
 // cannot act, and says what was read of each.
-func stuckAgent(s *snapshot.Snapshot, t *snapshot.Target) (nodeAgent, string, []report.Fact) {
+func stuckAgent(s *observed.Snapshot, t *observed.Target) (nodeAgent, string, []report.Fact) {
 	if t.NodeAgents == nil {
 		return nodeAgent{}, "", nil // not read
 	}

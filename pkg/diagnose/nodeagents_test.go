@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // agentPodOn is virt-handler's pod on node, as its DaemonSet controls it.
@@ -116,7 +116,7 @@ func TestANodeAgentIsJudgedOnItsNode(t *testing.T) {
 		if got := NodeAgentReads(s, s.Targets[0]); !slices.Equal(got, []AgentRead{{Namespace: "kubevirt", Node: "node-1"}}) {
 			t.Errorf("reads %v", got)
 		}
-		s.Controllers = &snapshot.Controllers{Workloads: virtController.Workloads[:1]} // no DaemonSet
+		s.Controllers = &observed.Controllers{Workloads: virtController.Workloads[:1]} // no DaemonSet
 		if got := NodeAgentReads(s, s.Targets[0]); len(got) != 0 {
 			t.Errorf("reads %v with no DaemonSet", got)
 		}

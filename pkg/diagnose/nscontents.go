@@ -11,15 +11,15 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kubeversion"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // contentCauses explains a namespace from the live scan of what is left in
 // it: the stuck pods (diagnosed in full, nested) and the objects held by each
 // finalizer (grouped, with a few examples nested), so that the first line of
 // the report names the root cause.
-func contentCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+func contentCauses(s *observed.Snapshot, t *observed.Target, tm timing) []report.Cause {
 	c := t.Contents
 	if c == nil {
 		return nil
@@ -34,7 +34,7 @@ func contentCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report
 // heldCauses groups the objects t still holds by the finalizer that holds
 // them: one cause per finalizer, with counts and a few examples nested.
 // things counts them for a person ("3 objects in the namespace").
-func heldCauses(s *snapshot.Snapshot, t *snapshot.Target, things func(n int) string, where string, tm timing) []report.Cause {
+func heldCauses(s *observed.Snapshot, t *observed.Target, things func(n int) string, where string, tm timing) []report.Cause {
 	c := t.Contents
 	finalizers := make([]string, 0, len(c.Finalizers))
 	for f := range c.Finalizers {
@@ -51,7 +51,7 @@ func heldCauses(s *snapshot.Snapshot, t *snapshot.Target, things func(n int) str
 }
 
 // stuckPodsCause nests the diagnosis of the namespace's stuck pods.
-func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report.Cause, bool) {
+func stuckPodsCause(s *observed.Snapshot, t *observed.Target, tm timing) (report.Cause, bool) {
 	var stuck []report.Item
 	for _, p := range t.Contents.Pods {
 		if it := nested(s, p, tm); it.Stuck {
@@ -88,7 +88,7 @@ func stuckPodsCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing) (report
 // leaves the rest until they are gone, so it progresses whatever else it
 // still holds; without it every type is deleted at once, and what else it
 // holds is judged beside the pods. Stuck pods are PodStuckTerminating instead.
-func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, ordered kubeversion.State) report.Cause {
+func podsInGraceCause(s *observed.Snapshot, t *observed.Target, tm timing, ordered kubeversion.State) report.Cause {
 	c := t.Contents
 	var latest time.Time
 	var evidence []report.Fact
@@ -99,15 +99,15 @@ func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, order
 		}
 		evidence = append(evidence, report.Noted(fmt.Sprintf("pod %s: deletion deadline %s, %s", p.Ref.Name, it.DeletionTimestamp.UTC().Format(time.RFC3339), it.Causes[0].Summary)))
 	}
-	others := sum(c.Counts) - c.Counts[snapshot.Pods]
+	others := sum(c.Counts) - c.Counts[observed.Pods]
 	evidence = append(evidence,
-		report.Noted(fmt.Sprintf("live scan of namespace %s: %s left, %d being deleted; %s, %d of them not deleted yet", t.Ref.Name, report.Count(c.Counts[snapshot.Pods], "pod"), len(c.Pods), report.Count(others, "other object"), sum(c.NotDeleted)-c.NotDeleted[snapshot.Pods])),
+		report.Noted(fmt.Sprintf("live scan of namespace %s: %s left, %d being deleted; %s, %d of them not deleted yet", t.Ref.Name, report.Count(c.Counts[observed.Pods], "pod"), len(c.Pods), report.Count(others, "other object"), sum(c.NotDeleted)-c.NotDeleted[observed.Pods])),
 		report.Noted(ordered.Why))
 	deadline := "its pods are past their deadline and settling"
 	if latest.After(s.Now) {
 		deadline = fmt.Sprintf("the last pod's grace period ends in %s (%s)", report.HumanDuration(latest.Sub(s.Now)), latest.UTC().Format(time.RFC3339))
 	}
-	if waiting := c.Counts[snapshot.Pods] - len(c.Pods); waiting > 0 {
+	if waiting := c.Counts[observed.Pods] - len(c.Pods); waiting > 0 {
 		deadline += fmt.Sprintf("; %s not deleted yet by the namespace controller", report.Count(waiting, "pod"))
 	}
 	pods := report.Count(len(c.Pods), "pod") + agree(len(c.Pods), " is", " are")
@@ -124,7 +124,7 @@ func podsInGraceCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, order
 // not deleted yet whose finalizer no controller will remove are bound to hold
 // it once the namespace controller deletes them. Said now, as information:
 // nothing is stuck yet.
-func forecastCauses(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func forecastCauses(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	var out []report.Cause
 	for _, f := range sortedKeys(t.Contents.Pending) {
 		if !catalog.ThirdPartyFinalizer(f) {
@@ -152,7 +152,7 @@ func forecastCauses(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 
 // heldCause groups every object one finalizer holds, named as the report
 // heads them (kind.group/name).
-func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer string, things func(n int) string, where string, tm timing) report.Cause {
+func heldCause(s *observed.Snapshot, c *observed.Contents, finalizer string, things func(n int) string, where string, tm timing) report.Cause {
 	examples := make([]report.Item, 0, len(c.Held[finalizer]))
 	var names []string
 	for _, h := range c.Held[finalizer] {
@@ -196,7 +196,7 @@ func heldCause(s *snapshot.Snapshot, c *snapshot.Contents, finalizer string, thi
 // heldTypes are the types of the objects a finalizer holds: those of its
 // examples when they are all of them, else every type with objects being
 // deleted (pods aside: they have their own diagnosis).
-func heldTypes(c *snapshot.Contents, finalizer string) []string {
+func heldTypes(c *observed.Contents, finalizer string) []string {
 	var types []string
 	if len(c.Held[finalizer]) >= c.Finalizers[finalizer] {
 		for _, h := range c.Held[finalizer] {
@@ -204,7 +204,7 @@ func heldTypes(c *snapshot.Contents, finalizer string) []string {
 		}
 	} else {
 		for r, n := range c.Counts {
-			if r != snapshot.Pods && n > c.NotDeleted[r] {
+			if r != observed.Pods && n > c.NotDeleted[r] {
 				types = append(types, r.String())
 			}
 		}
@@ -215,7 +215,7 @@ func heldTypes(c *snapshot.Contents, finalizer string) []string {
 
 // scanEvidence lists the live counts by resource, to compare with what the
 // namespace controller last reported.
-func scanEvidence(c *snapshot.Contents) []report.Fact {
+func scanEvidence(c *observed.Contents) []report.Fact {
 	if c == nil {
 		return nil
 	}

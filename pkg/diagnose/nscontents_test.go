@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func TestNamespaceNestsItsBlockers(t *testing.T) {
@@ -20,19 +20,19 @@ func TestNamespaceNestsItsBlockers(t *testing.T) {
 	)...)
 	s := snap(ns, node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute))
 	pod := snap(terminatingPod(10*time.Minute, 30)).Targets[0]
-	var held []*snapshot.Target
+	var held []*observed.Target
 	for _, name := range []string{"w1", "w2", "w3"} {
 		w := widget(10*time.Minute, "widgets.acme.io/cleanup")
 		w.SetName(name)
 		held = append(held, snap(w).Targets[0])
 	}
-	s.Targets[0].Contents = &snapshot.Contents{
+	s.Targets[0].Contents = &observed.Contents{
 		Counts:     byType(map[string]int{"pods": 1, "widgets.example.com": 3}),
 		Finalizers: map[string]int{"widgets.acme.io/cleanup": 3},
-		Held:       map[string][]*snapshot.Target{"widgets.acme.io/cleanup": held},
-		Pods:       []*snapshot.Target{pod},
+		Held:       map[string][]*observed.Target{"widgets.acme.io/cleanup": held},
+		Pods:       []*observed.Target{pod},
 	}
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 
 	it := Diagnose(s).Items[0]
 	got := codes(it)
@@ -59,22 +59,22 @@ func TestNamespaceNestsItsBlockers(t *testing.T) {
 // controller is gone, none of them deleted yet); it is stuck only once a pod
 // is, with that pod's diagnosis nested.
 func TestNamespaceWaitingForItsPodsByDesign(t *testing.T) {
-	build := func(podRequested time.Duration, nodeReady corev1.ConditionStatus, leaseAge time.Duration) *snapshot.Snapshot {
+	build := func(podRequested time.Duration, nodeReady corev1.ConditionStatus, leaseAge time.Duration) *observed.Snapshot {
 		ns := terminatingNamespace(2*time.Minute, allConditions()...)
 		s := snap(ns, node("node-1", nodeReady), lease("node-1", leaseAge))
-		var pods []*snapshot.Target
+		var pods []*observed.Target
 		for _, name := range []string{"db-0", "db-1"} {
 			p := terminatingPod(podRequested, 300)
 			p.Name, p.UID = name, "uid-"+types.UID(name)
 			pods = append(pods, snap(p).Targets[0])
 		}
-		s.Targets[0].Contents = &snapshot.Contents{
+		s.Targets[0].Contents = &observed.Contents{
 			Counts:     byType(map[string]int{"pods": 2, "configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1}),
 			NotDeleted: byType(map[string]int{"configmaps": 2, "serviceaccounts": 1, "widgets.example.com": 1}),
-			Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{},
+			Finalizers: map[string]int{}, Held: map[string][]*observed.Target{},
 			Pods: pods,
 		}
-		s.Controllers = &snapshot.Controllers{}
+		s.Controllers = &observed.Controllers{}
 		return s
 	}
 
@@ -103,7 +103,7 @@ func TestNamespaceWaitingForItsPodsByDesign(t *testing.T) {
 // whose controller is gone blocks now, beside them. On 1.33+ the same
 // namespace waits for its pods by design.
 func TestNamespaceWithPodsInGraceByRelease(t *testing.T) {
-	build := func(gitVersion string, heldWidget bool) *snapshot.Snapshot {
+	build := func(gitVersion string, heldWidget bool) *observed.Snapshot {
 		msg := "Some resources are remaining: pods. has 2 resource instances"
 		counts := map[string]int{"pods": 2}
 		if heldWidget {
@@ -112,21 +112,21 @@ func TestNamespaceWithPodsInGraceByRelease(t *testing.T) {
 		}
 		ns := terminatingNamespace(2*time.Minute, allConditions(nsCond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain", msg))...)
 		s := snap(ns, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
-		s.Server = &snapshot.Server{GitVersion: gitVersion}
-		var pods []*snapshot.Target
+		s.Server = &observed.Server{GitVersion: gitVersion}
+		var pods []*observed.Target
 		for _, name := range []string{"db-0", "db-1"} {
 			p := terminatingPod(2*time.Minute, 300)
 			p.Name, p.UID = name, "uid-"+types.UID(name)
 			pods = append(pods, snap(p).Targets[0])
 		}
-		c := &snapshot.Contents{Counts: byType(counts), Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}, Pods: pods}
+		c := &observed.Contents{Counts: byType(counts), Finalizers: map[string]int{}, Held: map[string][]*observed.Target{}, Pods: pods}
 		if heldWidget {
 			w := widget(2*time.Minute, "widgets.acme.io/cleanup")
 			c.Finalizers["widgets.acme.io/cleanup"] = 1
-			c.Held["widgets.acme.io/cleanup"] = []*snapshot.Target{snap(w).Targets[0]}
+			c.Held["widgets.acme.io/cleanup"] = []*observed.Target{snap(w).Targets[0]}
 		}
 		s.Targets[0].Contents = c
-		s.Controllers = &snapshot.Controllers{}
+		s.Controllers = &observed.Controllers{}
 		return s
 	}
 	for _, tc := range []struct {
@@ -161,22 +161,22 @@ func TestNamespaceWithPodsInGraceByRelease(t *testing.T) {
 // information, never stuck; a live controller, a Kubernetes finalizer or a
 // stuck pod make none.
 func TestNamespaceForecast(t *testing.T) {
-	build := func(ctl *snapshot.Controllers, pending map[string]int) *snapshot.Snapshot {
+	build := func(ctl *observed.Controllers, pending map[string]int) *observed.Snapshot {
 		ns := terminatingNamespace(time.Minute, allConditions()...)
 		s := snap(ns, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
-		s.Server = &snapshot.Server{GitVersion: "v1.36.3"}
+		s.Server = &observed.Server{GitVersion: "v1.36.3"}
 		p := terminatingPod(time.Minute, 300)
-		s.Targets[0].Contents = &snapshot.Contents{
+		s.Targets[0].Contents = &observed.Contents{
 			Counts:     byType(map[string]int{"pods": 1, "widgets.example.com": 4, "configmaps": 1}),
 			NotDeleted: byType(map[string]int{"widgets.example.com": 4, "configmaps": 1}),
-			Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}, Pending: pending,
-			Pods: []*snapshot.Target{snap(p).Targets[0]},
+			Finalizers: map[string]int{}, Held: map[string][]*observed.Target{}, Pending: pending,
+			Pods: []*observed.Target{snap(p).Targets[0]},
 		}
 		s.Controllers = ctl
 		return s
 	}
 	pending := map[string]int{"widgets.acme.io/cleanup": 4, "kubernetes.io/pvc-protection": 1}
-	it := Diagnose(build(&snapshot.Controllers{}, pending)).Items[0]
+	it := Diagnose(build(&observed.Controllers{}, pending)).Items[0]
 	// The forecast ranks first (the root of what is coming), as information.
 	if it.Stuck || it.Severity != report.Info || !slices.Equal(codes(it), []string{"FinalizerPending", "WithinGracePeriod"}) {
 		t.Fatalf("stuck %t %s %v: want progressing with a forecast", it.Stuck, it.Severity, codes(it))
@@ -187,11 +187,11 @@ func TestNamespaceForecast(t *testing.T) {
 		t.Errorf("forecast: %s %q %+v", f.Severity, f.Summary, f.About)
 	}
 
-	live := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "acme-system", Name: "acme-controller", Desired: 1, Ready: 1}}}
+	live := &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "acme-system", Name: "acme-controller", Desired: 1, Ready: 1}}}
 	if got := codes(Diagnose(build(live, pending)).Items[0]); !slices.Equal(got, []string{"WithinGracePeriod"}) {
 		t.Errorf("controller alive: %v, want no forecast", got)
 	}
-	if got := codes(Diagnose(build(&snapshot.Controllers{}, map[string]int{"kubernetes.io/pvc-protection": 1})).Items[0]); !slices.Equal(got, []string{"WithinGracePeriod"}) {
+	if got := codes(Diagnose(build(&observed.Controllers{}, map[string]int{"kubernetes.io/pvc-protection": 1})).Items[0]); !slices.Equal(got, []string{"WithinGracePeriod"}) {
 		t.Errorf("only Kubernetes' own finalizers: %v, want no forecast", got)
 	}
 }
@@ -206,15 +206,15 @@ func TestNamespaceWithAClaimOfAPodInGrace(t *testing.T) {
 		nsCond(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: kubernetes.io/pvc-protection in 1 resource instances"),
 	)...)
 	s := snap(ns, node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second))
-	s.Server = &snapshot.Server{GitVersion: "v1.31.4"}
+	s.Server = &observed.Server{GitVersion: "v1.31.4"}
 	pod := snap(terminatingPod(2*time.Minute, 300)).Targets[0]
 	claim := heldObject("PersistentVolumeClaim", "persistentvolumeclaims", "data", 2*time.Minute, "kubernetes.io/pvc-protection")
-	claim.ClaimUsers = []*snapshot.Target{pod}
-	s.Targets[0].Contents = &snapshot.Contents{
+	claim.ClaimUsers = []*observed.Target{pod}
+	s.Targets[0].Contents = &observed.Contents{
 		Counts:     byType(map[string]int{"pods": 1, "persistentvolumeclaims": 1}),
 		Finalizers: map[string]int{"kubernetes.io/pvc-protection": 1},
-		Held:       map[string][]*snapshot.Target{"kubernetes.io/pvc-protection": {claim}},
-		Pods:       []*snapshot.Target{pod},
+		Held:       map[string][]*observed.Target{"kubernetes.io/pvc-protection": {claim}},
+		Pods:       []*observed.Target{pod},
 	}
 	it := Diagnose(s).Items[0]
 	if it.Stuck || it.Severity != report.Info || slices.Contains(codes(it), "NamespaceFinalizersRemaining") || slices.Contains(codes(it), "NamespaceContentRemaining") {
@@ -235,15 +235,15 @@ func TestNamespaceRemovalCoversEveryHeldObject(t *testing.T) {
 	const f = "widgets.acme.io/cleanup"
 	build := func(held int, counts, notDeleted map[string]int) report.Cause {
 		s := snap(terminatingNamespace(10*time.Minute, allConditions()...))
-		var examples []*snapshot.Target
+		var examples []*observed.Target
 		for _, name := range []string{"w1", "w2", "w3"}[:min(held, 3)] {
 			w := widget(10*time.Minute, f)
 			w.SetName(name)
 			examples = append(examples, snap(w).Targets[0])
 		}
-		s.Targets[0].Contents = &snapshot.Contents{Counts: byType(counts), NotDeleted: byType(notDeleted),
-			Finalizers: map[string]int{f: held}, Held: map[string][]*snapshot.Target{f: examples}}
-		s.Controllers = &snapshot.Controllers{}
+		s.Targets[0].Contents = &observed.Contents{Counts: byType(counts), NotDeleted: byType(notDeleted),
+			Finalizers: map[string]int{f: held}, Held: map[string][]*observed.Target{f: examples}}
+		s.Controllers = &observed.Controllers{}
 		it := Diagnose(s).Items[0]
 		return it.Causes[slices.IndexFunc(it.Causes, func(c report.Cause) bool { return c.Code == "FinalizerPending" })]
 	}

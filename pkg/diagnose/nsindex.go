@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // The namespace controller has already listed every type of a namespace it
@@ -54,7 +54,7 @@ func ContentIndex(ns *corev1.Namespace) (left map[schema.GroupResource]int, why 
 		}
 		for _, r := range named {
 			gr := schema.ParseGroupResource(r.name)
-			if gr == snapshot.Pods {
+			if gr == observed.Pods {
 				// Deleted first (ordered namespace deletion): the rest
 				// waits, unlisted by the controller until the pods are gone.
 				return nil, PodsFirst

@@ -14,21 +14,21 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // foregroundCause: the garbage collector deletes the dependents that block
 // their owner's deletion first, and removes foregroundDeletion once they are gone.
-func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
-	if i := slices.IndexFunc(t.Skipped, func(sk report.Skip) bool { return sk.Reason == snapshot.SkipDepth }); i >= 0 {
+func foregroundCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
+	if i := slices.IndexFunc(t.Skipped, func(sk report.Skip) bool { return sk.Reason == observed.SkipDepth }); i >= 0 {
 		return []report.Cause{chainCut(t, t.Skipped[i], tm)}
 	}
 	if t.Dependents == nil {
 		return nil
 	}
 	uid := t.Object.GetUID()
-	var blocking []*snapshot.Target
+	var blocking []*observed.Target
 	evidence := []report.Fact{metadataFinalizers(t.Object)}
 	for _, d := range t.Dependents {
 		blocks := d.BlocksOwnerDeletion(uid)
@@ -81,7 +81,7 @@ func foregroundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 // chainCut: the collector stopped following a chain of owners in
 // foreground deletion at this object; what holds the chain lies deeper, and
 // a diagnosis from here reads on.
-func chainCut(t *snapshot.Target, sk report.Skip, tm timing) report.Cause {
+func chainCut(t *observed.Target, sk report.Skip, tm timing) report.Cause {
 	here := kubectl(t.Ref.Namespace, "terminating", "why", report.Name(t.Ref), "-o", "wide")
 	return cause(catalog.ForegroundDeletionBlocked, settling(report.Warning, tm), 0.5,
 		fmt.Sprintf("waits on its dependents, which were not read: %s; what holds the chain is deeper, and a diagnosis from this object reads on", sk.Detail),
@@ -91,14 +91,14 @@ func chainCut(t *snapshot.Target, sk report.Skip, tm timing) report.Cause {
 }
 
 // dropForeground lets an owner go without waiting for its dependents.
-func dropForeground(t *snapshot.Target) report.Step {
+func dropForeground(t *observed.Target) report.Step {
 	return removeFinalizer(catalog.ForegroundDeletionBlocked, "remove-foreground", t, "foregroundDeletion")
 }
 
 // collectorBlocked says what may hold the garbage collector back: an
 // unavailable aggregated API fails its discovery, and it cannot resolve
 // owners and dependents of that group.
-func collectorBlocked(s *snapshot.Snapshot) string {
+func collectorBlocked(s *observed.Snapshot) string {
 	if gvs := unavailableGroupVersions(s); len(gvs) > 0 {
 		return fmt.Sprintf("its discovery fails for %s (unavailable aggregated API), which may hold it back", strings.Join(gvs, ", "))
 	}
@@ -106,7 +106,7 @@ func collectorBlocked(s *snapshot.Snapshot) string {
 }
 
 // unavailableAPIs quotes the unavailable APIServices as evidence.
-func unavailableAPIs(s *snapshot.Snapshot) []report.Fact {
+func unavailableAPIs(s *observed.Snapshot) []report.Fact {
 	var out []report.Fact
 	for _, a := range s.APIServices {
 		if a.Available != "True" {
@@ -120,7 +120,7 @@ func unavailableAPIs(s *snapshot.Snapshot) []report.Fact {
 // each dependent, then the orphan finalizer. It is the FinalizerPending
 // rule's one specific case; every other finalizer of that code is explained
 // by the generic FinalizerPending.
-func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func orphanCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	if f.name != metav1.FinalizerOrphanDependents || t.Dependents == nil {
 		return nil
 	}
@@ -141,7 +141,7 @@ func orphanCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) 
 
 // claimInUseCause: the PVC protection controller keeps a claim while a pod,
 // in any phase, references it.
-func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func claimInUseCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	if len(t.ClaimUsers) == 0 {
 		return nil
 	}
@@ -185,7 +185,7 @@ func claimInUseCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timi
 }
 
 // volumeBoundCause: the PV protection controller keeps a volume while it is Bound.
-func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func volumeBoundCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	pv := t.Volume
 	if pv == nil || pv.Status.Phase != corev1.VolumeBound {
 		return nil
@@ -212,7 +212,7 @@ func volumeBoundCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 // volume (the CSI external-provisioner, or the PV controller for in-tree
 // plugins) deletes the backend volume, then removes its finalizer; it
 // records a VolumeFailedDelete event on the volume while it cannot.
-func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func volumeDeleteCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	pv := t.Volume
 	if pv == nil || pv.Status.Phase == corev1.VolumeBound {
 		return nil // a Bound volume waits for its claim first (PVBound)
@@ -237,7 +237,7 @@ func volumeDeleteCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 // may not be running (events expire: a warning only).
 // absent, when not "", proves the controller is not running (what it would
 // have done at once is not done): critical without a failure event.
-func externalCleanupCause(s *snapshot.Snapshot, t *snapshot.Target, tm timing, code catalog.Code, finalizer, controller, thing string, owner cleanupOwner, evidence []report.Fact, steps ...report.Step) []report.Cause {
+func externalCleanupCause(s *observed.Snapshot, t *observed.Target, tm timing, code catalog.Code, finalizer, controller, thing string, owner cleanupOwner, evidence []report.Fact, steps ...report.Step) []report.Cause {
 	reasons := catalog.FinalizerOwner(finalizer).FailureEvents
 	var failure *corev1.Event
 	for _, reason := range reasons {
@@ -268,7 +268,7 @@ type cleanupOwner struct{ absent, runs string }
 
 // detachCause: the CSI external-attacher keeps a volume (or its
 // VolumeAttachment) until it is detached from the node.
-func detachCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func detachCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	if len(t.Attachments) == 0 {
 		return nil
 	}
@@ -329,15 +329,15 @@ const (
 const staleLease = time.Minute
 
 // attacherLease judges the external-attacher of driver by its leader
-// election Lease (snapshot.AttacherLeaseName).
-func attacherLease(s *snapshot.Snapshot, driver string) (leaseState, []report.Fact) {
+// election Lease (observed.AttacherLeaseName).
+func attacherLease(s *observed.Snapshot, driver string) (leaseState, []report.Fact) {
 	lease, read := s.AttacherLeases[driver]
-	return sidecarLease(s, lease, read, snapshot.AttacherLeaseName(driver), "attacher")
+	return sidecarLease(s, lease, read, observed.AttacherLeaseName(driver), "attacher")
 }
 
 // sidecarLease judges a CSI sidecar by its leader-election Lease named
 // name: read says it was looked for, lease is nil when none was found.
-func sidecarLease(s *snapshot.Snapshot, lease *coordinationv1.Lease, read bool, name, sidecar string) (leaseState, []report.Fact) {
+func sidecarLease(s *observed.Snapshot, lease *coordinationv1.Lease, read bool, name, sidecar string) (leaseState, []report.Fact) {
 	switch {
 	case !read:
 		return leaseUnknown, nil
@@ -368,7 +368,7 @@ func sidecarLease(s *snapshot.Snapshot, lease *coordinationv1.Lease, read bool, 
 // external-provisioner runs: absent when the API shows it does not (its
 // lease not renewed; or no lease and no CSIDriver: the driver uninstalled),
 // runs when its lease is renewed; with what was read.
-func provisionerSeen(s *snapshot.Snapshot, pv *corev1.PersistentVolume) (cleanupOwner, []report.Fact) {
+func provisionerSeen(s *observed.Snapshot, pv *corev1.PersistentVolume) (cleanupOwner, []report.Fact) {
 	if pv.Spec.CSI == nil {
 		return cleanupOwner{}, nil
 	}
@@ -377,7 +377,7 @@ func provisionerSeen(s *snapshot.Snapshot, pv *corev1.PersistentVolume) (cleanup
 	if !read || p == nil {
 		return cleanupOwner{}, nil
 	}
-	state, evidence := sidecarLease(s, p.Lease, true, snapshot.ProvisionerLeaseName(driver), "external-provisioner")
+	state, evidence := sidecarLease(s, p.Lease, true, observed.ProvisionerLeaseName(driver), "external-provisioner")
 	if !p.Installed {
 		evidence = append(evidence, report.Noted(fmt.Sprintf("csidriver %s: not found", driver)))
 	}
@@ -394,7 +394,7 @@ func provisionerSeen(s *snapshot.Snapshot, pv *corev1.PersistentVolume) (cleanup
 
 // loadBalancerCause: the cloud service controller deletes the cloud load
 // balancer, then removes its finalizer.
-func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func loadBalancerCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	if t.Service == nil {
 		return nil
 	}
@@ -420,7 +420,7 @@ func loadBalancerCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm ti
 // an immutable field (a pod's resources, say) turns the patch into an
 // invalid update whatever its failurePolicy; what the controller says about
 // the object (an invalid update, a denial) confirms a suspect.
-func finalizerUpdateRefusals(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+func finalizerUpdateRefusals(s *observed.Snapshot, t *observed.Target, tm timing) []report.Cause {
 	if s.Admission == nil || len(t.Object.GetFinalizers()) == 0 {
 		return nil
 	}
@@ -481,7 +481,7 @@ func invalidUpdates(said []complaint) []complaint {
 // mutationSuspect is a mutating webhook, answering, that intercepts the
 // finalizer's removal: a suspect until the controller's words confirm it,
 // the likelier the more of its matching points at this very write.
-func mutationSuspect(a snapshot.Admission, h hook, r request, what string) (refusal, bool) {
+func mutationSuspect(a observed.Admission, h hook, r request, what string) (refusal, bool) {
 	conditions := matchConditions(h.matchConditions, r, nil)
 	if conditions.result == celeval.False {
 		return refusal{}, false
@@ -551,7 +551,7 @@ func namesExactly(rules []admissionregistrationv1.RuleWithOperations, r request)
 // apiserver gives a service account: the catalogue's writer (the built-in
 // controllers), else the service account of the workload that looks like
 // the owner; nil when neither is known.
-func writer(s *snapshot.Snapshot, finalizer string) *celeval.User {
+func writer(s *observed.Snapshot, finalizer string) *celeval.User {
 	name := catalog.FinalizerOwner(finalizer).Writer
 	if name == "" {
 		name, _, _ = ownerServiceAccount(s.Controllers, finalizer)
@@ -572,7 +572,7 @@ func splitAPIVersion(apiVersion string) (group, version string) {
 
 // nestedItem diagnoses a blocking object: in full when it is being deleted,
 // otherwise as an item that says it is not deleted yet.
-func nestedItem(s *snapshot.Snapshot, t *snapshot.Target, parent timing) report.Item {
+func nestedItem(s *observed.Snapshot, t *observed.Target, parent timing) report.Item {
 	if t.Object.GetDeletionTimestamp() != nil {
 		return nested(s, t, parent)
 	}
@@ -584,7 +584,7 @@ func nestedItem(s *snapshot.Snapshot, t *snapshot.Target, parent timing) report.
 // the objects on the way and the deepest one, whose cause is the root.
 func chainOf(it report.Item) ([]string, report.Item) {
 	var chain []string
-	for range snapshot.MaxDepth + 1 {
+	for range observed.MaxDepth + 1 {
 		chain = append(chain, report.Name(it.Object))
 		if len(it.Causes) == 0 || len(it.Causes[0].BlockedBy) == 0 {
 			break
@@ -651,7 +651,7 @@ func nestedSummary(it report.Item) string {
 	return fmt.Sprintf("%s is stuck: %s", report.Name(it.Object), it.Causes[0].Summary)
 }
 
-func deletionState(t *snapshot.Target) string {
+func deletionState(t *observed.Target) string {
 	if ts := t.Object.GetDeletionTimestamp(); ts != nil {
 		return "being deleted since " + ts.UTC().Format("2006-01-02T15:04:05Z")
 	}
@@ -667,11 +667,11 @@ func refName(r report.ObjectRef) string {
 	return name
 }
 
-func podNames(ts []*snapshot.Target) string {
+func podNames(ts []*observed.Target) string {
 	return strings.Join(targetNames(ts), ", ")
 }
 
-func targetNames(ts []*snapshot.Target) []string {
+func targetNames(ts []*observed.Target) []string {
 	names := make([]string, 0, len(ts))
 	for _, t := range ts {
 		names = append(names, t.Ref.Name)

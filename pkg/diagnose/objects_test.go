@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apitypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // heldObject is a generic target: deleted `requested` ago, with finalizers.
-func heldObject(kind, resource, name string, requested time.Duration, finalizers ...string) *snapshot.Target {
+func heldObject(kind, resource, name string, requested time.Duration, finalizers ...string) *observed.Target {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")
 	u.SetKind(kind)
@@ -32,13 +32,13 @@ func heldObject(kind, resource, name string, requested time.Duration, finalizers
 		u.SetDeletionGracePeriodSeconds(int64p(0))
 	}
 	u.SetFinalizers(finalizers)
-	return &snapshot.Target{Object: u, Ref: report.ObjectRef{APIVersion: "v1", Kind: kind, Resource: resource, Namespace: "shop", Name: name, UID: "uid-" + name}}
+	return &observed.Target{Object: u, Ref: report.ObjectRef{APIVersion: "v1", Kind: kind, Resource: resource, Namespace: "shop", Name: name, UID: "uid-" + name}}
 }
 
-func snapOf(targets ...*snapshot.Target) *snapshot.Snapshot {
-	s := snapshot.New(now)
+func snapOf(targets ...*observed.Target) *observed.Snapshot {
+	s := observed.New(now)
 	s.Targets = targets
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	return s
 }
 
@@ -47,7 +47,7 @@ func TestForegroundDeletion(t *testing.T) {
 	dep := heldObject("ConfigMap", "configmaps", "dep", 9*time.Minute, "acme.io/keep")
 	yes := true
 	dep.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-owner", BlockOwnerDeletion: &yes}})
-	owner.Dependents = []*snapshot.Target{dep}
+	owner.Dependents = []*observed.Target{dep}
 	it := Diagnose(snapOf(owner)).Items[0]
 	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Critical, "dependent configmap/dep -n shop: ownerReference to ConfigMap/owner, blockOwnerDeletion true, being deleted since")
 	top := it.Causes[0]
@@ -65,7 +65,7 @@ func TestForegroundDeletion(t *testing.T) {
 
 	// An unavailable aggregated API is what may hold the garbage collector back: named, quoted.
 	withAPI := snapOf(owner)
-	withAPI.APIServices = []snapshot.APIService{{Name: "v1beta1.metrics.k8s.io", Group: "metrics.k8s.io", Version: "v1beta1", Service: "kube-system/metrics-server",
+	withAPI.APIServices = []observed.APIService{{Name: "v1beta1.metrics.k8s.io", Group: "metrics.k8s.io", Version: "v1beta1", Service: "kube-system/metrics-server",
 		Available: "False", Reason: "MissingEndpoints", Message: "endpoints for service/metrics-server in \"kube-system\" have no addresses"}}
 	it = Diagnose(withAPI).Items[0]
 	expectCauses(t, it, []string{"ForegroundDeletionBlocked"}, report.Warning, "apiservice v1beta1.metrics.k8s.io: condition Available=False reason MissingEndpoints")
@@ -82,13 +82,13 @@ func TestClaimInUse(t *testing.T) {
 	claim := heldObject("PersistentVolumeClaim", "persistentvolumeclaims", "data", 10*time.Minute, "kubernetes.io/pvc-protection")
 	running := snap(&corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "shop"},
 		Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}).Targets[0]
-	claim.ClaimUsers = []*snapshot.Target{running}
+	claim.ClaimUsers = []*observed.Target{running}
 	it := Diagnose(snapOf(claim)).Items[0]
 	expectCauses(t, it, []string{"PVCInUse"}, report.Warning, "pod shop/db-0: phase Running on node \"node-1\", not being deleted")
 
 	// A user stuck terminating on a dead node: its diagnosis is nested and sets the severity.
 	stuck := snap(terminatingPod(10*time.Minute, 30)).Targets[0]
-	claim.ClaimUsers = []*snapshot.Target{stuck}
+	claim.ClaimUsers = []*observed.Target{stuck}
 	s := snapOf(claim)
 	s.Nodes["node-1"], s.Leases["node-1"] = node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute)
 	it = Diagnose(s).Items[0]
@@ -104,7 +104,7 @@ func TestClaimInUse(t *testing.T) {
 	// Its only user inside its grace period, its node alive: the claim is
 	// progressing (a namespace deleted on a release without ordered deletion).
 	inGrace := snap(terminatingPod(time.Minute, 300)).Targets[0]
-	claim.ClaimUsers = []*snapshot.Target{inGrace}
+	claim.ClaimUsers = []*observed.Target{inGrace}
 	s = snapOf(claim)
 	s.Nodes["node-1"], s.Leases["node-1"] = node("node-1", corev1.ConditionTrue), lease("node-1", 5*time.Second)
 	it = Diagnose(s).Items[0]
@@ -179,7 +179,7 @@ func TestLoadBalancerCleanup(t *testing.T) {
 // A controller named unlike its finalizer is found by the workloads its
 // catalogue row names: Cluster API's machine finalizer and capi-controller-manager.
 func TestOwnerFoundByTheCataloguesWorkloads(t *testing.T) {
-	ctl := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "capi-system", Name: "capi-controller-manager", Desired: 1, Ready: 1}}}
+	ctl := &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "capi-system", Name: "capi-controller-manager", Desired: 1, Ready: 1}}}
 	if state, _ := ownerLiveness(ctl, "cluster.cluster.x-k8s.io", nil); state != ownerHealthy {
 		t.Errorf("cluster.cluster.x-k8s.io with capi-controller-manager ready: state %d, want healthy", state)
 	}
@@ -192,7 +192,7 @@ func TestOwnerFoundByTheCataloguesWorkloads(t *testing.T) {
 func TestWebhookRefusingFinalizerRemoval(t *testing.T) {
 	w := heldObject("ConfigMap", "configmaps", "w1", 10*time.Minute, "example.com/cleanup")
 	s := snapOf(w)
-	s.Admission = snapshot.NewAdmission()
+	s.Admission = observed.NewAdmission()
 	hook := deletePodsWebhook(admissionregistrationv1.Fail, admissionregistrationv1.Update)
 	hook.Webhooks[0].Rules[0].Resources = []string{"configmaps"}
 	s.Admission.Validating = append(s.Admission.Validating, hook)
@@ -207,7 +207,7 @@ func TestWebhookRefusingFinalizerRemoval(t *testing.T) {
 func TestOrphan(t *testing.T) {
 	owner := heldObject("ConfigMap", "configmaps", "owner", 10*time.Minute, "orphan")
 	dep := heldObject("ConfigMap", "configmaps", "dep", 0)
-	owner.Dependents = []*snapshot.Target{dep}
+	owner.Dependents = []*observed.Target{dep}
 	it := Diagnose(snapOf(owner)).Items[0]
 	expectCauses(t, it, []string{"FinalizerPending"}, report.Warning, "live scan: 1 dependent still names ConfigMap/owner")
 	if !strings.Contains(it.Causes[0].Summary, "still has to orphan 1 dependent: configmap/dep -n shop") {
@@ -220,7 +220,7 @@ func TestOrphan(t *testing.T) {
 // (Deployment -> ReplicaSet -> Pod on a dead node).
 func TestForegroundDeletionChain(t *testing.T) {
 	yes := true
-	owns := func(d *snapshot.Target, kind, name string) {
+	owns := func(d *observed.Target, kind, name string) {
 		d.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: apitypes.UID("uid-" + name), BlockOwnerDeletion: &yes}})
 	}
 	deploy := heldObject("Deployment", "deployments.apps", "web", 10*time.Minute, "foregroundDeletion")
@@ -228,10 +228,10 @@ func TestForegroundDeletionChain(t *testing.T) {
 	owns(rs, "Deployment", "web")
 	pod := terminatingPod(10*time.Minute, 30)
 	pod.Name, pod.UID, pod.Spec.NodeName = "web-abc-1", "uid-web-abc-1", "node-dead"
-	pt := target(pod, "pods", func(t *snapshot.Target) { t.Pod = pod })
+	pt := target(pod, "pods", func(t *observed.Target) { t.Pod = pod })
 	owns(pt, "ReplicaSet", "web-abc")
-	deploy.Dependents = []*snapshot.Target{rs}
-	rs.Dependents = []*snapshot.Target{pt}
+	deploy.Dependents = []*observed.Target{rs}
+	rs.Dependents = []*observed.Target{pt}
 
 	s := snapOf(deploy)
 	s.Nodes["node-dead"] = node("node-dead", corev1.ConditionUnknown, "node.kubernetes.io/unreachable")
@@ -292,16 +292,16 @@ func TestVolumeDelete(t *testing.T) {
 // is stuck, so is the owner; a dependent not being deleted yet is a warning.
 func TestForegroundChainJudgedByItsLeaves(t *testing.T) {
 	yes := true
-	owns := func(d *snapshot.Target, kind, name string) {
+	owns := func(d *observed.Target, kind, name string) {
 		d.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: apitypes.UID("uid-" + name), BlockOwnerDeletion: &yes}})
 	}
-	chain := func(pods ...*corev1.Pod) *snapshot.Snapshot {
+	chain := func(pods ...*corev1.Pod) *observed.Snapshot {
 		deploy := heldObject("Deployment", "deployments.apps", "web", 2*time.Minute, "foregroundDeletion")
 		rs := heldObject("ReplicaSet", "replicasets.apps", "web-abc", 2*time.Minute, "foregroundDeletion")
 		owns(rs, "Deployment", "web")
-		deploy.Dependents, rs.Dependents = []*snapshot.Target{rs}, []*snapshot.Target{}
+		deploy.Dependents, rs.Dependents = []*observed.Target{rs}, []*observed.Target{}
 		for _, p := range pods {
-			pt := target(p, "pods", func(t *snapshot.Target) { t.Pod = p })
+			pt := target(p, "pods", func(t *observed.Target) { t.Pod = p })
 			owns(pt, "ReplicaSet", "web-abc")
 			rs.Dependents = append(rs.Dependents, pt)
 		}
@@ -354,9 +354,9 @@ func TestEveryBlockerIsNested(t *testing.T) {
 // report heads it (kind/name), not by its resource.
 func TestNestedTooDeepNamesTheObject(t *testing.T) {
 	cm := heldObject("ConfigMap", "configmaps", "deep", 10*time.Minute, "acme.io/keep")
-	it := nested(snapOf(cm), cm, timing{depth: snapshot.MaxDepth})
+	it := nested(snapOf(cm), cm, timing{depth: observed.MaxDepth})
 	if len(it.Causes) != 0 || len(it.Skipped) != 1 || it.Skipped[0].Check != "diagnosis of configmap/deep" ||
-		it.Skipped[0].Detail != fmt.Sprintf("nested deeper than %d levels", snapshot.MaxDepth) {
+		it.Skipped[0].Detail != fmt.Sprintf("nested deeper than %d levels", observed.MaxDepth) {
 		t.Errorf("%+v", it)
 	}
 }
@@ -367,7 +367,7 @@ func TestNestedTooDeepNamesTheObject(t *testing.T) {
 func TestForegroundChainCutSaysSo(t *testing.T) {
 	owner := heldObject("ConfigMap", "configmaps", "link-8", 10*time.Minute, "foregroundDeletion")
 	s := snapOf(owner)
-	owner.Skipped = []report.Skip{{Check: "dependents of configmaps/link-8", Reason: snapshot.SkipDepth, Detail: "the chain of owners waiting on their dependents is deeper than 8 levels: not followed from here"}}
+	owner.Skipped = []report.Skip{{Check: "dependents of configmaps/link-8", Reason: observed.SkipDepth, Detail: "the chain of owners waiting on their dependents is deeper than 8 levels: not followed from here"}}
 	it := Diagnose(s).Items[0]
 	top := it.Causes[0]
 	if top.Code != "ForegroundDeletionBlocked" || !strings.Contains(top.Summary, "deeper than 8 levels") ||
@@ -383,7 +383,7 @@ func TestForegroundChainCutSaysSo(t *testing.T) {
 // the delete as after it; a Service written seconds ago may yet be
 // cleaned.
 func TestLoadBalancerCleanupWithoutAServiceController(t *testing.T) {
-	build := func(requested, age time.Duration, typ corev1.ServiceType) *snapshot.Snapshot {
+	build := func(requested, age time.Duration, typ corev1.ServiceType) *observed.Snapshot {
 		svc := heldObject("Service", "services", "envoy", requested, "service.kubernetes.io/load-balancer-cleanup")
 		svc.Object.SetCreationTimestamp(*ago(age))
 		svc.Service = &corev1.Service{Spec: corev1.ServiceSpec{Type: typ}}
@@ -398,7 +398,7 @@ func TestLoadBalancerCleanupWithoutAServiceController(t *testing.T) {
 	if !fc.Stuck || fc.Severity != report.Critical || codes(fc)[0] != "LoadBalancerCleanupPending" || !strings.HasPrefix(fc.Causes[0].Summary, wouldStickPrefix+"no cloud-controller-manager acts on it") {
 		t.Errorf("preflight: %s %v %+v", fc.Severity, codes(fc), fc.Causes)
 	}
-	for name, s := range map[string]*snapshot.Snapshot{
+	for name, s := range map[string]*observed.Snapshot{
 		"written seconds ago":      build(0, 5*time.Second, corev1.ServiceTypeClusterIP),
 		"a LoadBalancer, no event": build(0, time.Hour, corev1.ServiceTypeLoadBalancer),
 	} {
@@ -414,7 +414,7 @@ func TestLoadBalancerCleanupWithoutAServiceController(t *testing.T) {
 // with its namespace), says none runs: critical; renewed, it runs; a
 // CSIDriver with no Lease (leader election off) says nothing.
 func TestVolumeDeleteByTheProvisionersLease(t *testing.T) {
-	build := func(p *snapshot.Provisioner, requested ...time.Duration) *snapshot.Snapshot {
+	build := func(p *observed.Provisioner, requested ...time.Duration) *observed.Snapshot {
 		pv := heldObject("PersistentVolume", "persistentvolumes", "pv-3", append(requested, 10*time.Minute)[0], "external-provisioner.volume.kubernetes.io/finalizer")
 		pv.Volume = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-3"},
 			Spec: corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
@@ -431,19 +431,19 @@ func TestVolumeDeleteByTheProvisionersLease(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		p        *snapshot.Provisioner
+		p        *observed.Provisioner
 		severity report.Severity
 		summary  string
 		evidence string
 	}{
-		{"uninstalled", &snapshot.Provisioner{}, report.Critical,
+		{"uninstalled", &observed.Provisioner{}, report.Critical,
 			"no CSI external-provisioner of driver ebs.csi.aws.com acts on it: driver ebs.csi.aws.com looks uninstalled (no CSIDriver ebs.csi.aws.com, and no leader lease of its external-provisioner in any namespace)",
 			"csidriver ebs.csi.aws.com: not found"},
-		{"lease not renewed", &snapshot.Provisioner{Lease: leased(20 * time.Minute), Installed: true}, report.Critical,
+		{"lease not renewed", &observed.Provisioner{Lease: leased(20 * time.Minute), Installed: true}, report.Critical,
 			"the external-provisioner of driver ebs.csi.aws.com is not running (its leader lease is not renewed)", "lease kube-system/ebs-csi-aws-com: holder"},
-		{"lease renewed", &snapshot.Provisioner{Lease: leased(3 * time.Second), Installed: true}, report.Warning,
+		{"lease renewed", &observed.Provisioner{Lease: leased(3 * time.Second), Installed: true}, report.Warning,
 			"the external-provisioner of driver ebs.csi.aws.com runs (its leader lease is renewed)", "lease kube-system/ebs-csi-aws-com: holder"},
-		{"leader election off", &snapshot.Provisioner{Installed: true}, report.Warning,
+		{"leader election off", &observed.Provisioner{Installed: true}, report.Warning,
 			"the CSI external-provisioner of driver ebs.csi.aws.com may not be running", "no lease ebs-csi-aws-com in any namespace: the external-provisioner's leader election is off"},
 	} {
 		it := Diagnose(build(tc.p)).Items[0]
@@ -454,14 +454,14 @@ func TestVolumeDeleteByTheProvisionersLease(t *testing.T) {
 	}
 	// Before the delete: a released volume whose driver is gone would stick;
 	// one whose provisioner runs would not.
-	fc := Preflight(build(&snapshot.Provisioner{}, 0)).Items[0]
+	fc := Preflight(build(&observed.Provisioner{}, 0)).Items[0]
 	if !fc.Stuck || fc.Severity != report.Critical || codes(fc)[0] != "VolumeDeleteFailed" || !strings.HasPrefix(fc.Causes[0].Summary, wouldStickPrefix+"no CSI external-provisioner") {
 		t.Errorf("preflight, driver gone: %s %v %+v", fc.Severity, codes(fc), fc.Causes)
 	}
-	if fc := Preflight(build(&snapshot.Provisioner{Lease: leased(3 * time.Second), Installed: true}, 0)).Items[0]; fc.Stuck {
+	if fc := Preflight(build(&observed.Provisioner{Lease: leased(3 * time.Second), Installed: true}, 0)).Items[0]; fc.Stuck {
 		t.Errorf("preflight, provisioner running: %s %v", fc.Severity, codes(fc))
 	}
-	if got := snapshot.ProvisionerLeaseName("ebs.csi.aws.com"); got != "ebs-csi-aws-com" {
+	if got := observed.ProvisionerLeaseName("ebs.csi.aws.com"); got != "ebs-csi-aws-com" {
 		t.Errorf("ProvisionerLeaseName: %q", got)
 	}
 }
@@ -471,7 +471,7 @@ func TestVolumeDeleteByTheProvisionersLease(t *testing.T) {
 // and a volume still attached will never be detached (critical, before
 // the delete as after it); a renewed one says it runs; none says nothing.
 func TestDetachByTheAttachersLease(t *testing.T) {
-	build := func(requested time.Duration, renewed *time.Duration) *snapshot.Snapshot {
+	build := func(requested time.Duration, renewed *time.Duration) *observed.Snapshot {
 		pv := heldObject("PersistentVolume", "persistentvolumes", "pv-1", requested, "external-attacher/pd-csi-storage-gke-io")
 		pv.Volume = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeReleased}}
 		pv.Attachments = []storagev1.VolumeAttachment{{ObjectMeta: metav1.ObjectMeta{Name: "csi-123"},
@@ -505,7 +505,7 @@ func TestDetachByTheAttachersLease(t *testing.T) {
 	}
 	expectCauses(t, Diagnose(build(10*time.Minute, nil)).Items[0], []string{"VolumeDetachFailed"}, report.Warning,
 		"no lease external-attacher-leader-pd-csi-storage-gke-io in any namespace")
-	if got := snapshot.AttacherLeaseName("weird.driver/"); got != "external-attacher-leader-weird-driver-X" {
+	if got := observed.AttacherLeaseName("weird.driver/"); got != "external-attacher-leader-weird-driver-X" {
 		t.Errorf("AttacherLeaseName: %q", got)
 	}
 }

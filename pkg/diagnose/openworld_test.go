@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // An operator the catalogue has never seen: no workload is named like its
@@ -81,7 +81,7 @@ func TestTheControllerSaysWhyInAnyShape(t *testing.T) {
 				wroteBy(tc.obj, "controller", "status", 3*time.Minute, "")
 			}
 			s := snap(tc.obj)
-			s.Controllers = &snapshot.Controllers{}
+			s.Controllers = &observed.Controllers{}
 			it := Diagnose(s).Items[0]
 			c := it.Causes[0]
 			if tc.want == "" {
@@ -106,7 +106,7 @@ func TestTheControllerSaysWhyInAnyShape(t *testing.T) {
 func TestOldWordsDoNotOutrankAMissingController(t *testing.T) {
 	u := heldWith(unknownFinalizer, condAt("ACK.Terminal", "True", "", "quota exceeded", time.Hour))
 	s := snap(u)
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	c := Diagnose(s).Items[0].Causes[0]
 	if !strings.Contains(c.Summary, "no controller that could remove") || !hasLine(c.Evidence, "status.conditions[type=ACK.Terminal]: True") {
 		t.Errorf("%s; evidence %q", c.Summary, c.Evidence)
@@ -118,14 +118,14 @@ func TestOldWordsDoNotOutrankAMissingController(t *testing.T) {
 // the deletion began is said to be; the manager that added the finalizer is named.
 func TestWhoWroteAndWhen(t *testing.T) {
 	addedBy := `{"f:metadata":{"f:finalizers":{".":{},"v:\"` + unknownFinalizer + `\"":{}}}}`
-	healthy := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "ack-system", Name: "ack-rds-controller", Desired: 1, Ready: 1}}}
+	healthy := &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "ack-system", Name: "ack-rds-controller", Desired: 1, Ready: 1}}}
 	t.Run("a controller writing progress is at work", func(t *testing.T) {
 		u := heldWith(unknownFinalizer)
 		wroteBy(u, "controller", "", time.Hour, addedBy)
 		wroteBy(u, "velero-server", "status", 5*time.Second, "")
 		wroteBy(u, "kubectl-edit", "", 2*time.Second, "") // a person's write says nothing of the controller
 		s := snap(u)
-		s.Controllers = &snapshot.Controllers{}
+		s.Controllers = &observed.Controllers{}
 		it := Diagnose(s).Items[0]
 		c := it.Causes[0]
 		if it.Stuck || it.Severity != report.Info || !strings.HasPrefix(c.Summary, "progressing: field manager velero-server wrote its status 5s ago") {
@@ -153,7 +153,7 @@ func TestWhoWroteAndWhen(t *testing.T) {
 		u := heldWith(unknownFinalizer, condAt("ACK.Terminal", "True", "", "cannot delete", 5*time.Second))
 		wroteBy(u, "controller", "status", 5*time.Second, "")
 		s := snap(u)
-		s.Controllers = &snapshot.Controllers{}
+		s.Controllers = &observed.Controllers{}
 		if it := Diagnose(s).Items[0]; !it.Stuck || it.Severity != report.Critical {
 			t.Errorf("stuck %t, %s: %s", it.Stuck, it.Severity, it.Causes[0].Summary)
 		}
@@ -211,7 +211,7 @@ func TestKubernetesWritesAreNotTheControllersProgress(t *testing.T) {
 	u := heldWith(unknownFinalizer)
 	wroteBy(u, "kube-controller-manager", "status", 5*time.Second, "")
 	s := snap(u)
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	it := Diagnose(s).Items[0]
 	if c := it.Causes[0]; !it.Stuck || strings.HasPrefix(c.Summary, "progressing") || hasLine(c.Evidence, "kube-controller-manager last wrote") {
 		t.Errorf("stuck %t: %s; evidence %q", it.Stuck, c.Summary, c.Evidence)
@@ -226,7 +226,7 @@ func TestTheFinalizersAdderHelpsFindItsController(t *testing.T) {
 		u := heldWith("sql.cloud.example.org/instance")
 		wroteBy(u, manager, "", time.Hour, `{"f:metadata":{"f:finalizers":{"v:\"sql.cloud.example.org/instance\"":{}}}}`)
 		s := snap(u)
-		s.Controllers = &snapshot.Controllers{}
+		s.Controllers = &observed.Controllers{}
 		c := Diagnose(s).Items[0].Causes[0]
 		if got := strings.Contains(c.Remediation[0].Command, "-e "+manager); got != want {
 			t.Errorf("%s: %q; want the manager among the words: %t", manager, c.Remediation[0].Command, want)

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // ownerState is how alive the controller behind a third-party finalizer looks.
@@ -44,7 +44,7 @@ func ownerTokens(finalizer string) []string {
 // or app labels carry the finalizer's distinctive words, and its readiness;
 // when none does, the workloads RBAC lets write held (grantedOwners; nil
 // when the finalizer holds no one object: a namespace's count).
-func ownerLiveness(ctl *snapshot.Controllers, finalizer string, held *snapshot.Target) (ownerState, []report.Fact) {
+func ownerLiveness(ctl *observed.Controllers, finalizer string, held *observed.Target) (ownerState, []report.Fact) {
 	if ctl == nil {
 		return ownerUnknown, nil
 	}
@@ -87,13 +87,13 @@ func ownerLiveness(ctl *snapshot.Controllers, finalizer string, held *snapshot.T
 // cnrm-controller-manager cnrm.cloud.google.com/finalizer; Tekton's
 // tekton-chains-controller removes chains.tekton.dev, not
 // tekton-pipelines-webhook).
-func ownerWorkloads(ctl *snapshot.Controllers, finalizer string) []snapshot.Workload {
+func ownerWorkloads(ctl *observed.Controllers, finalizer string) []observed.Workload {
 	tokens := ownerWords(finalizer)
 	if ctl == nil || len(tokens) == 0 {
 		return nil
 	}
 	path := pathWord(finalizer)
-	var best []snapshot.Workload
+	var best []observed.Workload
 	top := 0
 	for _, w := range ctl.Workloads {
 		score := 0
@@ -110,7 +110,7 @@ func ownerWorkloads(ctl *snapshot.Controllers, finalizer string) []snapshot.Work
 		}
 		switch {
 		case score > top:
-			best, top = []snapshot.Workload{w}, score
+			best, top = []observed.Workload{w}, score
 		case score == top:
 			best = append(best, w)
 		}
@@ -138,9 +138,9 @@ func pathWord(finalizer string) string {
 var separators = strings.NewReplacer("-", "", "_", "", ".", "")
 
 // joined is w with separators removed from the fields workloadMatches reads.
-func joined(w snapshot.Workload) snapshot.Workload {
-	out := snapshot.Workload{Name: separators.Replace(w.Name), Namespace: separators.Replace(w.Namespace), Labels: map[string]string{}}
-	for _, l := range snapshot.WorkloadNameLabels {
+func joined(w observed.Workload) observed.Workload {
+	out := observed.Workload{Name: separators.Replace(w.Name), Namespace: separators.Replace(w.Namespace), Labels: map[string]string{}}
+	for _, l := range observed.WorkloadNameLabels {
 		out.Labels[l] = separators.Replace(w.Labels[l])
 	}
 	return out
@@ -160,23 +160,23 @@ func ownerWords(finalizer string) []string {
 // ownerServiceAccount is the user the controller of a third-party finalizer
 // sends its writes as: the service account of the ready workloads that look
 // like its owner, when they agree on one.
-func ownerServiceAccount(ctl *snapshot.Controllers, finalizer string) (account string, from snapshot.Workload, ok bool) {
+func ownerServiceAccount(ctl *observed.Controllers, finalizer string) (account string, from observed.Workload, ok bool) {
 	for _, w := range ownerWorkloads(ctl, finalizer) {
 		if w.Ready == 0 || w.ServiceAccount == "" {
 			continue
 		}
 		sa := "system:serviceaccount:" + w.Namespace + ":" + w.ServiceAccount
 		if account != "" && account != sa {
-			return "", snapshot.Workload{}, false // two candidates: the sender is unknown
+			return "", observed.Workload{}, false // two candidates: the sender is unknown
 		}
 		account, from = sa, w
 	}
 	return account, from, account != ""
 }
 
-func workloadMatches(w snapshot.Workload, tokens []string) bool {
+func workloadMatches(w observed.Workload, tokens []string) bool {
 	fields := []string{w.Name, w.Namespace}
-	for _, l := range snapshot.WorkloadNameLabels {
+	for _, l := range observed.WorkloadNameLabels {
 		fields = append(fields, w.Labels[l])
 	}
 	for _, f := range fields {
@@ -195,7 +195,7 @@ func workloadMatches(w snapshot.Workload, tokens []string) bool {
 // its API group: the controller allowed to remove the finalizer, whatever
 // it is named (Cluster API's AWS provider runs as capa-controller-manager
 // for awscluster.infrastructure.cluster.x-k8s.io), with how it is granted.
-func grantedOwners(ctl *snapshot.Controllers, t *snapshot.Target) ([]snapshot.Workload, []string) {
+func grantedOwners(ctl *observed.Controllers, t *observed.Target) ([]observed.Workload, []string) {
 	if ctl == nil || len(ctl.Grants) == 0 {
 		return nil, nil
 	}
@@ -203,7 +203,7 @@ func grantedOwners(ctl *snapshot.Controllers, t *snapshot.Target) ([]snapshot.Wo
 	if gr.Group == "" {
 		return nil, nil // a core kind: every controller of the cluster may write some
 	}
-	var out []snapshot.Workload
+	var out []observed.Workload
 	var via []string
 	for _, w := range ctl.Workloads {
 		for _, g := range ctl.Grants {
@@ -221,7 +221,7 @@ func grantedOwners(ctl *snapshot.Controllers, t *snapshot.Target) ([]snapshot.Wo
 
 // grantedLiveness judges, when no workload is named like a finalizer's
 // controller, the workloads RBAC lets write the object.
-func grantedLiveness(ctl *snapshot.Controllers, t *snapshot.Target, finalizer string) (ownerState, []report.Fact) {
+func grantedLiveness(ctl *observed.Controllers, t *observed.Target, finalizer string) (ownerState, []report.Fact) {
 	owners, via := grantedOwners(ctl, t)
 	if len(owners) == 0 {
 		return ownerGone, nil

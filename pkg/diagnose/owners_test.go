@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func TestOwnerTokens(t *testing.T) {
@@ -25,21 +25,21 @@ func TestOwnerTokens(t *testing.T) {
 }
 
 func TestFinalizerOwnerLiveness(t *testing.T) {
-	acme := func(ready int32) snapshot.Workload {
-		return snapshot.Workload{Kind: "deployment", Namespace: "acme-system", Name: "acme-controller-manager", Desired: 1, Ready: ready}
+	acme := func(ready int32) observed.Workload {
+		return observed.Workload{Kind: "deployment", Namespace: "acme-system", Name: "acme-controller-manager", Desired: 1, Ready: ready}
 	}
 	cases := []struct {
 		name     string
-		ctl      *snapshot.Controllers
+		ctl      *observed.Controllers
 		severity report.Severity
 		summary  string
 		evidence string
 	}{
-		{"controller healthy: never claim it is gone", &snapshot.Controllers{Workloads: []snapshot.Workload{acme(1)}},
+		{"controller healthy: never claim it is gone", &observed.Controllers{Workloads: []observed.Workload{acme(1)}},
 			report.Warning, "looks healthy", "deployment acme-system/acme-controller-manager: 1/1 ready"},
-		{"controller with no ready replica", &snapshot.Controllers{Workloads: []snapshot.Workload{acme(0)}},
+		{"controller with no ready replica", &observed.Controllers{Workloads: []observed.Workload{acme(0)}},
 			report.Critical, "has no ready replica", "0/1 ready"},
-		{"no controller at all", &snapshot.Controllers{APIGroups: []string{"acme.io"}, Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "kube-system", Name: "coredns", Desired: 2, Ready: 2}}},
+		{"no controller at all", &observed.Controllers{APIGroups: []string{"acme.io"}, Workloads: []observed.Workload{{Kind: "deployment", Namespace: "kube-system", Name: "coredns", Desired: 2, Ready: 2}}},
 			report.Critical, "no controller", "CRDs of API group acme.io are installed"},
 		{"workloads not read: no claim", nil,
 			report.Warning, "waits for 1 finalizer", "removed by a third-party controller"},
@@ -61,7 +61,7 @@ func TestFinalizerOwnerLiveness(t *testing.T) {
 
 func TestKubernetesFinalizersAreNotJudgedByWorkloads(t *testing.T) {
 	s := snap(widget(10*time.Minute, "kubernetes.io/pvc-protection"))
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	if c := Diagnose(s).Items[0].Causes[0]; c.Severity != report.Warning || strings.Contains(strings.Join(c.Evidence, " "), "looks gone") {
 		t.Errorf("kube-controller-manager's finalizers are not third-party: %+v", c)
 	}
@@ -74,7 +74,7 @@ func TestKubernetesFinalizersAreNotJudgedByWorkloads(t *testing.T) {
 // Pipelines webhook), not by any workload of the operator; a generic path
 // (cleanup) narrows nothing.
 func TestEachFinalizerItsOwnController(t *testing.T) {
-	ctl := &snapshot.Controllers{Workloads: []snapshot.Workload{
+	ctl := &observed.Controllers{Workloads: []observed.Workload{
 		{Kind: "StatefulSet", Namespace: "cnrm-system", Name: "cnrm-controller-manager", Desired: 1, Ready: 1},
 		{Kind: "StatefulSet", Namespace: "cnrm-system", Name: "cnrm-deletiondefender", Desired: 1, Ready: 0},
 	}}
@@ -89,7 +89,7 @@ func TestEachFinalizerItsOwnController(t *testing.T) {
 	}
 	// The workloads that carry more of its words: Tekton Chains' controller,
 	// down, not the Pipelines webhook beside it.
-	tekton := &snapshot.Controllers{Workloads: []snapshot.Workload{
+	tekton := &observed.Controllers{Workloads: []observed.Workload{
 		{Kind: "Deployment", Namespace: "tekton-pipelines", Name: "tekton-pipelines-webhook", Desired: 1, Ready: 1},
 		{Kind: "Deployment", Namespace: "tekton-chains", Name: "tekton-chains-controller", Desired: 1, Ready: 0},
 	}}
@@ -119,17 +119,17 @@ func TestEachFinalizerItsOwnController(t *testing.T) {
 // resource (or its finalizers) in its group; a grant bound in another
 // namespace, or to a wildcard group (never read), names none.
 func TestAControllerFoundByItsGrant(t *testing.T) {
-	build := func(grant snapshot.Grant, ready int32) report.Cause {
+	build := func(grant observed.Grant, ready int32) report.Cause {
 		u := heldWith("awscluster.infrastructure.cluster.x-k8s.io")
 		s := snap(u)
 		s.Targets[0].Ref.Resource = "awsclusters.infrastructure.cluster.x-k8s.io"
-		s.Controllers = &snapshot.Controllers{
-			Workloads: []snapshot.Workload{{Kind: "deployment", Namespace: "capa-system", Name: "capa-controller-manager", Desired: 1, Ready: ready, ServiceAccount: "capa-controller-manager"}},
-			Grants:    []snapshot.Grant{grant},
+		s.Controllers = &observed.Controllers{
+			Workloads: []observed.Workload{{Kind: "deployment", Namespace: "capa-system", Name: "capa-controller-manager", Desired: 1, Ready: ready, ServiceAccount: "capa-controller-manager"}},
+			Grants:    []observed.Grant{grant},
 		}
 		return Diagnose(s).Items[0].Causes[0]
 	}
-	grant := snapshot.Grant{ServiceAccount: "capa-system/capa-controller-manager", APIGroups: []string{"infrastructure.cluster.x-k8s.io"},
+	grant := observed.Grant{ServiceAccount: "capa-system/capa-controller-manager", APIGroups: []string{"infrastructure.cluster.x-k8s.io"},
 		Resources: []string{"awsclusters", "awsclusters/status"}, Via: "clusterrole capa-manager-role (clusterrolebinding capa-manager-rolebinding)"}
 	c := build(grant, 1)
 	if !strings.Contains(c.Summary, "the controller that removes awscluster.infrastructure.cluster.x-k8s.io looks healthy") ||
@@ -140,10 +140,10 @@ func TestAControllerFoundByItsGrant(t *testing.T) {
 	if c := build(grant, 0); !strings.Contains(c.Summary, "has no ready replica") {
 		t.Errorf("granted, down: %s", c.Summary)
 	}
-	for name, g := range map[string]snapshot.Grant{
-		"another namespace's binding": func() snapshot.Grant { g := grant; g.Namespace = "elsewhere"; return g }(),
-		"another group":               func() snapshot.Grant { g := grant; g.APIGroups = []string{"cluster.x-k8s.io"}; return g }(),
-		"another account":             func() snapshot.Grant { g := grant; g.ServiceAccount = "capa-system/default"; return g }(),
+	for name, g := range map[string]observed.Grant{
+		"another namespace's binding": func() observed.Grant { g := grant; g.Namespace = "elsewhere"; return g }(),
+		"another group":               func() observed.Grant { g := grant; g.APIGroups = []string{"cluster.x-k8s.io"}; return g }(),
+		"another account":             func() observed.Grant { g := grant; g.ServiceAccount = "capa-system/default"; return g }(),
 	} {
 		if c := build(g, 1); !strings.Contains(c.Summary, "no controller that could remove") {
 			t.Errorf("%s: %s", name, c.Summary)

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // A controller told to leave an object alone does not finish its deletion
@@ -44,7 +44,7 @@ func (p pause) fact() report.Fact { return report.FieldFact(p.field, p.value) }
 
 // unpause is the step that lets t's controller act again: the annotation
 // removed, or spec.paused set false; args fill the step's text beside the field.
-func (p pause) unpause(id string, t *snapshot.Target, args ...string) report.Step {
+func (p pause) unpause(id string, t *observed.Target, args ...string) report.Step {
 	resource := strings.ToLower(t.Ref.Resource)
 	command := kubectlOn(t.Ref.Namespace, "patch", resource, t.Ref.Name, "--type=merge", "-p", `{"spec":{"paused":false}}`)
 	if p.annotation != "" {

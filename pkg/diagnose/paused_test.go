@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // A paused object is left alone by its controller, its deletion included,
@@ -19,7 +19,7 @@ import (
 // (Cluster API's, Crossplane's), unless "false", or spec.paused true. Its
 // live controller is then no reason to wait: critical, unpause first.
 func TestPausedObjectIsLeftAlone(t *testing.T) {
-	healthy := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 1}}}
+	healthy := &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 1}}}
 	for _, tc := range []struct {
 		name    string
 		mark    func(u *unstructured.Unstructured)
@@ -74,13 +74,13 @@ func TestPausedObjectIsLeftAlone(t *testing.T) {
 	// certain, the absence a guess; the pause first, then finding the owner.
 	u.SetAnnotations(map[string]string{"crossplane.io/paused": "true"})
 	s = snap(u)
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	if c := Diagnose(s).Items[0].Causes[0]; c.Severity != report.Critical || c.Summary != "the object is paused (metadata.annotations[crossplane.io/paused]): a controller leaves a paused object alone, its deletion included" ||
 		!slices.Equal(stepIDs(c)[:2], []string{"unpause", "find-owner"}) {
 		t.Errorf("no controller found: %s %q %v", c.Severity, c.Summary, stepIDs(c))
 	}
 	// Its controller down (no ready replica): that comes first, paused or not.
-	s.Controllers = &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 0}}}
+	s.Controllers = &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 0}}}
 	if c := Diagnose(s).Items[0].Causes[0]; !strings.Contains(c.Summary, "has no ready replica") {
 		t.Errorf("controller down: %q", c.Summary)
 	}
@@ -91,7 +91,7 @@ func TestPausedObjectIsLeftAlone(t *testing.T) {
 // (warning, exit 2), the controller's words quoted; with nothing said, it
 // would remove its finalizer.
 func TestPreflightTheControllerSaysWhy(t *testing.T) {
-	healthy := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 1}}}
+	healthy := &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "ops", Name: "widget-operator", Desired: 1, Ready: 1}}}
 	build := func(events []corev1.Event, conditions ...map[string]any) report.Item {
 		u := notDeleted(heldWith("finalizer.widget.io", conditions...))
 		s := snap(u)

@@ -11,12 +11,12 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/celeval"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // podFactsOf gathers what the snapshot says about one pod's shutdown.
-func podFactsOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) podFacts {
+func podFactsOf(s *observed.Snapshot, t *observed.Target, tm timing) podFacts {
 	pod := t.Pod
 	f := podFacts{
 		node:       nodeHealthOf(s, pod.Spec.NodeName),
@@ -41,7 +41,7 @@ func podRuleCauses(x subject) []report.Cause {
 	if tm.grace < 0 {
 		causes = append(causes, negativeGrace(pod, tm))
 	}
-	if snapshot.IsMirrorPod(pod) {
+	if observed.IsMirrorPod(pod) {
 		causes = append(causes, mirrorPodCauses(pod, tm, f)...)
 	} else {
 		causes = append(causes, f.node.causes(pod, tm)...)
@@ -59,8 +59,8 @@ func mirrorPodCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 	if len(nodeCauses) == 0 && (!f.node.alive() || tm.overdue < settleTime) {
 		return nil
 	}
-	evidence := []report.Fact{{Text: fmt.Sprintf("metadata.annotations[%s]: %s (a static pod's mirror)", snapshot.MirrorPodAnnotation, pod.Annotations[snapshot.MirrorPodAnnotation]),
-		Field: "metadata.annotations[" + snapshot.MirrorPodAnnotation + "]", Value: pod.Annotations[snapshot.MirrorPodAnnotation]}}
+	evidence := []report.Fact{{Text: fmt.Sprintf("metadata.annotations[%s]: %s (a static pod's mirror)", observed.MirrorPodAnnotation, pod.Annotations[observed.MirrorPodAnnotation]),
+		Field: "metadata.annotations[" + observed.MirrorPodAnnotation + "]", Value: pod.Annotations[observed.MirrorPodAnnotation]}}
 	sev, summary := report.Warning, fmt.Sprintf("the kubelet on %s has not removed this static pod's mirror %s past the deadline", pod.Spec.NodeName, report.HumanDuration(tm.overdue))
 	var quotes quoted
 	for _, c := range nodeCauses {
@@ -179,7 +179,7 @@ func stateCCauses(pod *corev1.Pod, tm timing, f podFacts) []report.Cause {
 
 // finalDeleteRefusals finds the admission webhooks and policies that refuse,
 // or may refuse, the kubelet's final DELETE of a pod in state C.
-func finalDeleteRefusals(s *snapshot.Snapshot, pod *corev1.Pod, tm timing) []refusal {
+func finalDeleteRefusals(s *observed.Snapshot, pod *corev1.Pod, tm timing) []refusal {
 	if s.Admission == nil || !awaitsFinalDelete(pod) {
 		return nil
 	}

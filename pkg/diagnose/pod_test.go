@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 func TestPodRules(t *testing.T) {
@@ -199,7 +199,7 @@ func TestPodTimeline(t *testing.T) {
 	}
 	// A live node's lease, renewed seconds ago, is no event; a dead node's
 	// last renewal is when it went silent.
-	renewed := func(s *snapshot.Snapshot) bool {
+	renewed := func(s *observed.Snapshot) bool {
 		return slices.ContainsFunc(Diagnose(s).Items[0].Timeline, func(m report.Moment) bool { return m.Event == "node node-1: lease last renewed" })
 	}
 	if renewed(s) {

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Preflight forecasts, for each target not being deleted (kubectl
@@ -16,11 +16,11 @@ import (
 // would run into. Its items and causes are marked Forecast, and an item is
 // Stuck when its deletion would stick. A target already being deleted is
 // diagnosed as Diagnose does: there is nothing left to foresee.
-func Preflight(s *snapshot.Snapshot) report.Report {
+func Preflight(s *observed.Snapshot) report.Report {
 	return reportOf(s, preflightTarget)
 }
 
-func preflightTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
+func preflightTarget(s *observed.Snapshot, t *observed.Target) report.Item {
 	if t.Object.GetDeletionTimestamp() != nil {
 		return diagnoseTarget(s, t)
 	}
@@ -44,8 +44,8 @@ func preflightTarget(s *snapshot.Snapshot, t *snapshot.Target) report.Item {
 // the causes it would hold the deletion by.
 type forecastRule struct {
 	name   string
-	needs  func(*snapshot.Target) Evidence
-	causes func(*snapshot.Snapshot, *snapshot.Target) []report.Cause
+	needs  func(*observed.Target) Evidence
+	causes func(*observed.Snapshot, *observed.Target) []report.Cause
 }
 
 // forecastRules are what a deletion runs into, in the order their causes
@@ -70,7 +70,7 @@ func init() {
 }
 
 // forecastNeeds is what the forecast rules read about t beyond t itself.
-func forecastNeeds(t *snapshot.Target) Evidence {
+func forecastNeeds(t *observed.Target) Evidence {
 	var e Evidence
 	for _, r := range forecastRules {
 		e |= r.needs(t)
@@ -81,7 +81,7 @@ func forecastNeeds(t *snapshot.Target) Evidence {
 // contentNeeds: a namespace's objects; a CRD's instances (apiextensions adds
 // its cleanup finalizer only once the CRD is deleted, so the finalizer's
 // rule does not ask for them before).
-func contentNeeds(t *snapshot.Target) Evidence {
+func contentNeeds(t *observed.Target) Evidence {
 	switch {
 	case t.Namespace != nil:
 		return ContentEvidence
@@ -91,7 +91,7 @@ func contentNeeds(t *snapshot.Target) Evidence {
 	return 0
 }
 
-func apiServiceNeeds(t *snapshot.Target) Evidence {
+func apiServiceNeeds(t *observed.Target) Evidence {
 	if t.Namespace != nil {
 		return APIServiceEvidence
 	}
@@ -100,7 +100,7 @@ func apiServiceNeeds(t *snapshot.Target) Evidence {
 
 // apiServiceForecasts: an unavailable APIService stops the namespace
 // controller, whichever namespace it deletes.
-func apiServiceForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func apiServiceForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	if t.Namespace == nil {
 		return nil
 	}
@@ -110,7 +110,7 @@ func apiServiceForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Caus
 // conversionNeeds: a namespace's objects, and the CRDs (their conversion
 // webhooks' backends) once its scan failed to convert a kind: the CRDs are
 // read after the scan.
-func conversionNeeds(t *snapshot.Target) Evidence {
+func conversionNeeds(t *observed.Target) Evidence {
 	if t.Namespace == nil {
 		return 0
 	}
@@ -123,7 +123,7 @@ func conversionNeeds(t *snapshot.Target) Evidence {
 // conversionForecasts: a kind the namespace holds whose conversion webhook
 // fails cannot be listed nor deleted, by the scan as by the namespace
 // controller, which would stop there.
-func conversionForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func conversionForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	if t.Namespace == nil {
 		return nil
 	}
@@ -139,7 +139,7 @@ func conversionForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Caus
 // finalizer holds, diagnosed and nested as why does: the deletion would
 // wait for them. Their last resort, emptying a Terminating namespace's
 // spec.finalizers, is not one for a namespace not being deleted.
-func stuckInsideForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func stuckInsideForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	if t.Contents == nil {
 		return nil
 	}
@@ -167,7 +167,7 @@ func stuckInsideForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cau
 // admissionNeeds: the webhooks and policies, for an object whose finalizers
 // a controller will remove, and for a namespace, whose content the
 // namespace controller will delete.
-func admissionNeeds(t *snapshot.Target) Evidence {
+func admissionNeeds(t *observed.Target) Evidence {
 	if t.Namespace != nil || len(t.Object.GetFinalizers()) > 0 {
 		return AdmissionEvidence
 	}
@@ -179,7 +179,7 @@ func admissionNeeds(t *snapshot.Target) Evidence {
 // a finalizer (a webhook whose backend is gone, a policy whose expression
 // denies it), the namespace controller's DELETEs of what the namespace
 // holds.
-func admissionForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func admissionForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	tm := asIfDeleted // a suspect webhook is judged as why judges it once the deletion is due
 	causes := finalizerUpdateRefusals(s, t, tm)
 	if t.Namespace != nil {
@@ -188,7 +188,7 @@ func admissionForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause
 	return wouldStick(causes)
 }
 
-func podNodeNeeds(t *snapshot.Target) Evidence {
+func podNodeNeeds(t *observed.Target) Evidence {
 	if t.Pod != nil && t.Pod.Spec.NodeName != "" {
 		return NodeEvidence
 	}
@@ -197,7 +197,7 @@ func podNodeNeeds(t *snapshot.Target) Evidence {
 
 // podNodeForecasts: a pod whose node is gone or does not report would not
 // finish its deletion: only its kubelet runs the shutdown.
-func podNodeForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func podNodeForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	if podNodeNeeds(t) == 0 {
 		return nil
 	}
@@ -224,7 +224,7 @@ const wouldStickPrefix = "the deletion would stick: "
 // deletion would stick (their node gone or not reporting), nested: the
 // namespace controller deletes pods first and waits for them, and why then
 // reports PodStuckTerminating.
-func livePodForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func livePodForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	if t.Contents == nil || t.Namespace == nil {
 		return nil
 	}
@@ -256,7 +256,7 @@ func livePodForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 }
 
 // nodeOf is a pod's node ("" for any other kind, or a pod not scheduled).
-func nodeOf(t *snapshot.Target) string {
+func nodeOf(t *observed.Target) string {
 	if t.Pod == nil {
 		return ""
 	}

@@ -7,19 +7,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // foreground: a forecast deletion sent with --cascade=foreground, or a
 // dependent the garbage collector would delete in the foreground for one.
-func foreground(t *snapshot.Target) bool {
+func foreground(t *observed.Target) bool {
 	return t.Cascade == metav1.DeletePropagationForeground
 }
 
 // dependentNeeds: deleted in the foreground, an owner waits for its
 // dependents.
-func dependentNeeds(t *snapshot.Target) Evidence {
+func dependentNeeds(t *observed.Target) Evidence {
 	if foreground(t) {
 		return DependentEvidence
 	}
@@ -33,7 +33,7 @@ func dependentNeeds(t *snapshot.Target) Evidence {
 // finalizer's controller gone, its node dead) or is stuck already holds
 // the owner, as why reports once it does. In the background (the default)
 // the owner goes at once, whatever its dependents do.
-func dependentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func dependentForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	if !foreground(t) || t.Dependents == nil {
 		return nil
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kubeversion"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // The forecasts of finalizers (kubectl terminating preflight): on the
@@ -17,7 +17,7 @@ import (
 // controller it deletes; each judged by its controller, or, for Kubernetes'
 // in-use protections, by what still uses the object.
 
-func ownFinalizerNeeds(t *snapshot.Target) Evidence {
+func ownFinalizerNeeds(t *observed.Target) Evidence {
 	if slices.ContainsFunc(t.Object.GetFinalizers(), catalog.ThirdPartyFinalizer) {
 		return OwnerEvidence
 	}
@@ -27,7 +27,7 @@ func ownFinalizerNeeds(t *snapshot.Target) Evidence {
 // ownFinalizerForecasts: each finalizer on the object: an in-use
 // protection by what still uses the object; a third-party finalizer by
 // whether its controller is there to remove it once the deletion begins.
-func ownFinalizerForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func ownFinalizerForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	var causes []report.Cause
 	for _, f := range t.Object.GetFinalizers() {
 		if held := ruleForecasts(s, t, f); len(held) > 0 { // what its rule names holds it, whatever its controller
@@ -55,7 +55,7 @@ func ownFinalizerForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Ca
 // contentForecasts: the objects a namespace's deletion deletes (or a CRD's:
 // its instances) that carry a third-party finalizer, by finalizer, judged
 // by whether its controller is there to remove it.
-func contentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func contentForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	c := t.Contents
 	if c == nil {
 		return nil
@@ -115,7 +115,7 @@ func contentForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
 // preflight's own target; nil for a scan's objects): what it says now is
 // judged too (aliveForecast). ok is false when the controllers were not
 // read (the run's skipped reads say so).
-func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f, held, within string, evidence []report.Fact, first report.Step, own *snapshot.Target) (report.Cause, bool) {
+func finalizerForecast(s *observed.Snapshot, code catalog.Code, f, held, within string, evidence []report.Fact, first report.Step, own *observed.Target) (report.Cause, bool) {
 	if s.Controllers == nil {
 		return report.Cause{}, false
 	}
@@ -153,7 +153,7 @@ func finalizerForecast(s *snapshot.Snapshot, code catalog.Code, f, held, within 
 // scan's objects): paused, its controller leaves it alone (critical); a
 // failure its controller reports about it now, the deletion may run into
 // as well (warning: the cleanup is the same controller's work).
-func aliveForecast(s *snapshot.Snapshot, code catalog.Code, f, waits string, evidence []report.Fact, first report.Step, own *snapshot.Target) report.Cause {
+func aliveForecast(s *observed.Snapshot, code catalog.Code, f, waits string, evidence []report.Fact, first report.Step, own *observed.Target) report.Cause {
 	alive := cause(code, report.Info, 0.6, waits+"; its controller looks alive and would remove it", evidence, first)
 	if own == nil {
 		return alive
@@ -183,7 +183,7 @@ func controllerMissing(c report.Cause) bool {
 // liveOwnersWithin names the ready workloads that look like finalizer f's
 // controller when every one of them runs in namespace ns ("" otherwise, or
 // when ns is "").
-func liveOwnersWithin(ctl *snapshot.Controllers, f, ns string) string {
+func liveOwnersWithin(ctl *observed.Controllers, f, ns string) string {
 	var names []string
 	for _, w := range liveOwners(ctl, f) {
 		if w.Namespace != ns || ns == "" {
@@ -196,12 +196,12 @@ func liveOwnersWithin(ctl *snapshot.Controllers, f, ns string) string {
 
 // liveOwners are the workloads with ready replicas that look like
 // finalizer f's controller (ownerLiveness's matching).
-func liveOwners(ctl *snapshot.Controllers, f string) []snapshot.Workload {
-	return slices.DeleteFunc(ownerWorkloads(ctl, f), func(w snapshot.Workload) bool { return w.Ready == 0 })
+func liveOwners(ctl *observed.Controllers, f string) []observed.Workload {
+	return slices.DeleteFunc(ownerWorkloads(ctl, f), func(w observed.Workload) bool { return w.Ready == 0 })
 }
 
 // workloadName names a workload as the evidence does: "deployment ops/acme".
-func workloadName(w snapshot.Workload) string {
+func workloadName(w observed.Workload) string {
 	return strings.ToLower(w.Kind) + " " + w.Namespace + "/" + w.Name
 }
 
@@ -225,7 +225,7 @@ var asIfDeleted = timing{terminating: settleTime, overdue: settleTime}
 // ruleForecasts: what a finalizer's rule among foreseenCodes says of the
 // object as if its deletion had begun, when it says the deletion would be
 // held.
-func ruleForecasts(s *snapshot.Snapshot, t *snapshot.Target, f string) []report.Cause {
+func ruleForecasts(s *observed.Snapshot, t *observed.Target, f string) []report.Cause {
 	row, _ := catalog.LookupFinalizer(f)
 	r, ok := ruleOf(f)
 	least, foreseen := foreseenCodes[row.Code]
@@ -239,7 +239,7 @@ func ruleForecasts(s *snapshot.Snapshot, t *snapshot.Target, f string) []report.
 // strandedNeeds: for what runs controllers (a Deployment, StatefulSet or
 // DaemonSet; a namespace, with its workloads), the workloads and every
 // object of the cluster carrying a third-party finalizer.
-func strandedNeeds(t *snapshot.Target) Evidence {
+func strandedNeeds(t *observed.Target) Evidence {
 	if t.Namespace != nil || isWorkload(t.Ref) {
 		return FinalizedEvidence | OwnerEvidence
 	}
@@ -249,8 +249,8 @@ func strandedNeeds(t *snapshot.Target) Evidence {
 // DeletesLiveWorkloads: t's deletion would delete a workload with ready
 // replicas (t itself, or one in the namespace t is), the only kind whose
 // loss strands a finalizer. False when the workloads were not read.
-func DeletesLiveWorkloads(s *snapshot.Snapshot, t *snapshot.Target) bool {
-	return s.Controllers != nil && slices.ContainsFunc(s.Controllers.Workloads, func(w snapshot.Workload) bool { return w.Ready > 0 && deletedWith(t, w) })
+func DeletesLiveWorkloads(s *observed.Snapshot, t *observed.Target) bool {
+	return s.Controllers != nil && slices.ContainsFunc(s.Controllers.Workloads, func(w observed.Workload) bool { return w.Ready > 0 && deletedWith(t, w) })
 }
 
 func isWorkload(r report.ObjectRef) bool {
@@ -258,7 +258,7 @@ func isWorkload(r report.ObjectRef) bool {
 }
 
 // deletedWith: the workload goes with t's deletion (t is it, or its namespace).
-func deletedWith(t *snapshot.Target, w snapshot.Workload) bool {
+func deletedWith(t *observed.Target, w observed.Workload) bool {
 	if t.Namespace != nil {
 		return w.Namespace == t.Ref.Name
 	}
@@ -271,7 +271,7 @@ func deletedWith(t *snapshot.Target, w snapshot.Workload) bool {
 // carry them would keep them, and their deletion, and their namespaces',
 // would stick. Objects in a namespace being deleted are its content's
 // forecast (contentForecasts).
-func strandedForecasts(s *snapshot.Snapshot, t *snapshot.Target) []report.Cause {
+func strandedForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	if s.Finalized == nil || s.Controllers == nil {
 		return nil
 	}

@@ -15,13 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apitypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // liveAcme is a controller whose name carries widgets.acme.io/cleanup's words.
-func liveAcme(ready int32) *snapshot.Controllers {
-	return &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "acme-system", Name: "acme-controller", Desired: 1, Ready: ready}}}
+func liveAcme(ready int32) *observed.Controllers {
+	return &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "acme-system", Name: "acme-controller", Desired: 1, Ready: ready}}}
 }
 
 // notDeleted is o as it is before anyone deletes it.
@@ -37,13 +37,13 @@ func notDeleted(u *unstructured.Unstructured) *unstructured.Unstructured {
 func TestPreflightOwnFinalizer(t *testing.T) {
 	cases := []struct {
 		name     string
-		ctl      *snapshot.Controllers
+		ctl      *observed.Controllers
 		severity report.Severity
 		stuck    bool
 		summary  string
 		steps    []string
 	}{
-		{"controller gone", &snapshot.Controllers{}, report.Critical, true, "no controller that could remove it is found in the cluster: the deletion would stick",
+		{"controller gone", &observed.Controllers{}, report.Critical, true, "no controller that could remove it is found in the cluster: the deletion would stick",
 			[]string{"find-owner", "restore-owner-before", "remove-finalizer-before"}},
 		{"controller down", liveAcme(0), report.Critical, true, "its controller has no ready replica: the deletion would stick until it has one",
 			[]string{"find-owner", "restore-owner-before", "remove-finalizer-before"}},
@@ -71,7 +71,7 @@ func TestPreflightOwnFinalizer(t *testing.T) {
 	}
 	// Kubernetes' own finalizers are not a third party's: no forecast yet.
 	s := snap(notDeleted(widget(0, "kubernetes.io/pvc-protection")))
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	if it := Preflight(s).Items[0]; it.Stuck || len(it.Causes) != 0 {
 		t.Errorf("pvc-protection: %v", codes(it))
 	}
@@ -82,30 +82,30 @@ func TestPreflightOwnFinalizer(t *testing.T) {
 // which stop the namespace controller whatever it deletes.
 func TestPreflightNamespace(t *testing.T) {
 	release := ""
-	build := func(ctl *snapshot.Controllers, pending map[string]int, apis ...snapshot.APIService) report.Item {
+	build := func(ctl *observed.Controllers, pending map[string]int, apis ...observed.APIService) report.Item {
 		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "preview-1"},
 			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
 		s := snap(ns)
-		waiting := map[string][]snapshot.ObjectRef{}
+		waiting := map[string][]observed.ObjectRef{}
 		for _, n := range []string{"w1", "w2", "w3"} {
-			waiting["widgets.acme.io/cleanup"] = append(waiting["widgets.acme.io/cleanup"], snapshot.ObjectRef{APIVersion: "acme.io/v1", Resource: "widgets.acme.io", Kind: "Widget", Namespace: "preview-1", Name: n})
+			waiting["widgets.acme.io/cleanup"] = append(waiting["widgets.acme.io/cleanup"], observed.ObjectRef{APIVersion: "acme.io/v1", Resource: "widgets.acme.io", Kind: "Widget", Namespace: "preview-1", Name: n})
 		}
-		s.Targets[0].Contents = &snapshot.Contents{
+		s.Targets[0].Contents = &observed.Contents{
 			Counts:     byType(map[string]int{"widgets.acme.io": 4, "configmaps": 1}),
 			NotDeleted: byType(map[string]int{"widgets.acme.io": 4, "configmaps": 1}),
-			Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{}, Pending: pending, Waiting: waiting,
-			Read: snapshot.ContentsRead{Types: 40},
+			Finalizers: map[string]int{}, Held: map[string][]*observed.Target{}, Pending: pending, Waiting: waiting,
+			Read: observed.ContentsRead{Types: 40},
 		}
 		s.Controllers = ctl
 		s.APIServices = apis
 		if release != "" {
-			s.Server = &snapshot.Server{GitVersion: release}
+			s.Server = &observed.Server{GitVersion: release}
 		}
 		return Preflight(s).Items[0]
 	}
 	pending := map[string]int{"widgets.acme.io/cleanup": 4, "kubernetes.io/pvc-protection": 1}
 
-	it := build(&snapshot.Controllers{}, pending)
+	it := build(&observed.Controllers{}, pending)
 	if !it.Stuck || it.Severity != report.Critical || !slices.Equal(codes(it), []string{"FinalizerPending"}) {
 		t.Fatalf("stuck %t %s %v", it.Stuck, it.Severity, codes(it))
 	}
@@ -126,7 +126,7 @@ func TestPreflightNamespace(t *testing.T) {
 	}
 	// The controller runs in the namespace being deleted: the namespace
 	// controller deletes it too, its pods first under ordered deletion.
-	inside := &snapshot.Controllers{Workloads: []snapshot.Workload{{Kind: "Deployment", Namespace: "preview-1", Name: "acme-controller", Desired: 1, Ready: 1}}}
+	inside := &observed.Controllers{Workloads: []observed.Workload{{Kind: "Deployment", Namespace: "preview-1", Name: "acme-controller", Desired: 1, Ready: 1}}}
 	for _, tc := range []struct {
 		release  string
 		severity report.Severity
@@ -145,12 +145,12 @@ func TestPreflightNamespace(t *testing.T) {
 		}
 	}
 	release = ""
-	if it := build(&snapshot.Controllers{}, map[string]int{"kubernetes.io/pvc-protection": 1}); it.Stuck || len(it.Causes) != 0 {
+	if it := build(&observed.Controllers{}, map[string]int{"kubernetes.io/pvc-protection": 1}); it.Stuck || len(it.Causes) != 0 {
 		t.Errorf("nothing would hold it: %v", codes(it))
 	}
 
-	broken := snapshot.APIService{Name: "v1beta1.metrics.example.com", Group: "metrics.example.com", Version: "v1beta1", Service: "metrics/metrics-server", Available: "False", Reason: "MissingEndpoints"}
-	it = build(&snapshot.Controllers{}, nil, broken)
+	broken := observed.APIService{Name: "v1beta1.metrics.example.com", Group: "metrics.example.com", Version: "v1beta1", Service: "metrics/metrics-server", Available: "False", Reason: "MissingEndpoints"}
+	it = build(&observed.Controllers{}, nil, broken)
 	if !it.Stuck || !slices.Equal(codes(it), []string{"APIServiceUnavailable"}) || !it.Causes[0].Forecast ||
 		!strings.HasPrefix(it.Causes[0].Summary, "deleting the namespace now would stop at discovery: aggregated API metrics.example.com/v1beta1 is unavailable (MissingEndpoints)") {
 		t.Errorf("APIService: stuck %t %v %q", it.Stuck, codes(it), it.Causes[0].Summary)
@@ -168,9 +168,9 @@ func TestPreflightCRD(t *testing.T) {
 	if !Needs(crd).Has(InstanceEvidence | CRDEvidence) {
 		t.Errorf("a CRD's preflight reads its instances: needs %b", Needs(crd))
 	}
-	crd.Contents = &snapshot.Contents{ByNamespace: map[string]int{"shop": 2}, Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{},
+	crd.Contents = &observed.Contents{ByNamespace: map[string]int{"shop": 2}, Finalizers: map[string]int{}, Held: map[string][]*observed.Target{},
 		Pending: map[string]int{"widgets.acme.io/cleanup": 2},
-		Waiting: map[string][]snapshot.ObjectRef{"widgets.acme.io/cleanup": {{APIVersion: "example.com/v1", Resource: "widgets.example.com", Kind: "Widget", Namespace: "shop", Name: "a"}, {APIVersion: "example.com/v1", Resource: "widgets.example.com", Kind: "Widget", Namespace: "shop", Name: "b"}}}}
+		Waiting: map[string][]observed.ObjectRef{"widgets.acme.io/cleanup": {{APIVersion: "example.com/v1", Resource: "widgets.example.com", Kind: "Widget", Namespace: "shop", Name: "a"}, {APIVersion: "example.com/v1", Resource: "widgets.example.com", Kind: "Widget", Namespace: "shop", Name: "b"}}}}
 	it := Preflight(s).Items[0]
 	if !it.Stuck || !slices.Equal(codes(it), []string{"CRDInstancesRemaining"}) {
 		t.Fatalf("stuck %t %v", it.Stuck, codes(it))
@@ -210,7 +210,7 @@ func TestPreflightWithoutControllers(t *testing.T) {
 // diagnosed as why diagnoses it.
 func TestPreflightOfADeletion(t *testing.T) {
 	s := snap(widget(10*time.Minute, "widgets.acme.io/cleanup"))
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	it := Preflight(s).Items[0]
 	if it.Forecast || !it.Stuck || it.Causes[0].Forecast || it.OverdueSeconds == 0 {
 		t.Errorf("forecast %t stuck %t %+v", it.Forecast, it.Stuck, it.Causes[0])
@@ -228,13 +228,13 @@ func TestPreflightNamespaceHoldingStuckObjects(t *testing.T) {
 	s := snap(ns, node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute))
 	pod := snap(terminatingPod(10*time.Minute, 30)).Targets[0]
 	w := widget(10*time.Minute, "widgets.acme.io/cleanup")
-	s.Targets[0].Contents = &snapshot.Contents{
+	s.Targets[0].Contents = &observed.Contents{
 		Counts:     byType(map[string]int{"pods": 1, "widgets.example.com": 1}),
 		Finalizers: map[string]int{"widgets.acme.io/cleanup": 1},
-		Held:       map[string][]*snapshot.Target{"widgets.acme.io/cleanup": {snap(w).Targets[0]}},
-		Pods:       []*snapshot.Target{pod},
+		Held:       map[string][]*observed.Target{"widgets.acme.io/cleanup": {snap(w).Targets[0]}},
+		Pods:       []*observed.Target{pod},
 	}
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	it := Preflight(s).Items[0]
 	if !it.Forecast || !it.Stuck || !slices.Equal(codes(it), []string{"FinalizerPending", "PodStuckTerminating"}) {
 		t.Fatalf("stuck %t %v", it.Stuck, codes(it))
@@ -260,8 +260,8 @@ func TestPreflightNamespaceHoldingStuckObjects(t *testing.T) {
 // content; the same codes why reports once they are refused. A webhook
 // that answers may well allow them: no forecast.
 func TestPreflightAdmission(t *testing.T) {
-	down := func(ready int, op admissionregistrationv1.OperationType, resource string) *snapshot.Admission {
-		a := snapshot.NewAdmission()
+	down := func(ready int, op admissionregistrationv1.OperationType, resource string) *observed.Admission {
+		a := observed.NewAdmission()
 		hook := deletePodsWebhook(admissionregistrationv1.Fail, op)
 		hook.Webhooks[0].Rules[0].Resources = []string{resource}
 		a.Validating = append(a.Validating, hook)
@@ -286,7 +286,7 @@ func TestPreflightAdmission(t *testing.T) {
 	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
 	pod.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
 	s = snap(pod)
-	s.Admission = snapshot.NewAdmission()
+	s.Admission = observed.NewAdmission()
 	s.Admission.Mutating = append(s.Admission.Mutating, mutatingPodsWebhook(admissionregistrationv1.Ignore, nil))
 	s.Admission.ServiceEndpoints[key("guard/guard-svc")] = 1
 	if it := Preflight(s).Items[0]; !it.Stuck || it.Severity != report.Warning || codes(it)[0] != "AdmissionWebhookDenied" ||
@@ -297,10 +297,10 @@ func TestPreflightAdmission(t *testing.T) {
 	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
 		Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
 	s = snap(ns)
-	s.Targets[0].Contents = &snapshot.Contents{Counts: byType(map[string]int{"configmaps": 1}), NotDeleted: byType(map[string]int{"configmaps": 1}),
+	s.Targets[0].Contents = &observed.Contents{Counts: byType(map[string]int{"configmaps": 1}), NotDeleted: byType(map[string]int{"configmaps": 1}),
 		Resources: map[schema.GroupResource]schema.GroupVersionResource{{Resource: "configmaps"}: {Version: "v1", Resource: "configmaps"}}}
 	s.Admission = down(0, admissionregistrationv1.Delete, "configmaps")
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	s.Targets[0].Forecast = true
 	if !Needs(s.Targets[0]).Has(AdmissionEvidence | ContentEvidence | APIServiceEvidence) {
 		t.Errorf("a namespace's preflight reads admission, its content and the APIServices: %b", Needs(s.Targets[0]))
@@ -343,8 +343,8 @@ func TestPreflightNamespaceWithPodsOnADeadNode(t *testing.T) {
 	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
 	build := func(n *corev1.Node, l *coordinationv1.Lease) report.Item {
 		s := snap(ns, n, l)
-		s.Targets[0].Contents = &snapshot.Contents{Counts: byType(map[string]int{"pods": 1}), NotDeleted: byType(map[string]int{"pods": 1}),
-			Live: []*snapshot.Target{snap(pod).Targets[0]}}
+		s.Targets[0].Contents = &observed.Contents{Counts: byType(map[string]int{"pods": 1}), NotDeleted: byType(map[string]int{"pods": 1}),
+			Live: []*observed.Target{snap(pod).Targets[0]}}
 		return Preflight(s).Items[0]
 	}
 	it := build(node("node-1", corev1.ConditionUnknown, taintUnreachable), lease("node-1", 20*time.Minute))
@@ -379,7 +379,7 @@ func TestPreflightClaimInUse(t *testing.T) {
 		!slices.Equal(it.Causes[0].About.Finalizers, []string{"kubernetes.io/pvc-protection"}) {
 		t.Errorf("stuck %t %v %+v", it.Stuck, codes(it), it.Causes)
 	}
-	claim.ClaimUsers = []*snapshot.Target{}
+	claim.ClaimUsers = []*observed.Target{}
 	if it := Preflight(snapOf(claim)).Items[0]; it.Stuck || len(it.Causes) != 0 {
 		t.Errorf("no user: %v", codes(it))
 	}
@@ -397,7 +397,7 @@ func TestPreflightDrain(t *testing.T) {
 		n.Object.SetDeletionTimestamp(nil)
 		n.Object.SetDeletionGracePeriodSeconds(nil)
 		s := snap()
-		s.Targets = []*snapshot.Target{n}
+		s.Targets = []*observed.Target{n}
 		s.NodePods = map[string][]corev1.Pod{"node-7": {podOn("db-0", map[string]string{"app": "db"})}}
 		s.PDBs = map[string][]policyv1.PodDisruptionBudget{"shop": {budget("db", tc.allowed)}}
 		s.Controllers = liveAcme(1)
@@ -418,13 +418,13 @@ func TestPreflightStrandedFinalizers(t *testing.T) {
 	deploy.Object.SetAPIVersion("apps/v1")
 	deploy.Object.SetNamespace("acme-system")
 	ns := snap(&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "acme-system"}}).Targets[0]
-	finalized := &snapshot.Finalized{Counts: map[string]map[string]int{"widgets.acme.io/cleanup": {"shop": 2, "acme-system": 1}},
-		Examples: map[string][]snapshot.ObjectRef{"widgets.acme.io/cleanup": {{APIVersion: "acme.io/v1", Kind: "Widget", Resource: "widgets.acme.io", Namespace: "acme-system", Name: "w0"},
+	finalized := &observed.Finalized{Counts: map[string]map[string]int{"widgets.acme.io/cleanup": {"shop": 2, "acme-system": 1}},
+		Examples: map[string][]observed.ObjectRef{"widgets.acme.io/cleanup": {{APIVersion: "acme.io/v1", Kind: "Widget", Resource: "widgets.acme.io", Namespace: "acme-system", Name: "w0"},
 			{APIVersion: "acme.io/v1", Kind: "Widget", Resource: "widgets.acme.io", Namespace: "shop", Name: "w1"}}}}
 	for _, tc := range []struct {
 		name    string
-		target  *snapshot.Target
-		ctl     *snapshot.Controllers
+		target  *observed.Target
+		ctl     *observed.Controllers
 		objects string
 	}{
 		{"its Deployment", deploy, liveAcme(1), "3 objects (widget.acme.io/w0 -n acme-system, widget.acme.io/w1 -n shop, ...)"},
@@ -434,9 +434,9 @@ func TestPreflightStrandedFinalizers(t *testing.T) {
 		if !Needs(tc.target).Has(FinalizedEvidence | OwnerEvidence) {
 			t.Errorf("%s: needs %b", tc.name, Needs(tc.target))
 		}
-		s := snapshot.New(now)
-		s.Targets, s.Controllers, s.Finalized = []*snapshot.Target{tc.target}, tc.ctl, finalized
-		if !DeletesLiveWorkloads(s, tc.target) || DeletesLiveWorkloads(&snapshot.Snapshot{Controllers: liveAcme(0)}, tc.target) {
+		s := observed.New(now)
+		s.Targets, s.Controllers, s.Finalized = []*observed.Target{tc.target}, tc.ctl, finalized
+		if !DeletesLiveWorkloads(s, tc.target) || DeletesLiveWorkloads(&observed.Snapshot{Controllers: liveAcme(0)}, tc.target) {
 			t.Errorf("%s: the cluster is scanned only when a live workload goes with the deletion", tc.name)
 		}
 		it := Preflight(s).Items[0]
@@ -445,7 +445,7 @@ func TestPreflightStrandedFinalizers(t *testing.T) {
 			!slices.Equal(stepIDs(it.Causes[0]), []string{"find-owner", "uninstall-last"}) {
 			t.Errorf("%s: stuck %t %v %+v, want %q...", tc.name, it.Stuck, codes(it), it.Causes, want)
 		}
-		s.Controllers = &snapshot.Controllers{Workloads: append(liveAcme(1).Workloads, snapshot.Workload{Kind: "Deployment", Namespace: "acme-backup", Name: "acme-controller", Ready: 1})}
+		s.Controllers = &observed.Controllers{Workloads: append(liveAcme(1).Workloads, observed.Workload{Kind: "Deployment", Namespace: "acme-backup", Name: "acme-controller", Ready: 1})}
 		if it := Preflight(s).Items[0]; it.Stuck {
 			t.Errorf("%s, with another live replica elsewhere: %v", tc.name, codes(it))
 		}
@@ -460,10 +460,10 @@ func TestPreflightStrandedFinalizers(t *testing.T) {
 // blockOwnerDeletion is not waited for.
 func TestPreflightForegroundCascade(t *testing.T) {
 	yes := true
-	owns := func(d *snapshot.Target, kind, name string) {
+	owns := func(d *observed.Target, kind, name string) {
 		d.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: apitypes.UID("uid-" + name), BlockOwnerDeletion: &yes}})
 	}
-	forecast := func(t *snapshot.Target) *snapshot.Target {
+	forecast := func(t *observed.Target) *observed.Target {
 		notDeleted(t.Object)
 		t.Forecast, t.Cascade = true, metav1.DeletePropagationForeground
 		return t
@@ -474,9 +474,9 @@ func TestPreflightForegroundCascade(t *testing.T) {
 	pod := terminatingPod(0, 30)
 	pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = nil, nil
 	pod.Name, pod.UID, pod.Spec.NodeName = "web-abc-1", "uid-web-abc-1", "node-dead"
-	pt := forecast(target(pod, "pods", func(t *snapshot.Target) { t.Pod = pod }))
+	pt := forecast(target(pod, "pods", func(t *observed.Target) { t.Pod = pod }))
 	owns(pt, "ReplicaSet", "web-abc")
-	deploy.Dependents, rs.Dependents = []*snapshot.Target{rs}, []*snapshot.Target{pt}
+	deploy.Dependents, rs.Dependents = []*observed.Target{rs}, []*observed.Target{pt}
 	if !Needs(deploy).Has(DependentEvidence) || !Needs(rs).Has(DependentEvidence) || !Needs(pt).Has(NodeEvidence) {
 		t.Fatalf("a foreground forecast reads the dependents, and their nodes")
 	}
@@ -544,13 +544,13 @@ func TestPreflightConversionWebhookFailing(t *testing.T) {
 	if e := Needs(s.Targets[0]); !e.Has(ContentEvidence) || e.Has(CRDEvidence) {
 		t.Fatalf("a namespace's preflight reads its content, not the CRDs while no list failed")
 	}
-	s.Targets[0].Contents = &snapshot.Contents{Counts: byType(nil), Finalizers: map[string]int{}, Held: map[string][]*snapshot.Target{},
+	s.Targets[0].Contents = &observed.Contents{Counts: byType(nil), Finalizers: map[string]int{}, Held: map[string][]*observed.Target{},
 		Skipped: []report.Skip{{Check: "list gadgets.conv.example.com in namespace shop", Reason: "Error",
 			APIMessage: `conversion webhook for conv.example.com/v1, Kind=Gadget failed: Post "https://conv-down.default.svc:443/convert?timeout=30s": service "conv-down" not found`}}}
 	if !Needs(s.Targets[0]).Has(CRDEvidence) {
 		t.Fatalf("a list that failed to convert: the CRDs are read, for the webhook's backend")
 	}
-	s.CRDs["gadgets.conv.example.com"] = &snapshot.CRD{Name: "gadgets.conv.example.com", Group: "conv.example.com", Kind: "Gadget", Plural: "gadgets",
+	s.CRDs["gadgets.conv.example.com"] = &observed.CRD{Name: "gadgets.conv.example.com", Group: "conv.example.com", Kind: "Gadget", Plural: "gadgets",
 		Namespaced: true, StorageVersion: "v1", Served: []string{"v1", "v2"}, StoredVersions: []string{"v1"},
 		ConversionStrategy: "Webhook", ConversionService: "default/conv-down", ConversionServiceEndpoints: new(int)}
 	it := Preflight(s).Items[0]

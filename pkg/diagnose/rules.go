@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Evidence is a set of reads a rule needs beyond the target itself. The
@@ -61,10 +61,10 @@ const (
 	// only its metadata.
 	ObjectEvidence
 	// NamedEvidence: the objects the target's spec names, and those they
-	// name in turn (snapshot.NamedIn).
+	// name in turn (observed.NamedIn).
 	NamedEvidence
 	// NamedByEvidence: the objects of the target's namespace and API group
-	// family whose spec names it (snapshot.NamingField).
+	// family whose spec names it (observed.NamingField).
 	NamedByEvidence
 	// FinalizedEvidence: every object of the cluster not being deleted that
 	// carries a third-party finalizer (a preflight of what runs a controller).
@@ -100,22 +100,22 @@ func (e Evidence) Has(x Evidence) bool { return e&x == x }
 // what it must read, and a pure function from the snapshot to causes.
 type rule struct {
 	name    string
-	applies func(t *snapshot.Target) bool
-	needs   func(t *snapshot.Target) Evidence
+	applies func(t *observed.Target) bool
+	needs   func(t *observed.Target) Evidence
 	explain func(subject) []report.Cause
 }
 
 // subject is what the rules judge: a target, its timing and, for a pod,
 // the facts of its shutdown, gathered once for the rules and the checklist.
 type subject struct {
-	s   *snapshot.Snapshot
-	t   *snapshot.Target
+	s   *observed.Snapshot
+	t   *observed.Target
 	tm  timing
 	pod *podFacts // nil for any other kind
 }
 
 // subjectOf gathers what the rules judge t by.
-func subjectOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) subject {
+func subjectOf(s *observed.Snapshot, t *observed.Target, tm timing) subject {
 	x := subject{s: s, t: t, tm: tm}
 	if t.Pod != nil {
 		f := podFactsOf(s, t, tm)
@@ -141,13 +141,13 @@ func registerRule(r rule) { rules = append(rules, r) }
 func init() {
 	registerRule(rule{name: "pod reclaim", applies: isPod, needs: podNeeds, explain: podRuleCauses})
 	registerRule(rule{name: "finalizers", applies: hasFinalizers, needs: finalizerNeeds, explain: func(x subject) []report.Cause { return ownFinalizerCauses(x.s, x.t, x.tm) }})
-	registerRule(rule{name: "finalizer removal admission", applies: hasMetadataFinalizers, needs: func(*snapshot.Target) Evidence { return AdmissionEvidence },
+	registerRule(rule{name: "finalizer removal admission", applies: hasMetadataFinalizers, needs: func(*observed.Target) Evidence { return AdmissionEvidence },
 		explain: func(x subject) []report.Cause { return finalizerUpdateRefusals(x.s, x.t, x.tm) }})
 }
 
 // Needs returns what the rules that apply to t must read beyond t itself;
 // for a preflight's target, what the forecast rules read too.
-func Needs(t *snapshot.Target) Evidence {
+func Needs(t *observed.Target) Evidence {
 	var e Evidence
 	if t.Forecast {
 		e = forecastNeeds(t)
@@ -171,11 +171,11 @@ func explainTarget(x subject) []report.Cause {
 	return causes
 }
 
-func isPod(t *snapshot.Target) bool { return t.Pod != nil }
+func isPod(t *observed.Target) bool { return t.Pod != nil }
 
-func hasMetadataFinalizers(t *snapshot.Target) bool { return len(t.Object.GetFinalizers()) > 0 }
+func hasMetadataFinalizers(t *observed.Target) bool { return len(t.Object.GetFinalizers()) > 0 }
 
-func hasFinalizers(t *snapshot.Target) bool { return len(finalizersOf(t)) > 0 }
+func hasFinalizers(t *observed.Target) bool { return len(finalizersOf(t)) > 0 }
 
 // heldBy is one finalizer of a target and where it is written: every object
 // has metadata.finalizers; a Namespace also has spec.finalizers, which only
@@ -186,7 +186,7 @@ type heldBy struct {
 }
 
 // finalizersOf lists every finalizer that holds t.
-func finalizersOf(t *snapshot.Target) []heldBy {
+func finalizersOf(t *observed.Target) []heldBy {
 	var out []heldBy
 	if ns := t.Namespace; ns != nil {
 		for _, f := range ns.Spec.Finalizers {
@@ -203,8 +203,8 @@ func finalizersOf(t *snapshot.Target) []heldBy {
 // returns nothing when its evidence was not read or shows nothing specific:
 // the generic FinalizerPending then speaks for that finalizer.
 type finalizerRule struct {
-	needs   func(t *snapshot.Target, f heldBy) Evidence
-	explain func(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause
+	needs   func(t *observed.Target, f heldBy) Evidence
+	explain func(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause
 }
 
 // finalizerRules picks a finalizer's rule by the code of its catalogue row
@@ -243,8 +243,8 @@ func init() {
 	}
 }
 
-func evidence(e Evidence) func(*snapshot.Target, heldBy) Evidence {
-	return func(*snapshot.Target, heldBy) Evidence { return e }
+func evidence(e Evidence) func(*observed.Target, heldBy) Evidence {
+	return func(*observed.Target, heldBy) Evidence { return e }
 }
 
 // ruleOf returns the rule the catalogue's code column names for a finalizer.
@@ -254,7 +254,7 @@ func ruleOf(f string) (finalizerRule, bool) {
 	return r, ok
 }
 
-func finalizerNeeds(t *snapshot.Target) Evidence {
+func finalizerNeeds(t *observed.Target) Evidence {
 	var e Evidence
 	for _, f := range finalizersOf(t) {
 		if r, ok := ruleOf(f.name); ok {
@@ -270,7 +270,7 @@ func finalizerNeeds(t *snapshot.Target) Evidence {
 // only if its words do not say it failed); what the object owns in its
 // namespace, and the nodes it names. The dependents for the garbage
 // collector's orphan finalizer.
-func pendingNeeds(t *snapshot.Target, f heldBy) Evidence {
+func pendingNeeds(t *observed.Target, f heldBy) Evidence {
 	switch {
 	case catalog.ThirdPartyFinalizer(f.name):
 		e := OwnerEvidence | EventEvidence
@@ -286,10 +286,10 @@ func pendingNeeds(t *snapshot.Target, f heldBy) Evidence {
 		if t.Ref.Namespace != "" && t.Object.GroupVersionKind().Group != "" && !metadataOnly(t.Object) {
 			e |= NamedByEvidence // what of its kin names it (for an object read in full, as what it names)
 		}
-		if len(snapshot.NodeReferences(t.Object)) > 0 {
+		if len(observed.NodeReferences(t.Object)) > 0 {
 			e |= NodeEvidence | NodeAgentEvidence
 		}
-		if len(snapshot.NamedIn(t.Object)) > 0 {
+		if len(observed.NamedIn(t.Object)) > 0 {
 			e |= NamedEvidence
 		}
 		return e
@@ -301,7 +301,7 @@ func pendingNeeds(t *snapshot.Target, f heldBy) Evidence {
 
 // ownFinalizerCauses explains each finalizer that holds t through its rule;
 // those no rule explains make one FinalizerPending with owner liveness.
-func ownFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Cause {
+func ownFinalizerCauses(s *observed.Snapshot, t *observed.Target, tm timing) []report.Cause {
 	var causes []report.Cause
 	var generic []heldBy
 	for _, f := range finalizersOf(t) {
@@ -320,7 +320,7 @@ func ownFinalizerCauses(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []r
 // kubelet is at, the claims it must unprepare (containers stopped, no
 // terminal phase yet) or the volumes it must unmount and the admission its
 // final DELETE must pass (state C).
-func podNeeds(t *snapshot.Target) Evidence {
+func podNeeds(t *observed.Target) Evidence {
 	pod := t.Pod
 	e := EventEvidence
 	if pod.Spec.NodeName != "" {
@@ -353,7 +353,7 @@ func contentFailed(ns *corev1.Namespace) bool {
 // namespaceNeeds: the live scan and the APIServices always (an unavailable
 // one blocks every namespace); the CRDs (conversion webhooks) and admission
 // (webhooks refusing the controller's DELETEs) once content deletion failed.
-func namespaceNeeds(t *snapshot.Target, _ heldBy) Evidence {
+func namespaceNeeds(t *observed.Target, _ heldBy) Evidence {
 	e := ContentEvidence | APIServiceEvidence
 	if t.Namespace != nil && contentFailed(t.Namespace) {
 		e |= CRDEvidence | AdmissionEvidence
@@ -367,7 +367,7 @@ func namespaceNeeds(t *snapshot.Target, _ heldBy) Evidence {
 // deleted yet are there (OwnerEvidence). Known only once the scan is done,
 // and Needs is asked while it runs, so the source that reads the owners
 // asks this itself.
-func ForecastNeedsOwners(t *snapshot.Target) bool {
+func ForecastNeedsOwners(t *observed.Target) bool {
 	c := t.Contents
 	forecast := t.Namespace != nil || t.Forecast
 	return forecast && c != nil && slices.ContainsFunc(sortedKeys(c.Pending), catalog.ThirdPartyFinalizer)

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Every catalogue row's code picks a finalizer rule; only FinalizerPending
@@ -50,13 +50,13 @@ func TestOwnFinalizersHoldEveryKind(t *testing.T) {
 	pod.Finalizers = []string{"acme.io/drain"}
 	cases := []struct {
 		name   string
-		target *snapshot.Target
+		target *observed.Target
 		code   string
 		text   string
 	}{
 		{"namespace, content gone, conditions False", namespaceTarget(finished(terminatingNamespace(10*time.Minute, allConditions()...))),
 			"FinalizerPending", "platform.acme.io/cleanup"},
-		{"pod after the kubelet's final delete", target(pod, "pods", func(t *snapshot.Target) { t.Pod = pod }), "FinalizerPending", "acme.io/drain"},
+		{"pod after the kubelet's final delete", target(pod, "pods", func(t *observed.Target) { t.Pod = pod }), "FinalizerPending", "acme.io/drain"},
 		{"custom resource", heldObject("Widget", "widgets.example.com", "w", 10*time.Minute, "acme.io/keep"), "FinalizerPending", "acme.io/keep"},
 	}
 	for _, tc := range cases {
@@ -81,7 +81,7 @@ func TestNamespaceSpecFinalizerOfAnotherController(t *testing.T) {
 	ns := terminatingNamespace(10*time.Minute, allConditions()...)
 	ns.Spec.Finalizers = []corev1.FinalizerName{"openshift.io/origin"}
 	s := snap(ns)
-	s.Controllers = &snapshot.Controllers{}
+	s.Controllers = &observed.Controllers{}
 	it := Diagnose(s).Items[0]
 	top := it.Causes[0]
 	if top.Code != "FinalizerPending" || !strings.Contains(top.Summary, "openshift.io/origin") {
@@ -92,8 +92,8 @@ func TestNamespaceSpecFinalizerOfAnotherController(t *testing.T) {
 	}
 }
 
-func namespaceTarget(ns *corev1.Namespace) *snapshot.Target {
-	return target(ns, "namespaces", func(t *snapshot.Target) { t.Namespace = ns })
+func namespaceTarget(ns *corev1.Namespace) *observed.Target {
+	return target(ns, "namespaces", func(t *observed.Target) { t.Namespace = ns })
 }
 
 func TestCausesRankSeverityThenRootThenConfidence(t *testing.T) {

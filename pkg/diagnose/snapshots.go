@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // The CSI snapshot-controller protects the source of an operation in
@@ -25,7 +25,7 @@ const (
 	snapshotGroup           = "snapshot.storage.k8s.io"
 )
 
-func snapshotSourceCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func snapshotSourceCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	switch f.name {
 	case claimSourceFinalizer:
 		return claimSnapshotted(s, t, f, tm)
@@ -36,13 +36,13 @@ func snapshotSourceCause(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm 
 }
 
 // claimSnapshotted: the snapshots still being taken from the claim.
-func claimSnapshotted(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func claimSnapshotted(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	snaps, found := s.VolumeSnapshots[t.Ref.Namespace]
 	if !found {
 		return nil
 	}
-	var taking []snapshot.VolumeSnapshot
-	var failed *snapshot.VolumeSnapshot
+	var taking []observed.VolumeSnapshot
+	var failed *observed.VolumeSnapshot
 	var failure string // what the failed snapshot, or the snapshot-controller about it, says
 	evidence := []report.Fact{report.Noted(fmt.Sprintf("finalizer %s: removed by the CSI snapshot-controller once no VolumeSnapshot taken from the claim is still in progress", f.name))}
 	for i, v := range snaps {
@@ -86,7 +86,7 @@ func claimSnapshotted(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm tim
 	return []report.Cause{heldByOthers(c, snapshotRef(first), refs)}
 }
 
-func snapshotRef(v snapshot.VolumeSnapshot) report.ObjectRef {
+func snapshotRef(v observed.VolumeSnapshot) report.ObjectRef {
 	return report.ObjectRef{APIVersion: snapshotGroup + "/v1", Kind: "VolumeSnapshot", Resource: "volumesnapshots." + snapshotGroup, Namespace: v.Namespace, Name: v.Name, UID: string(v.UID)}
 }
 
@@ -103,7 +103,7 @@ func heldByOthers(c report.Cause, named report.ObjectRef, all []report.ObjectRef
 }
 
 // snapshotRestoring: the claims still being restored from the snapshot.
-func snapshotRestoring(s *snapshot.Snapshot, t *snapshot.Target, f heldBy, tm timing) []report.Cause {
+func snapshotRestoring(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) []report.Cause {
 	claims, found := s.NamespaceClaims[t.Ref.Namespace]
 	if !found {
 		return nil
@@ -170,7 +170,7 @@ func restoresFrom(c corev1.PersistentVolumeClaim, snap string) bool {
 	return ref != nil && ref.Kind == "VolumeSnapshot" && ref.Name == snap && deref(ref.APIGroup) == snapshotGroup && (ref.Namespace == nil || *ref.Namespace == c.Namespace)
 }
 
-func describeSnapshot(v snapshot.VolumeSnapshot) string {
+func describeSnapshot(v observed.VolumeSnapshot) string {
 	ready := "unset"
 	if v.ReadyToUse != nil {
 		ready = fmt.Sprint(*v.ReadyToUse)

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // The CSI snapshotter's source protections: a claim held while a snapshot
@@ -19,10 +19,10 @@ import (
 func TestSnapshotSourceInUse(t *testing.T) {
 	yes, no := true, false
 	group := "snapshot.storage.k8s.io"
-	claim := func() *snapshot.Target {
+	claim := func() *observed.Target {
 		return heldObject("PersistentVolumeClaim", "persistentvolumeclaims", "data", 10*time.Minute, claimSourceFinalizer)
 	}
-	snap := func() *snapshot.Target {
+	snap := func() *observed.Target {
 		t := heldObject("VolumeSnapshot", "volumesnapshots.snapshot.storage.k8s.io", "nightly", 10*time.Minute, snapshotSourceFinalizer)
 		t.Ref.APIVersion = "snapshot.storage.k8s.io/v1"
 		return t
@@ -44,31 +44,31 @@ func TestSnapshotSourceInUse(t *testing.T) {
 	failingRestore.UID = "uid-restore-3"
 	for _, tc := range []struct {
 		name     string
-		target   func() *snapshot.Target
-		snaps    []snapshot.VolumeSnapshot
+		target   func() *observed.Target
+		snaps    []observed.VolumeSnapshot
 		claims   []corev1.PersistentVolumeClaim
 		events   map[types.UID][]corev1.Event
 		code     string
 		severity report.Severity
 		summary  string
 	}{
-		{"a snapshot whose controller reports a failure", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", UID: "uid-nightly", SourceClaim: "data", ReadyToUse: &no}}, nil,
+		{"a snapshot whose controller reports a failure", claim, []observed.VolumeSnapshot{{Namespace: "shop", Name: "nightly", UID: "uid-nightly", SourceClaim: "data", ReadyToUse: &no}}, nil,
 			map[types.UID][]corev1.Event{"uid-nightly": {warning("SnapshotContentCreationFailed", "Failed to create snapshot content with error cannot find CSI PersistentVolumeSource for volume", time.Minute)}},
 			"SnapshotSourceInUse", report.Critical, "VolumeSnapshot nightly, taken from the claim, cannot finish: SnapshotContentCreationFailed: Failed to create snapshot content"},
-		{"a snapshot with only an old warning", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", UID: "uid-nightly", SourceClaim: "data", ReadyToUse: &no}}, nil,
+		{"a snapshot with only an old warning", claim, []observed.VolumeSnapshot{{Namespace: "shop", Name: "nightly", UID: "uid-nightly", SourceClaim: "data", ReadyToUse: &no}}, nil,
 			map[types.UID][]corev1.Event{"uid-nightly": {warning("SnapshotCreationFailed", "old news", 3*time.Hour)}},
 			"SnapshotSourceInUse", report.Warning, "VolumeSnapshot nightly is still being taken from the claim"},
 		{"a restore the provisioner cannot make", snap, nil, []corev1.PersistentVolumeClaim{failingRestore},
 			map[types.UID][]corev1.Event{"uid-restore-3": {warning("ProvisioningFailed", "failed to provision volume with StorageClass \"fast\": rpc error: code = ResourceExhausted", time.Minute)}},
 			"SnapshotSourceInUse", report.Critical, "claim restore-3, restored from the snapshot, cannot be provisioned: ProvisioningFailed: failed to provision volume"},
-		{"a snapshot still being taken", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data"}}, nil, nil,
+		{"a snapshot still being taken", claim, []observed.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data"}}, nil, nil,
 			"SnapshotSourceInUse", report.Warning, "VolumeSnapshot nightly is still being taken from the claim"},
-		{"a snapshot that fails", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "ok", SourceClaim: "data", ReadyToUse: &no},
+		{"a snapshot that fails", claim, []observed.VolumeSnapshot{{Namespace: "shop", Name: "ok", SourceClaim: "data", ReadyToUse: &no},
 			{Namespace: "shop", Name: "nightly", SourceClaim: "data", ReadyToUse: &no, Error: "VolumeSnapshotClass \"fast\" not found"}}, nil, nil,
 			"SnapshotSourceInUse", report.Critical, "VolumeSnapshot nightly, taken from the claim, cannot finish: VolumeSnapshotClass \"fast\" not found"},
-		{"a ready snapshot holds nothing", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data", ReadyToUse: &yes}}, nil, nil,
+		{"a ready snapshot holds nothing", claim, []observed.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "data", ReadyToUse: &yes}}, nil, nil,
 			"FinalizerPending", report.Warning, claimSourceFinalizer},
-		{"a snapshot of another claim", claim, []snapshot.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "logs"}}, nil, nil,
+		{"a snapshot of another claim", claim, []observed.VolumeSnapshot{{Namespace: "shop", Name: "nightly", SourceClaim: "logs"}}, nil, nil,
 			"FinalizerPending", report.Warning, claimSourceFinalizer},
 		{"snapshots not read", claim, nil, nil, nil, "FinalizerPending", report.Warning, claimSourceFinalizer},
 		{"a claim restored from the snapshot", snap, nil, []corev1.PersistentVolumeClaim{restoring("restore-1", corev1.ClaimPending, false)}, nil,
@@ -81,7 +81,7 @@ func TestSnapshotSourceInUse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := snapOf(tc.target())
 			if tc.snaps != nil {
-				s.VolumeSnapshots = map[string][]snapshot.VolumeSnapshot{"shop": tc.snaps}
+				s.VolumeSnapshots = map[string][]observed.VolumeSnapshot{"shop": tc.snaps}
 			}
 			if tc.claims != nil {
 				s.NamespaceClaims = map[string][]corev1.PersistentVolumeClaim{"shop": tc.claims}

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // A controller the catalogue does not know still says why it cannot finish,
@@ -93,7 +93,7 @@ const maxStatusWords = 5
 // list of either), and the message, reason, phase and state fields whose
 // text names a failure. In the order of the field names. Not a pod's: its
 // phase Failed is how a pod ends, and the pod rules read its status.
-func statusWords(t *snapshot.Target) []statusWord {
+func statusWords(t *observed.Target) []statusWord {
 	if t.Pod != nil {
 		return nil
 	}
@@ -101,7 +101,7 @@ func statusWords(t *snapshot.Target) []statusWord {
 	var out []statusWord
 	for _, key := range sortedKeys(status) {
 		k := strings.ToLower(key)
-		named, describes := snapshot.StatusWordField(key)
+		named, describes := observed.StatusWordField(key)
 		if !named && !describes {
 			continue
 		}

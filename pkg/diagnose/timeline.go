@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // timeline collects what is known to have happened to a target, oldest first.
@@ -34,7 +34,7 @@ func (tl timeline) sorted() []report.Moment {
 }
 
 // timelineOf builds the target's timeline from the fields and events read.
-func timelineOf(s *snapshot.Snapshot, t *snapshot.Target, tm timing) []report.Moment {
+func timelineOf(s *observed.Snapshot, t *observed.Target, tm timing) []report.Moment {
 	var tl timeline
 	if tm.grace > 0 {
 		tl.addMoment(tm.requestedAt, report.Moment{Event: fmt.Sprintf("%s (grace period %ds)", report.DeletionRequested, tm.grace), DeletionRequest: true})
@@ -102,7 +102,7 @@ func foldConditions(conds []corev1.NamespaceCondition) string {
 	return strings.Join(parts, "; ")
 }
 
-func podTimeline(tl *timeline, s *snapshot.Snapshot, p *corev1.Pod) {
+func podTimeline(tl *timeline, s *observed.Snapshot, p *corev1.Pod) {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
 			tl.add(c.LastTransitionTime.Time, "pod condition %s=%s", c.Type, c.Status)

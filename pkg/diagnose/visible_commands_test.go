@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // Names that look like web-0: one ends in U+3164 HANGUL FILLER (drawn as
@@ -26,7 +26,7 @@ func TestLookAlikeNamesAreShownAndTargeted(t *testing.T) {
 		"web-0\u0338": `$'web-0\xcc\xb8'`,
 		"web-0\u00a0": `$'web-0\xc2\xa0'`,
 	}
-	var targets []*snapshot.Target
+	var targets []*observed.Target
 	for name := range names {
 		targets = append(targets, heldObject("ConfigMap", "configmaps", name, 10*time.Minute, "acme.io/keep"))
 	}

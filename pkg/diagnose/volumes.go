@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // csiPluginName prefixes the unique names of CSI volumes in
@@ -49,7 +49,7 @@ type podVolume struct {
 // podVolumesOf follows each volume of the pod to what the kubelet mounts.
 // It returns false when the chain could not be read (not in state C, or
 // forbidden).
-func podVolumesOf(s *snapshot.Snapshot, pod *corev1.Pod) ([]podVolume, bool) {
+func podVolumesOf(s *observed.Snapshot, pod *corev1.Pod) ([]podVolume, bool) {
 	var out []podVolume
 	node := s.Nodes[pod.Spec.NodeName]
 	var inUse []corev1.UniqueVolumeName
@@ -58,7 +58,7 @@ func podVolumesOf(s *snapshot.Snapshot, pod *corev1.Pod) ([]podVolume, bool) {
 	}
 	csiNode, csiNodeRead := s.Volumes.CSINodes[pod.Spec.NodeName]
 	for _, vol := range pod.Spec.Volumes {
-		claim := snapshot.VolumeClaim(pod, vol)
+		claim := observed.VolumeClaim(pod, vol)
 		if claim == "" {
 			if v, ok := inlineVolume(vol); ok {
 				out = append(out, v)

@@ -10,15 +10,15 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 const uniqueVol = "kubernetes.io/csi/ebs.csi.aws.com^vol-0abc"
 
 // stateCWithVolume: a pod in state C whose claim leads to a CSI volume,
 // listed in volumesInUse or not, on a node where the driver is registered or not.
-func stateCWithVolume(inUse, registered bool) *snapshot.Snapshot {
+func stateCWithVolume(inUse, registered bool) *observed.Snapshot {
 	p := stopped(terminatingPod(10*time.Minute, 30), corev1.PodFailed)
 	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-web-0"}}}}
 	n := node("node-1", corev1.ConditionTrue)
@@ -41,7 +41,7 @@ func stateCWithVolume(inUse, registered bool) *snapshot.Snapshot {
 func TestVolumeRules(t *testing.T) {
 	cases := []struct {
 		name      string
-		s         *snapshot.Snapshot
+		s         *observed.Snapshot
 		codes     []string
 		severity  report.Severity
 		evidence  string
@@ -105,8 +105,8 @@ func TestVolumesInvisibleThroughTheAPI(t *testing.T) {
 	// Mounted by the kubelet on the node: a busy one blocks like a network one.
 	cfg := corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}
 	scratch := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}
-	claimed := func(pvSource corev1.PersistentVolumeSource, drivers map[string]*storagev1.CSIDriver) func(*snapshot.Snapshot, *corev1.Pod) {
-		return func(s *snapshot.Snapshot, p *corev1.Pod) {
+	claimed := func(pvSource corev1.PersistentVolumeSource, drivers map[string]*storagev1.CSIDriver) func(*observed.Snapshot, *corev1.Pod) {
+		return func(s *observed.Snapshot, p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}})
 			s.Volumes.Claims[key("shop/web-0-data")] = &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-9"}}
 			s.Volumes.PersistentVolumes["pv-9"] = &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-9"}, Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: pvSource}}
@@ -117,7 +117,7 @@ func TestVolumesInvisibleThroughTheAPI(t *testing.T) {
 	cases := []struct {
 		name    string
 		volumes []corev1.Volume
-		extra   func(*snapshot.Snapshot, *corev1.Pod)
+		extra   func(*observed.Snapshot, *corev1.Pod)
 		inUse   []corev1.UniqueVolumeName
 		code    string // top cause
 		check   report.CheckStatus

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // A held object a scan read as metadata is read in full when a controller
@@ -33,7 +33,7 @@ func TestReadInFullWhenWrittenSinceDeletion(t *testing.T) {
 		deleted := metav1.NewTime(tc.deleted)
 		u.SetDeletionTimestamp(&deleted)
 		u.Object["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{"manager": "acme-controller", "operation": "Update", "time": tc.written.Format(time.RFC3339)}}
-		target := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Widget", Namespace: "shop", Name: "w"}, Object: u}
+		target := &observed.Target{Ref: observed.ObjectRef{Kind: "Widget", Namespace: "shop", Name: "w"}, Object: u}
 		if got := Needs(target).Has(ObjectEvidence); got != tc.want {
 			t.Errorf("%s: read in full %v, want %v", tc.name, got, tc.want)
 		}

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 const (
@@ -90,7 +90,7 @@ type Server struct {
 }
 
 // NotApplicable is a check whose API the server does not serve, and why.
-type NotApplicable = snapshot.NotServed
+type NotApplicable = observed.NotServed
 
 // Incomplete lists every read the report lacks: the run's, then each
 // item's, nested items included.
@@ -166,10 +166,10 @@ type Moment struct {
 
 // ObjectRef names the diagnosed object (defined with the evidence model,
 // which names its targets the same way).
-type ObjectRef = snapshot.ObjectRef
+type ObjectRef = observed.ObjectRef
 
 // ContentsRead says which types a namespace's contents were listed from.
-type ContentsRead = snapshot.ContentsRead
+type ContentsRead = observed.ContentsRead
 
 // Cause is one reason the object is still there.
 type Cause struct {
@@ -390,15 +390,15 @@ type Check struct {
 }
 
 // SkipReason says why a read was not made.
-type SkipReason = snapshot.SkipReason
+type SkipReason = observed.SkipReason
 
 // The reasons a read was not made.
 const (
-	SkipForbidden = snapshot.SkipForbidden
-	SkipTimeout   = snapshot.SkipTimeout
-	SkipDiscovery = snapshot.SkipDiscovery
-	SkipError     = snapshot.SkipError
+	SkipForbidden = observed.SkipForbidden
+	SkipTimeout   = observed.SkipTimeout
+	SkipDiscovery = observed.SkipDiscovery
+	SkipError     = observed.SkipError
 )
 
 // Skip records a read that was not made; the report carries on without it.
-type Skip = snapshot.Skip
+type Skip = observed.Skip

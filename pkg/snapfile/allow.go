@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // A snapshot file is attached to tickets, so it holds what the rules read
@@ -223,23 +223,23 @@ var targetMetadata = func() fields {
 
 // allowObject is a target's object as the rules read it (targetObject),
 // with the status fields that carry its controller's words
-// (snapshot.StatusWordField), the fields that name a node
-// (snapshot.NodeReferences) and the references of its spec
-// (snapshot.NamedIn), whatever their names.
+// (observed.StatusWordField), the fields that name a node
+// (observed.NodeReferences) and the references of its spec
+// (observed.NamedIn), whatever their names.
 func allowObject(u *unstructured.Unstructured, keys keptKeys) *unstructured.Unstructured {
 	kept := targetObject.keep(u.Object).(map[string]any)
 	if status, ok := u.Object["status"].(map[string]any); ok {
 		keptStatus, _ := kept["status"].(map[string]any)
 		for k, v := range status {
-			if named, describes := snapshot.StatusWordField(k); (named || describes) && keptStatus != nil {
+			if named, describes := observed.StatusWordField(k); (named || describes) && keptStatus != nil {
 				keptStatus[k] = v
 			}
 		}
 	}
-	for _, ref := range snapshot.NodeReferences(u) {
+	for _, ref := range observed.NodeReferences(u) {
 		_ = unstructured.SetNestedField(kept, ref.Node, ref.Path...)
 	}
-	for _, ref := range snapshot.NamedIn(u) { // a field named for a name, or a typed reference's kind, group and name
+	for _, ref := range observed.NamedIn(u) { // a field named for a name, or a typed reference's kind, group and name
 		if ref.Kind == "" {
 			if ref.Suffixed { // not any string of a spec: a key that says it holds a name
 				_ = unstructured.SetNestedField(kept, ref.Name, ref.Path...)
@@ -275,13 +275,13 @@ func (k keptKeys) filter(obj map[string]any) {
 
 // keysOf lists the label keys the snapshot's selectors match on (webhooks'
 // and policies' object and namespace selectors) and the annotations the
-// rules read (snapshot.ReadAnnotations).
-func keysOf(s *snapshot.Snapshot) keptKeys {
+// rules read (observed.ReadAnnotations).
+func keysOf(s *observed.Snapshot) keptKeys {
 	k := keptKeys{labels: map[string]bool{}, annotations: map[string]bool{}}
-	for _, a := range snapshot.ReadAnnotations {
+	for _, a := range observed.ReadAnnotations {
 		k.annotations[a] = true
 	}
-	for _, l := range snapshot.WorkloadNameLabels {
+	for _, l := range observed.WorkloadNameLabels {
 		k.labels[l] = true
 	}
 	add := func(sel *metav1.LabelSelector) {

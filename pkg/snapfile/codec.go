@@ -12,34 +12,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
-// The codec writes a snapshot by reflection over package snapshot's types,
+// The codec writes a snapshot by reflection over package observed's types,
 // so that a field added there is saved and loaded with no edit here:
-//   - a struct of package snapshot is a JSON object, one key per field (its
+//   - a struct of package observed is a JSON object, one key per field (its
 //     json tag's name, else its snapfile tag's, else its Go name);
-//   - a *snapshot.Target is its index in the file's table of targets, so
+//   - a *observed.Target is its index in the file's table of targets, so
 //     targets nested and shared stay one target each;
 //   - a map whose keys are not strings is a list of {key, value} entries;
 //   - anything else (Kubernetes objects, times, group-resources) is written
 //     by encoding/json, Kubernetes objects through their allow-list (allow.go);
 //   - nil (not read) is null or absent, empty (read, none found) is {} or [].
-//   - snapshot.Slots is an object of the declared slots, each value written
-//     and read as its declared type (snapshot.SlotType); a slot this release
+//   - observed.Slots is an object of the declared slots, each value written
+//     and read as its declared type (observed.SlotType); a slot this release
 //     does not declare is ignored on reading.
 
 var (
 	objectType   = reflect.TypeFor[metav1.Object]()
-	targetPtr    = reflect.TypeFor[*snapshot.Target]()
+	targetPtr    = reflect.TypeFor[*observed.Target]()
 	unstructPtr  = reflect.TypeFor[*unstructured.Unstructured]()
-	slotsType    = reflect.TypeFor[snapshot.Slots]()
-	snapshotPath = reflect.TypeFor[snapshot.Snapshot]().PkgPath()
+	slotsType    = reflect.TypeFor[observed.Slots]()
+	snapshotPath = reflect.TypeFor[observed.Snapshot]().PkgPath()
 )
 
-// encoder writes values of package snapshot's types.
+// encoder writes values of package observed's types.
 type encoder struct {
-	index map[*snapshot.Target]int
+	index map[*observed.Target]int
 	keys  keptKeys
 }
 
@@ -49,7 +49,7 @@ func (e *encoder) encode(v reflect.Value) (any, error) {
 		if v.IsNil() {
 			return nil, nil
 		}
-		i, ok := e.index[v.Interface().(*snapshot.Target)]
+		i, ok := e.index[v.Interface().(*observed.Target)]
 		if !ok {
 			return nil, fmt.Errorf("a nested target is not in the table")
 		}
@@ -192,7 +192,7 @@ func fieldName(f reflect.StructField) (string, bool) {
 
 // decoder reads what encoder wrote.
 type decoder struct {
-	targets []*snapshot.Target
+	targets []*observed.Target
 }
 
 func (d *decoder) decode(data json.RawMessage, v reflect.Value) error {
@@ -317,9 +317,9 @@ func (d *decoder) decodeSlots(data json.RawMessage, v reflect.Value) error {
 	if err := json.Unmarshal(data, &entries); err != nil {
 		return err
 	}
-	slots := snapshot.Slots{}
+	slots := observed.Slots{}
 	for name, raw := range entries {
-		t, ok := snapshot.SlotType(name)
+		t, ok := observed.SlotType(name)
 		if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			continue // another release's slot, or one not read
 		}

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // A snapshot is made to be attached to a ticket and replayed by someone
@@ -41,7 +41,7 @@ const bytesPerObject = 512
 type Limits struct {
 	// MaxBytes caps the file's size and, gzip-compressed, its decompressed
 	// size; the number of JSON objects it holds and of objects its targets
-	// unfold into (see snapshot.CheckGraph) scale with it.
+	// unfold into (see observed.CheckGraph) scale with it.
 	MaxBytes int64
 }
 
@@ -256,7 +256,7 @@ func badFinalizer(finalizers []string) string {
 // or with a finalizer no apiserver would keep,
 // typed forms the rules rely on that are missing, and target graphs that
 // loop, nest too deep or unfold into too many objects.
-func check(s *snapshot.Snapshot, limits Limits) error {
+func check(s *observed.Snapshot, limits Limits) error {
 	var errs []string
 	for i, t := range s.AllTargets() {
 		name := fmt.Sprintf("target %d (%s/%s)", i, t.Ref.Resource, t.Ref.Name)

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // AllowListed returns v, a value held by the snapshot s outside package
@@ -14,7 +14,7 @@ import (
 // with an allow-list through it (allow.go), a target's object through
 // allowObject, the rest unchanged. For roundtrip_test.go, which expects
 // exactly this back from a trip through a file.
-func AllowListed(v reflect.Value, s *snapshot.Snapshot) reflect.Value {
+func AllowListed(v reflect.Value, s *observed.Snapshot) reflect.Value {
 	return allowListed(v, keysOf(s))
 }
 

@@ -17,22 +17,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
 )
 
 // The round trip below cannot go blind: it fills every field of every struct
 // a snapshot is made of by reflection, so a field added to any of them is
 // filled too, and the test fails until the file saves and loads it.
 //
-// The snapshot's own structs (package snapshot, and package snapfile's Saved and
+// The snapshot's own structs (package observed, and package snapfile's Saved and
 // Selection) must come back field for field. Kubernetes objects are written
 // through the allow-lists (allow.go), so they must come back as their
 // allow-list keeps them: present, with every field it allows.
 
 // ownPackages are the packages whose structs must survive whole.
 var ownPackages = map[string]bool{
-	reflect.TypeFor[snapshot.Snapshot]().PkgPath(): true,
+	reflect.TypeFor[observed.Snapshot]().PkgPath(): true,
 	reflect.TypeFor[snapfile.Saved]().PkgPath():    true, // Saved, Selection
 	reflect.TypeFor[filler]().PkgPath():            true, // the structs of the tests below
 }
@@ -40,18 +40,18 @@ var ownPackages = map[string]bool{
 func own(t reflect.Type) bool { return t.Kind() == reflect.Struct && ownPackages[t.PkgPath()] }
 
 var (
-	targetPtr   = reflect.TypeFor[*snapshot.Target]()
+	targetPtr   = reflect.TypeFor[*observed.Target]()
 	timeType    = reflect.TypeFor[time.Time]()
 	quantity    = reflect.TypeFor[resource.Quantity]()
 	intOrString = reflect.TypeFor[intstr.IntOrString]()
 	unstructPtr = reflect.TypeFor[*unstructured.Unstructured]()
-	slotsType   = reflect.TypeFor[snapshot.Slots]()
+	slotsType   = reflect.TypeFor[observed.Slots]()
 )
 
 // A slot declared by this test alone, so that slots holding the snapshot's
 // own structs and Kubernetes objects are filled and compared whatever the
 // sources declare.
-var _ = snapshot.Declare[map[string]*snapshot.Provisioner]("roundTripProvisioners")
+var _ = observed.Declare[map[string]*observed.Provisioner]("roundTripProvisioners")
 
 // holdsTargets says whether a value of type t may hold targets (which nest).
 func holdsTargets(t reflect.Type) bool {
@@ -105,9 +105,9 @@ func (f *filler) fill(v reflect.Value, path string, depth int) {
 		}}))
 		return
 	case slotsType: // every declared slot, as its type
-		slots := snapshot.Slots{}
-		for _, name := range snapshot.SlotNames() {
-			typ, _ := snapshot.SlotType(name)
+		slots := observed.Slots{}
+		for _, name := range observed.SlotNames() {
+			typ, _ := observed.SlotType(name)
 			val := reflect.New(typ).Elem()
 			f.fill(val, path+"["+name+"]", depth+1)
 			slots[name] = val.Interface()
@@ -191,8 +191,8 @@ func full(levels int) (snapfile.Saved, *filler) {
 // comparison walks what was saved (want) and what was loaded (got) side by
 // side and lists where they differ.
 type comparison struct {
-	saved   *snapshot.Snapshot // the snapshot saved, whose selectors decide the labels kept
-	visited map[[2]*snapshot.Target]bool
+	saved   *observed.Snapshot // the snapshot saved, whose selectors decide the labels kept
+	visited map[[2]*observed.Target]bool
 	diffs   []string
 	// kept caches, by path, what of want's values the allow-lists keep,
 	// when want is compared many times.
@@ -200,7 +200,7 @@ type comparison struct {
 }
 
 func compareSaved(want, got snapfile.Saved, kept map[string]reflect.Value) []string {
-	c := &comparison{saved: want.Snapshot, visited: map[[2]*snapshot.Target]bool{}, kept: kept}
+	c := &comparison{saved: want.Snapshot, visited: map[[2]*observed.Target]bool{}, kept: kept}
 	c.compare("", reflect.ValueOf(want), reflect.ValueOf(got))
 	return c.diffs
 }
@@ -253,7 +253,7 @@ func (c *comparison) compare(path string, want, got reflect.Value) {
 			return
 		}
 		if t == targetPtr {
-			pair := [2]*snapshot.Target{want.Interface().(*snapshot.Target), got.Interface().(*snapshot.Target)}
+			pair := [2]*observed.Target{want.Interface().(*observed.Target), got.Interface().(*observed.Target)}
 			if c.visited[pair] {
 				return
 			}
@@ -340,7 +340,7 @@ func trip(t *testing.T, s snapfile.Saved) snapfile.Saved {
 
 // zeroFields lists the fields of the snapshot's own structs left zero in v:
 // every one of them, once filled, must be set.
-func zeroFields(path string, v reflect.Value, seen map[*snapshot.Target]bool) []string {
+func zeroFields(path string, v reflect.Value, seen map[*observed.Target]bool) []string {
 	t := v.Type()
 	if !holdsOwn(t) {
 		return nil
@@ -364,10 +364,10 @@ func zeroFields(path string, v reflect.Value, seen map[*snapshot.Target]bool) []
 			return nil
 		}
 		if t == targetPtr {
-			if seen[v.Interface().(*snapshot.Target)] {
+			if seen[v.Interface().(*observed.Target)] {
 				return nil
 			}
-			seen[v.Interface().(*snapshot.Target)] = true
+			seen[v.Interface().(*observed.Target)] = true
 		}
 		out = zeroFields(path, v.Elem(), seen)
 	case reflect.Slice, reflect.Array:
@@ -393,7 +393,7 @@ type ownWalk struct {
 	fields  []ownField
 	types   map[reflect.Type]bool
 	seen    map[string]bool
-	targets map[*snapshot.Target]bool
+	targets map[*observed.Target]bool
 }
 
 type ownField struct {
@@ -402,7 +402,7 @@ type ownField struct {
 }
 
 func walkOwn(v reflect.Value) *ownWalk {
-	w := &ownWalk{types: map[reflect.Type]bool{}, seen: map[string]bool{}, targets: map[*snapshot.Target]bool{}}
+	w := &ownWalk{types: map[reflect.Type]bool{}, seen: map[string]bool{}, targets: map[*observed.Target]bool{}}
 	w.walk("", v)
 	return w
 }
@@ -431,10 +431,10 @@ func (w *ownWalk) walk(path string, v reflect.Value) {
 			return
 		}
 		if t == targetPtr {
-			if w.targets[v.Interface().(*snapshot.Target)] {
+			if w.targets[v.Interface().(*observed.Target)] {
 				return
 			}
-			w.targets[v.Interface().(*snapshot.Target)] = true
+			w.targets[v.Interface().(*observed.Target)] = true
 		}
 		w.walk(path, v.Elem())
 	case reflect.Slice, reflect.Array:
@@ -480,7 +480,7 @@ func TestRoundTripKeepsEveryField(t *testing.T) {
 	if len(f.unfillable) > 0 {
 		t.Errorf("fields no codec can save (unexported, or interfaces): %v", f.unfillable)
 	}
-	if zero := zeroFields("", reflect.ValueOf(in), map[*snapshot.Target]bool{}); len(zero) > 0 {
+	if zero := zeroFields("", reflect.ValueOf(in), map[*observed.Target]bool{}); len(zero) > 0 {
 		t.Fatalf("the filler left fields zero: %v", zero)
 	}
 	// Every own struct the code declares a snapshot holds is in the filled
@@ -535,17 +535,17 @@ func TestRoundTripKeepsEveryField(t *testing.T) {
 	})
 
 	// A field added to one of the snapshot's structs and not carried by the
-	// file fails the test: contents and kubelet stand for snapshot.Contents
-	// and snapshot.Kubelet the day a field is added to them that the codec
+	// file fails the test: contents and kubelet stand for observed.Contents
+	// and observed.Kubelet the day a field is added to them that the codec
 	// does not save (a hand-kept copy of the struct, a field it skips), by
 	// sending only the fields the real structs have through the file.
 	t.Run("a field added and not saved fails", func(t *testing.T) {
 		type contents struct {
-			snapshot.Contents
+			observed.Contents
 			Pending map[string]int // the new field
 		}
 		type kubelet struct {
-			snapshot.Kubelet
+			observed.Kubelet
 			Restarts int // the new field
 		}
 		var c contents
@@ -555,9 +555,9 @@ func TestRoundTripKeepsEveryField(t *testing.T) {
 		f.fill(reflect.ValueOf(&k).Elem(), "", 0)
 		var u *unstructured.Unstructured
 		f.fill(reflect.ValueOf(&u).Elem(), "", 0)
-		s := snapfile.Saved{Snapshot: &snapshot.Snapshot{
-			Targets:  []*snapshot.Target{{Ref: snapshot.ObjectRef{Name: "ns"}, Object: u, Contents: &c.Contents}},
-			Kubelets: map[string]*snapshot.Kubelet{"node-1": &k.Kubelet},
+		s := snapfile.Saved{Snapshot: &observed.Snapshot{
+			Targets:  []*observed.Target{{Ref: observed.ObjectRef{Name: "ns"}, Object: u, Contents: &c.Contents}},
+			Kubelets: map[string]*observed.Kubelet{"node-1": &k.Kubelet},
 		}}
 		got := trip(t, s).Snapshot
 		for _, tc := range []struct {
@@ -568,7 +568,7 @@ func TestRoundTripKeepsEveryField(t *testing.T) {
 			{"Contents", c, contents{Contents: *got.Targets[0].Contents}, ".Pending"},
 			{"Kubelet", k, kubelet{Kubelet: *got.Kubelets["node-1"]}, ".Restarts"},
 		} {
-			cmp := &comparison{saved: s.Snapshot, visited: map[[2]*snapshot.Target]bool{}}
+			cmp := &comparison{saved: s.Snapshot, visited: map[[2]*observed.Target]bool{}}
 			cmp.compare("", reflect.ValueOf(tc.want), reflect.ValueOf(tc.got))
 			if len(cmp.diffs) != 1 || !strings.HasPrefix(cmp.diffs[0], tc.field+":") {
 				t.Errorf("%s grown by %s, not saved: reported %q, want that field alone", tc.name, tc.field, cmp.diffs)

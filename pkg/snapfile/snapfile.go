@@ -1,11 +1,11 @@
-// Package snapfile saves a run's evidence (a snapshot.Snapshot) to a file and
+// Package snapfile saves a run's evidence (a observed.Snapshot) to a file and
 // loads it back, so that a diagnosis can be replayed where the cluster cannot
 // be reached: the rules are pure functions of the snapshot and its clock.
 //
 // The file is one JSON document (gzip-compressed when its name ends in .gz),
 // versioned by apiVersion/kind: the run (plugin version, selection), the
 // snapshot's fields written by reflection (codec.go, so that a field added
-// to package snapshot needs no edit here), and its targets, which nest and
+// to package observed needs no edit here), and its targets, which nest and
 // share one another, as a flat table referenced by index. Every Kubernetes
 // object goes through an allow-list of what the rules read (allow.go); a
 // file is read as a stranger's (read.go).
@@ -22,7 +22,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 const (
@@ -52,7 +52,7 @@ type Saved struct {
 	// recorded: the run named none, or an older plugin saved it).
 	Context   string
 	Selection Selection
-	Snapshot  *snapshot.Snapshot
+	Snapshot  *observed.Snapshot
 }
 
 // maxLabel bounds the run's labels a file carries (plugin version,
@@ -92,7 +92,7 @@ func Save(path string, s Saved) (err error) {
 func Encode(w io.Writer, s Saved) error {
 	snap := s.Snapshot
 	all := snap.AllTargets()
-	e := &encoder{index: make(map[*snapshot.Target]int, len(all)), keys: keysOf(snap)}
+	e := &encoder{index: make(map[*observed.Target]int, len(all)), keys: keysOf(snap)}
 	for i, t := range all {
 		e.index[t] = i
 	}
@@ -136,16 +136,16 @@ func decode(data []byte) (Saved, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return Saved{}, fmt.Errorf("a damaged snapshot: %v", err)
 	}
-	d := &decoder{targets: make([]*snapshot.Target, len(doc.Targets))}
+	d := &decoder{targets: make([]*observed.Target, len(doc.Targets))}
 	for i := range d.targets {
-		d.targets[i] = &snapshot.Target{}
+		d.targets[i] = &observed.Target{}
 	}
 	for i, raw := range doc.Targets {
 		if err := d.decode(raw, reflect.ValueOf(d.targets[i]).Elem()); err != nil {
 			return Saved{}, fmt.Errorf("a damaged snapshot: target %d: %v", i, err)
 		}
 	}
-	snap := &snapshot.Snapshot{}
+	snap := &observed.Snapshot{}
 	if err := d.decode(data, reflect.ValueOf(snap).Elem()); err != nil {
 		return Saved{}, fmt.Errorf("a damaged snapshot: %v", err)
 	}

@@ -16,12 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapshot"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-func secretTarget() *snapshot.Target {
+func secretTarget() *observed.Target {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{
@@ -33,7 +33,7 @@ func secretTarget() *snapshot.Target {
 		},
 		"data": map[string]any{"password": "aHVudGVyMg=="},
 	}}
-	return &snapshot.Target{Ref: snapshot.ObjectRef{APIVersion: "v1", Kind: "Secret", Resource: "secrets", Namespace: "shop", Name: "token", UID: "uid-token"}, Object: u}
+	return &observed.Target{Ref: observed.ObjectRef{APIVersion: "v1", Kind: "Secret", Resource: "secrets", Namespace: "shop", Name: "token", UID: "uid-token"}, Object: u}
 }
 
 func object(apiVersion, kind, name string) *unstructured.Unstructured {
@@ -45,22 +45,22 @@ func object(apiVersion, kind, name string) *unstructured.Unstructured {
 // skips' fields reports do not print.
 func TestRoundTripKeepsWhatRulesDistinguish(t *testing.T) {
 	shared := secretTarget()
-	ns := &snapshot.Target{Ref: snapshot.ObjectRef{Kind: "Namespace", Resource: "namespaces", Name: "shop"},
+	ns := &observed.Target{Ref: observed.ObjectRef{Kind: "Namespace", Resource: "namespaces", Name: "shop"},
 		Object:     object("v1", "Namespace", "shop"),
 		Namespace:  &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
-		Dependents: []*snapshot.Target{}, // read, none
-		Contents: &snapshot.Contents{
+		Dependents: []*observed.Target{}, // read, none
+		Contents: &observed.Contents{
 			Counts:    map[schema.GroupResource]int{{Resource: "secrets"}: 10000},
 			Resources: map[schema.GroupResource]schema.GroupVersionResource{{Resource: "secrets"}: {Version: "v1", Resource: "secrets"}},
-			Held:      map[string][]*snapshot.Target{"example.com/hold": {shared}},
-			Skipped:   []snapshot.Skip{{Check: "widgets.example.com", Reason: snapshot.SkipError, Resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, APIMessage: "conversion webhook failed"}},
+			Held:      map[string][]*observed.Target{"example.com/hold": {shared}},
+			Skipped:   []observed.Skip{{Check: "widgets.example.com", Reason: observed.SkipError, Resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, APIMessage: "conversion webhook failed"}},
 		}}
-	owner := &snapshot.Target{Ref: snapshot.ObjectRef{Name: "owner"}, Object: object("apps/v1", "Deployment", "owner"), Dependents: []*snapshot.Target{shared}}
-	in := &snapshot.Snapshot{
+	owner := &observed.Target{Ref: observed.ObjectRef{Name: "owner"}, Object: object("apps/v1", "Deployment", "owner"), Dependents: []*observed.Target{shared}}
+	in := &observed.Snapshot{
 		Now:       time.Date(2026, 11, 23, 1, 2, 3, 456, time.UTC),
-		Targets:   []*snapshot.Target{ns, owner},
-		Admission: &snapshot.Admission{ServiceEndpoints: map[types.NamespacedName]int{{Namespace: "hooks", Name: "svc"}: 0}},
-		Volumes:   snapshot.Volumes{Claims: map[types.NamespacedName]*corev1.PersistentVolumeClaim{{Namespace: "shop", Name: "gone"}: nil}},
+		Targets:   []*observed.Target{ns, owner},
+		Admission: &observed.Admission{ServiceEndpoints: map[types.NamespacedName]int{{Namespace: "hooks", Name: "svc"}: 0}},
+		Volumes:   observed.Volumes{Claims: map[types.NamespacedName]*corev1.PersistentVolumeClaim{{Namespace: "shop", Name: "gone"}: nil}},
 	}
 	var buf bytes.Buffer
 	if err := Encode(&buf, Saved{PluginVersion: "v1.2.3", Selection: Selection{Command: "why", Args: []string{"ns/shop"}}, Snapshot: in}); err != nil {
@@ -103,7 +103,7 @@ func TestRoundTripKeepsWhatRulesDistinguish(t *testing.T) {
 // are never written; the metadata the rules read is, and who wrote the
 // object when.
 func TestSaveLeavesOutPayloads(t *testing.T) {
-	in := &snapshot.Snapshot{Targets: []*snapshot.Target{secretTarget()}}
+	in := &observed.Snapshot{Targets: []*observed.Target{secretTarget()}}
 	var buf bytes.Buffer
 	if err := Encode(&buf, Saved{Snapshot: in}); err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestSaveLeavesOutPayloads(t *testing.T) {
 
 func TestLoadReadsGzipAndRefusesOtherFormats(t *testing.T) {
 	dir := t.TempDir()
-	in := &snapshot.Snapshot{Now: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)}
+	in := &observed.Snapshot{Now: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)}
 	for _, name := range []string{"a.json", "a.json.gz"} {
 		path := filepath.Join(dir, name)
 		if err := Save(path, Saved{Snapshot: in}); err != nil {
@@ -184,7 +184,7 @@ func TestRunLabelsAreBounded(t *testing.T) {
 		{"x" + strings.Repeat("é", 1000), "x" + strings.Repeat("é", maxLabel/2-1) + "..."},
 	} {
 		var buf bytes.Buffer
-		in := &snapshot.Snapshot{Now: time.Date(2026, 11, 23, 1, 2, 3, 0, time.UTC)}
+		in := &observed.Snapshot{Now: time.Date(2026, 11, 23, 1, 2, 3, 0, time.UTC)}
 		if err := Encode(&buf, Saved{PluginVersion: tc.context, Context: tc.context, Snapshot: in}); err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +209,7 @@ func TestSaveKeepsNodeFieldsAndControllerWords(t *testing.T) {
 			"sourceRef": map[string]any{"kind": "Backup", "name": "b1", "token": "zzz-token"}},
 		"status": map[string]any{"state": "Failed", "error": map[string]any{"code": "Internal", "message": "lvremove failed"}, "token": "s3cr3t"},
 	}}
-	in := &snapshot.Snapshot{Targets: []*snapshot.Target{{Ref: snapshot.ObjectRef{Kind: "LVMVolume", Resource: "lvmvolumes.local.openebs.io", Namespace: "openebs", Name: "pvc-1", UID: "uid-lv"}, Object: u}}}
+	in := &observed.Snapshot{Targets: []*observed.Target{{Ref: observed.ObjectRef{Kind: "LVMVolume", Resource: "lvmvolumes.local.openebs.io", Namespace: "openebs", Name: "pvc-1", UID: "uid-lv"}, Object: u}}}
 	var buf bytes.Buffer
 	if err := Encode(&buf, Saved{Snapshot: in}); err != nil {
 		t.Fatal(err)
@@ -240,14 +240,14 @@ func TestHeldPodsMustBePods(t *testing.T) {
 	for _, live := range []bool{false, true} {
 		ns := secretTarget()
 		notAPod := secretTarget()
-		ns.Contents = &snapshot.Contents{}
+		ns.Contents = &observed.Contents{}
 		if live {
-			ns.Contents.Live = []*snapshot.Target{notAPod}
+			ns.Contents.Live = []*observed.Target{notAPod}
 		} else {
-			ns.Contents.Pods = []*snapshot.Target{notAPod}
+			ns.Contents.Pods = []*observed.Target{notAPod}
 		}
 		var buf bytes.Buffer
-		if err := Encode(&buf, Saved{Snapshot: &snapshot.Snapshot{Targets: []*snapshot.Target{ns}}}); err != nil {
+		if err := Encode(&buf, Saved{Snapshot: &observed.Snapshot{Targets: []*observed.Target{ns}}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Decode(&buf); err == nil || !strings.Contains(err.Error(), "a pod it holds is not a pod") {

@@ -1,4 +1,4 @@
-package snapshot
+package observed
 
 import coordinationv1 "k8s.io/api/coordination/v1"
 

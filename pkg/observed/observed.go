@@ -1,7 +1,9 @@
-// Package snapshot is the evidence model: everything a diagnosis reads,
-// gathered once by package collect (or built by hand in tests), so that the
-// rules in package diagnose stay pure.
-package snapshot
+// Package observed is the evidence model: everything a diagnosis reads of
+// the cluster, gathered once by package collect (or built by hand in tests),
+// so that the rules in package diagnose stay pure. A run's evidence is a
+// Snapshot (what a snapshot file saves, package snapfile); the package is
+// not named after it, so that it is never read as a CSI VolumeSnapshot.
+package observed
 
 import (
 	"slices"
