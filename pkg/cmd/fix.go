@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,7 +80,7 @@ diagnosis that cannot say nothing is stuck.`,
 	cmd.Flags().StringVar(&f.confirm, "confirm", "", "Apply without a prompt, only if the plan's digest is this one.")
 	cmd.Flags().StringVar(&f.dryRun, "dry-run", "none", `"server": send every request as a server-side dry run (nothing changes); "none": apply.`)
 	cmd.Flags().DurationVar(&f.settle, "settle", 15*time.Second, "How long each step is given to take effect before the object is judged again.")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "Bound the whole fix (reads, requests, waits).")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "Bound the whole fix (reads, requests, waits); must be positive.")
 	cmd.Flags().StringVarP(o.PrintFlags.OutputFormat, "output", "o", "", "Output format: json or yaml (the record: plan, requests sent, answers, outcomes).")
 	cmd.Flags().BoolVar(&o.NoColor, "no-color", false, "Never colour the output.")
 	o.registerCompletions(cmd)
@@ -111,14 +110,14 @@ func (o *Options) fix(cmd *cobra.Command, args []string, f *fixOptions) error {
 			return c
 		}
 	}
-	sig, stop, err := o.begin(cmd, args)
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive: fix writes, and a write is bounded")
+	}
+	sig, ctx, bound, stop, err := o.start(cmd, args, false)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	ctx, cancel := context.WithTimeout(sig, o.Timeout)
-	defer cancel()
-	bound := "--timeout " + o.Timeout.String()
 
 	limits := fix.Limits{MaxRisk: maxRisk, AllowLiveController: f.allowLiveController}
 	human := format == ""

@@ -157,6 +157,15 @@ func TestFixStaleDigestWithNothingToSend(t *testing.T) {
 	}
 }
 
+// fix writes, so it is always bounded: --timeout 0 is refused before any
+// read (it used to be a deadline already passed).
+func TestFixTimeoutMustBePositive(t *testing.T) {
+	_, _, err := execute(t, fakes(t, cluster(), nil), "fix", "pod/web-0", "-n", "shop", "--timeout", "0s")
+	if ExitCode(err) != ExitError || err == nil || !strings.Contains(err.Error(), "--timeout must be positive") {
+		t.Errorf("exit %d (%v)", ExitCode(err), err)
+	}
+}
+
 // fix's exit codes, as docs/runbooks.md states them.
 func TestFixExitCodes(t *testing.T) {
 	missing := []report.Skip{{Check: "nodes/dead", Reason: "Forbidden"}}

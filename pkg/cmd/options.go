@@ -209,6 +209,9 @@ func outputFormatList() string {
 
 // Validate rejects flag combinations that cannot work.
 func (o *Options) Validate() error {
+	if o.command == waitCommand && o.Timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive")
+	}
 	if o.OlderThan < 0 {
 		return fmt.Errorf("--older-than must not be negative")
 	}
@@ -499,37 +502,38 @@ func exitFor(r report.Report, allowPartial bool) error {
 	return nil
 }
 
-// begin completes and validates the options, then starts the monitor:
-// everything from here is bounded (the clients, the credential plugin,
-// discovery, the reads: settle), and a stall makes the apiserver's health
-// the run's error (Begin). stop ends the monitor.
-func (o *Options) begin(cmd *cobra.Command, args []string) (sig context.Context, stop func(), err error) {
+// start is every command's beginning: the options completed and
+// validated, then the monitor begun. Everything from here is bounded (the
+// clients, the credential plugin, discovery, the reads: settle): sig ends
+// on Ctrl-C, SIGTERM, or a stall that makes the apiserver's health the
+// run's error (Begin); run is sig bounded by --timeout, unless unbounded
+// says the run may go on (a watch given no --timeout) or --timeout is 0;
+// bound names the bound ("" for none). stop ends both.
+func (o *Options) start(cmd *cobra.Command, args []string, unbounded bool) (sig, run context.Context, bound string, stop func(), err error) {
 	if err := o.Complete(args); err != nil {
-		return nil, nil, err
+		return nil, nil, "", nil, err
 	}
 	if err := o.Validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, "", nil, err
 	}
-	sig, stop = o.monitor.Begin(cmd.Context())
-	return sig, stop, nil
+	sig, end := o.monitor.Begin(cmd.Context())
+	if unbounded || o.Timeout <= 0 {
+		return sig, sig, "", end, nil
+	}
+	run, cancel := context.WithTimeout(sig, o.Timeout)
+	return sig, run, "--timeout " + o.Timeout.String(), func() { cancel(); end() }, nil
 }
 
-// run is the Complete -> Validate -> Diagnose -> Print sequence of both commands.
+// run is the Complete -> Validate -> Diagnose -> Print sequence of why,
+// list and preflight.
 func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Report, report.Style) error) error {
 	o.command = cmd.Name()
-	sig, stop, err := o.begin(cmd, args)
+	// A watch runs until its objects are gone, unless --timeout is given.
+	sig, ctx, bound, stop, err := o.start(cmd, args, o.Watch && !cmd.Flags().Changed("timeout"))
 	if err != nil {
 		return err
 	}
 	defer stop()
-	ctx, bound := sig, ""
-	// A watch runs until its objects are gone, unless --timeout is given.
-	if o.Timeout > 0 && (!o.Watch || cmd.Flags().Changed("timeout")) {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(sig, o.Timeout)
-		defer cancel()
-		bound = "--timeout " + o.Timeout.String()
-	}
 	if o.Watch {
 		return o.settle(sig, ctx, bound, finalRead, func() error { return o.watchList(ctx, o.style()) })
 	}

@@ -21,6 +21,9 @@ const (
 	progressInterval = 5 * time.Second
 )
 
+// waitCommand is the command that waits for objects to go.
+const waitCommand = "wait"
+
 func newWaitCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "wait TYPE/NAME... [--timeout=5m]",
@@ -42,24 +45,14 @@ delete that may already have finished).`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.command = cmd.Name()
-			if err := o.Complete(args); err != nil {
+			// --timeout bounds everything from here (finding the objects,
+			// the wait); the diagnosis made at the timeout has its own
+			// finalRead past it.
+			sig, run, bound, stop, err := o.start(cmd, args, false)
+			if err != nil {
 				return err
 			}
-			if o.Timeout <= 0 {
-				return fmt.Errorf("--timeout must be positive")
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			// --timeout bounds everything from here (the clients, the
-			// credential plugin, discovery, finding the objects, the wait);
-			// the diagnosis made at the timeout has its own finalRead past
-			// it; a stall makes the apiserver's health the run's error.
-			sig, stop := o.monitor.Begin(cmd.Context())
 			defer stop()
-			run, cancel := context.WithTimeout(sig, o.Timeout)
-			defer cancel()
-			bound := "--timeout " + o.Timeout.String()
 			return o.settle(sig, run, bound, finalRead, func() error { return o.wait(sig, run, bound) })
 		},
 	}
