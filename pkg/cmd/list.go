@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -8,7 +9,43 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
+// listOptions are list's own flags: how its rows are sorted, grouped and
+// headed, and -w.
+type listOptions struct {
+	NoHeaders bool
+	SortBy    string
+	GroupBy   string
+	// Watch (list -w) follows the listed objects and prints a row as each changes or goes.
+	Watch bool
+}
+
+func (l *listOptions) validate(o *Options) error {
+	if l.SortBy != "" {
+		if err := report.SortBy(nil, l.SortBy); err != nil {
+			return err
+		}
+	}
+	if !report.ValidGroupBy(l.GroupBy) {
+		return fmt.Errorf("--group-by must be one of %s, got %q", strings.Join(report.GroupKinds, ", "), l.GroupBy)
+	}
+	if !l.Watch {
+		return nil
+	}
+	if o.Replay != "" {
+		return fmt.Errorf("--watch follows the cluster; a snapshot does not change")
+	}
+	if f := *o.PrintFlags.OutputFormat; f != "" && f != "wide" {
+		return fmt.Errorf("--watch prints tables (default or -o wide), not -o %s: for a script, wait for the objects with `kubectl terminating wait`", f)
+	}
+	if l.GroupBy != "" {
+		return fmt.Errorf("--watch prints a row per object, not --group-by")
+	}
+	return nil
+}
+
 func newListCommand(o *Options) *cobra.Command {
+	l := &listOptions{}
+	o.list = l
 	cmd := &cobra.Command{
 		Use:     "list [TYPE]",
 		Aliases: []string{"ls"},
@@ -30,10 +67,10 @@ func newListCommand(o *Options) *cobra.Command {
 		},
 	}
 	o.addFlags(cmd)
-	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "Print the rows only: no header line, no summary (tables only).")
-	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "Sort the rows by a JSONPath into each item of the JSON report ('.overdueSeconds', '{.causes[0].code}'). Default: most severe first.")
-	cmd.Flags().StringVar(&o.GroupBy, "group-by", "", "Fold the rows into one per "+strings.Join(report.GroupKinds, ", ")+" (with counts and examples); tables only.")
-	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "Then follow them: a row as one's verdict changes or it goes; ends when all are gone (exit 0), or at --timeout if given (the exit code of what is left).")
+	cmd.Flags().BoolVar(&l.NoHeaders, "no-headers", false, "Print the rows only: no header line, no summary (tables only).")
+	cmd.Flags().StringVar(&l.SortBy, "sort-by", "", "Sort the rows by a JSONPath into each item of the JSON report ('.overdueSeconds', '{.causes[0].code}'). Default: most severe first.")
+	cmd.Flags().StringVar(&l.GroupBy, "group-by", "", "Fold the rows into one per "+strings.Join(report.GroupKinds, ", ")+" (with counts and examples); tables only.")
+	cmd.Flags().BoolVarP(&l.Watch, "watch", "w", false, "Then follow them: a row as one's verdict changes or it goes; ends when all are gone (exit 0), or at --timeout if given (the exit code of what is left).")
 	o.registerCompletions(cmd)
 	return cmd
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -28,8 +27,11 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
-// Options are shared by `why` and `list`: both diagnose the same set of
-// objects and differ only in how much they print.
+// Options are what every command shares (kubectl's flags, what to look
+// at, how long, where the evidence comes from and goes, how the report is
+// printed) and the run they share (start, settle, Diagnose, Print). A
+// command's own flags are its own options, set only for it: list's
+// (listOptions), preflight's (preflightOptions), fix's (fixOptions).
 type Options struct {
 	genericiooptions.IOStreams
 	ConfigFlags *genericclioptions.ConfigFlags
@@ -44,12 +46,7 @@ type Options struct {
 	Kinds          []string
 	StuckOnly      bool
 	AllowPartial   bool
-	NoHeaders      bool
-	SortBy         string
 	Timeout        time.Duration
-	// Watch (list -w) follows the listed objects and prints a row as each changes or goes.
-	Watch   bool
-	GroupBy string
 	// SaveSnapshot names the file the run's evidence is saved to; Replay the
 	// file a run reads its evidence from instead of the cluster.
 	SaveSnapshot string
@@ -61,8 +58,10 @@ type Options struct {
 	// FullScan lists every type of a terminating namespace even where its
 	// controller's conditions name what is left.
 	FullScan bool
-	// Cascade is the propagation policy a preflight forecasts (--cascade).
-	Cascade cascade
+
+	// The command's own options: nil for the other commands.
+	list     *listOptions
+	forecast *preflightOptions
 
 	// Set by Complete.
 	command   string // why, list
@@ -218,26 +217,12 @@ func (o *Options) Validate() error {
 	if _, err := labels.Parse(o.LabelSelector); err != nil {
 		return fmt.Errorf("invalid --selector %q: %v", o.LabelSelector, err)
 	}
-	if o.SortBy != "" {
-		if err := report.SortBy(nil, o.SortBy); err != nil {
-			return err
-		}
-	}
-	if !report.ValidGroupBy(o.GroupBy) {
-		return fmt.Errorf("--group-by must be one of %s, got %q", strings.Join(report.GroupKinds, ", "), o.GroupBy)
-	}
 	if o.Replay != "" && o.SaveSnapshot != "" {
 		return fmt.Errorf("--snapshot replays a saved run; --save-snapshot saves a live one: not both")
 	}
-	if o.Watch {
-		if o.Replay != "" {
-			return fmt.Errorf("--watch follows the cluster; a snapshot does not change")
-		}
-		if f := *o.PrintFlags.OutputFormat; f != "" && f != "wide" {
-			return fmt.Errorf("--watch prints tables (default or -o wide), not -o %s: for a script, wait for the objects with `kubectl terminating wait`", f)
-		}
-		if o.GroupBy != "" {
-			return fmt.Errorf("--watch prints a row per object, not --group-by")
+	if l := o.list; l != nil {
+		if err := l.validate(o); err != nil {
+			return err
 		}
 	}
 	if o.FieldSelector != "" {
@@ -327,8 +312,8 @@ func (o *Options) filter(r report.Report) (report.Report, error) {
 	if o.StuckOnly {
 		r.Items = slices.DeleteFunc(r.Items, func(it report.Item) bool { return !it.Stuck })
 	}
-	if o.SortBy != "" {
-		if err := report.SortBy(r.Items, o.SortBy); err != nil {
+	if o.list != nil && o.list.SortBy != "" {
+		if err := report.SortBy(r.Items, o.list.SortBy); err != nil {
 			return report.Report{}, err
 		}
 	}
@@ -407,7 +392,11 @@ func (o *Options) Print(r report.Report, write func(report.Report, report.Style)
 
 // style is how the human tables look.
 func (o *Options) style() report.Style {
-	return report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces, NoHeaders: o.NoHeaders, GroupBy: o.GroupBy, Width: o.width(), Fit: o.knownWidth()}
+	st := report.Style{Wide: *o.PrintFlags.OutputFormat == "wide", Color: o.colour(), Namespaces: o.AllNamespaces, Width: o.width(), Fit: o.knownWidth()}
+	if l := o.list; l != nil {
+		st.NoHeaders, st.GroupBy = l.NoHeaders, l.GroupBy
+	}
+	return st
 }
 
 // nothingFound is said on stderr when nothing terminating is found, as
@@ -428,7 +417,7 @@ func (o *Options) nothingFound() string {
 // collector reads through the clients, saying what it reads (showProgress
 // draws it on a terminal).
 func (o *Options) collector(clients *kube.Clients) *collect.Collector {
-	return &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet, FullScan: o.FullScan, Preflight: o.preflight(), Cascade: metav1.DeletionPropagation(o.Cascade), Progress: &collect.Progress{}}
+	return &collect.Collector{Clients: clients, Now: o.now, Kubelet: o.Kubelet, FullScan: o.FullScan, Preflight: o.preflight(), Cascade: o.cascade(), Progress: &collect.Progress{}}
 }
 
 // colour only on a terminal, and never with --no-color or NO_COLOR.
@@ -529,12 +518,13 @@ func (o *Options) start(cmd *cobra.Command, args []string, unbounded bool) (sig,
 func (o *Options) run(cmd *cobra.Command, args []string, write func(report.Report, report.Style) error) error {
 	o.command = cmd.Name()
 	// A watch runs until its objects are gone, unless --timeout is given.
-	sig, ctx, bound, stop, err := o.start(cmd, args, o.Watch && !cmd.Flags().Changed("timeout"))
+	watch := o.list != nil && o.list.Watch
+	sig, ctx, bound, stop, err := o.start(cmd, args, watch && !cmd.Flags().Changed("timeout"))
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if o.Watch {
+	if watch {
 		return o.settle(sig, ctx, bound, finalRead, func() error { return o.watchList(ctx, o.style()) })
 	}
 	var r report.Report

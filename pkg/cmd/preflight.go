@@ -15,7 +15,15 @@ import (
 // explaining them.
 const preflightCommand = "preflight"
 
+// preflightOptions are preflight's own flags.
+type preflightOptions struct {
+	// Cascade is the propagation policy the deletion forecast would use.
+	Cascade cascade
+}
+
 func newPreflightCommand(o *Options) *cobra.Command {
+	p := &preflightOptions{}
+	o.forecast = p
 	cmd := &cobra.Command{
 		Use:   "preflight TYPE/NAME ... | TYPE [NAME ...]",
 		Short: "Say what would hold a deletion, before anyone deletes (read-only)",
@@ -47,7 +55,7 @@ deletion would (an operator uninstalled before its custom resources), 1 could no
 	o.addAllowPartialFlag(cmd)
 	o.addTimeoutFlag(cmd)
 	o.addFullScanFlag(cmd) // for a namespace already being deleted, diagnosed as why does
-	cmd.Flags().Var(&o.Cascade, "cascade", "The propagation policy the deletion would use, as kubectl delete's: "+strings.Join(cascades, ", ")+" (waits for the dependents with blockOwnerDeletion, forecast in turn).")
+	cmd.Flags().Var(&p.Cascade, "cascade", "The propagation policy the deletion would use, as kubectl delete's: "+strings.Join(cascades, ", ")+" (waits for the dependents with blockOwnerDeletion, forecast in turn).")
 	o.addOutputFlags(cmd)
 	o.registerCompletions(cmd)
 	return cmd
@@ -55,6 +63,15 @@ deletion would (an operator uninstalled before its custom resources), 1 could no
 
 // preflight: the run forecasts deletions (kubectl terminating preflight).
 func (o *Options) preflight() bool { return o.command == preflightCommand }
+
+// cascade is the propagation policy a preflight forecasts ("" otherwise:
+// the apiserver's default).
+func (o *Options) cascade() metav1.DeletionPropagation {
+	if o.forecast == nil {
+		return ""
+	}
+	return metav1.DeletionPropagation(o.forecast.Cascade)
+}
 
 // cascades are kubectl delete's --cascade values, the default first.
 var cascades = []string{"background", "foreground", "orphan"}
