@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
@@ -20,11 +21,15 @@ func init() {
 
 // controllerManagerOf names the controller manager whose controller removes
 // the finalizer f, as its catalogue row's owner says ("PV protection
-// controller (kube-controller-manager)"); "" for any other owner.
+// controller (kube-controller-manager)"); "" for any other owner (every
+// third-party finalizer).
 func controllerManagerOf(f string) string {
-	owner := catalog.FinalizerOwner(f).Owner
+	row, known := catalog.LookupFinalizer(f)
+	if !known {
+		return ""
+	}
 	for _, cm := range observed.ControllerManagers {
-		if strings.Contains(owner, "("+cm+")") || strings.Contains(owner, "("+cm+"),") {
+		if strings.Contains(row.Owner, "("+cm+")") || strings.Contains(row.Owner, "("+cm+"),") {
 			return cm
 		}
 	}
@@ -34,15 +39,8 @@ func controllerManagerOf(f string) string {
 // heldByControllerManager: an object being deleted that a finalizer of a
 // controller manager's holds.
 func heldByControllerManager(t *observed.Target) bool {
-	if t.Object.GetDeletionTimestamp() == nil {
-		return false
-	}
-	for _, f := range finalizersOf(t) {
-		if controllerManagerOf(f.name) != "" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(finalizersOf(t), func(f heldBy) bool { return controllerManagerOf(f.name) != "" }) &&
+		t.Object.GetDeletionTimestamp() != nil
 }
 
 // controllerManagerCauses: a controller manager runs its controllers only

@@ -52,8 +52,11 @@ func complaints(s *observed.Snapshot, t *observed.Target, finalizers []heldBy) [
 			rows = append(rows, row)
 		}
 	}
-	tm := timingOf(t.Object, s.Now)
 	out := append(eventComplaints(s, t.Object.GetUID(), rows), wordsOf(t, rows)...)
+	if len(out) == 0 {
+		return nil // most held objects: nothing said, and no timing to parse
+	}
+	tm := timingOf(t.Object, s.Now)
 	for i := range out {
 		out[i].fresh = sinceDeletion(out[i].at, tm)
 	}
