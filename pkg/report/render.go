@@ -479,18 +479,14 @@ func lookalike(name string) string {
 	return " (the name holds " + strings.Join(odd[:min(len(odd), 3)], ", ") + ": not the ASCII it may look like)"
 }
 
-// writeListTable prints a list's table, without its header line under NoHeaders.
+// writeListTable prints a list's table, without its header line under
+// NoHeaders (its columns as wide as with it).
 func writeListTable(w io.Writer, header []string, rows [][]string, st Style) error {
+	widths := widen(nil, header)
 	if !st.NoHeaders {
-		return writeTable(w, "", header, rows)
+		rows = append([][]string{header}, rows...)
 	}
-	var b strings.Builder
-	if err := writeTable(&b, "", header, rows); err != nil {
-		return err
-	}
-	_, body, _ := strings.Cut(b.String(), "\n")
-	_, err := io.WriteString(w, body)
-	return err
+	return alignRows(w, rows, widths)
 }
 
 // ambiguousKinds are the kinds that more than one API group of the items

@@ -74,13 +74,6 @@ func writeProseTable(w io.Writer, indent string, header []string, rows [][]strin
 // left-aligned columns three spaces apart, each as wide as its widest cell,
 // headers as given, each line after indent. The cells are printed as they are
 // (cells makes them), colours included: they take no width.
-func writeTable(w io.Writer, indent string, header []string, rows [][]string) error {
-	return renderTable(w, indent, header, rows, nil)
-}
-
-// renderTable lays the table out with tablewriter: each column as wide as
-// widths says (the indent included), or as its widest cell without widths; a
-// nil header prints none.
 //
 // The three spaces between columns are tablewriter's column separator, not
 // the cells' right padding: a padding is a fill character, which the
@@ -92,7 +85,7 @@ func writeTable(w io.Writer, indent string, header []string, rows [][]string) er
 // blanks before it stayed at the end of a line). Without padding, cells are
 // filled with single spaces to their width exactly and never cut: nothing
 // is added to a colour.
-func renderTable(w io.Writer, indent string, header []string, rows [][]string, widths tw.Mapper[int, int]) error {
+func writeTable(w io.Writer, indent string, header []string, rows [][]string) error {
 	cell := tw.CellConfig{
 		Formatting: tw.CellFormatting{AutoFormat: tw.Off},
 		Alignment:  tw.CellAlignment{Global: tw.AlignLeft},
@@ -109,7 +102,7 @@ func renderTable(w io.Writer, indent string, header []string, rows [][]string, w
 				Lines:      tw.Lines{ShowTop: tw.Off, ShowBottom: tw.Off, ShowHeaderLine: tw.Off, ShowFooterLine: tw.Off},
 			},
 		})),
-		tablewriter.WithConfig(tablewriter.Config{Header: cell, Row: cell, Widths: tw.CellWidth{PerColumn: widths}}),
+		tablewriter.WithConfig(tablewriter.Config{Header: cell, Row: cell}),
 		// Cells are kept whole, spaces and all: WrapNone is the zero value,
 		// which WithConfig takes for "unset" (wrapping then joins a cell's
 		// words with single spaces wherever widths are given).
@@ -117,9 +110,7 @@ func renderTable(w io.Writer, indent string, header []string, rows [][]string, w
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 		tablewriter.WithTrimSpace(tw.Off),
 	)
-	if header != nil {
-		t.Header(toAny(header)...)
-	}
+	t.Header(toAny(header)...)
 	if err := t.Bulk(rows); err != nil {
 		return err
 	}
@@ -127,6 +118,35 @@ func renderTable(w io.Writer, indent string, header []string, rows [][]string, w
 		return err
 	}
 	return writeTrimmed(w, buf.String())
+}
+
+// alignRows prints rows as writeTable lays them out (each column as wide as
+// widths says or as its widest cell, three spaces apart, nothing at a line's
+// end), one row a line: the cells are single lines (cells makes them safe).
+// List's tables, which grow with the cluster, are printed so: tablewriter
+// takes 10 µs and 100 allocations a row (30 ms for 3,000 objects, a tenth of
+// list -A's CPU), this a few hundred nanoseconds; it measures cells with
+// tablewriter's own width (colours take none, wide runes two), and
+// TestAlignRowsAsTablewriter holds the two layouts equal.
+func alignRows(w io.Writer, rows [][]string, widths tw.Mapper[int, int]) error {
+	widths = widen(widths, rows...)
+	var b bytes.Buffer
+	for _, row := range rows {
+		line := b.Len()
+		for col, cell := range row {
+			if col > 0 {
+				b.WriteString(columnGap)
+			}
+			b.WriteString(cell)
+			if col < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", widths.Get(col)-twwidth.Width(cell)))
+			}
+		}
+		b.Truncate(line + len(bytes.TrimRight(b.Bytes()[line:], " ")))
+		b.WriteByte('\n')
+	}
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // writeTrimmed drops the blanks at the end of each line, as kubectl prints

@@ -1,0 +1,53 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/fatih/color"
+)
+
+// TestAlignRowsAsTablewriter holds list's row writer to the layout
+// tablewriter gives writeTable, on cells as list makes them: coloured, wide
+// runes, escapes, blanks at either end, empty, long.
+func TestAlignRowsAsTablewriter(t *testing.T) {
+	red := color.New(color.FgRed, color.Bold)
+	red.EnableColor()
+	words := []string{
+		"", "-", "held-00", "thing000/o000040", "FinalizerPending", "115s", "critical",
+		red.Sprint("STUCK"), red.Sprint("critical") + " and more", "名前空間", "crd/widgets.例え.com",
+		string(safef("%v", "a\tb\x1b[2Jc")), "  lead", "trail  ", "e\u0301", strings.Repeat("long-", 30),
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	pick := func() string { return words[rnd.IntN(len(words))] }
+	for round := range 300 {
+		columns := 1 + rnd.IntN(6)
+		header := make([]string, columns)
+		for i := range header { // a list's headers are never empty
+			for header[i] == "" {
+				header[i] = strings.ToUpper(pick())
+			}
+		}
+		var rows [][]string
+		for range rnd.IntN(8) {
+			row := make([]string, columns)
+			for i := range row {
+				row[i] = pick()
+			}
+			rows = append(rows, row)
+		}
+		var want, got bytes.Buffer
+		if err := writeTable(&want, "", header, rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := alignRows(&got, append([][]string{header}, rows...), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("round %d: rows %q\nalignRows:\n%s\ntablewriter:\n%s", round, fmt.Sprint(append([][]string{header}, rows...)), got.String(), want.String())
+		}
+	}
+}
