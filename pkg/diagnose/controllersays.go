@@ -52,7 +52,7 @@ func complaints(s *observed.Snapshot, t *observed.Target, finalizers []heldBy) [
 			rows = append(rows, row)
 		}
 	}
-	out := append(eventComplaints(s, t.Object.GetUID(), rows), wordsOf(t, rows)...)
+	out := append(eventComplaints(s, t.Object.GetUID(), rows), wordsOf(s, t, rows)...)
 	if len(out) == 0 {
 		return nil // most held objects: nothing said, and no timing to parse
 	}
@@ -67,7 +67,7 @@ func complaints(s *observed.Snapshot, t *observed.Target, finalizers []heldBy) [
 // wordsOf is what an object's own status says of a failure: its
 // failure-looking conditions (direct when a catalogue row of rows names
 // them) and its status fields that carry a controller's words.
-func wordsOf(t *observed.Target, rows []catalog.Finalizer) []complaint {
+func wordsOf(s *observed.Snapshot, t *observed.Target, rows []catalog.Finalizer) []complaint {
 	var out []complaint
 	for _, c := range conditionsOf(t.Object) {
 		direct := slices.ContainsFunc(rows, func(r catalog.Finalizer) bool {
@@ -78,8 +78,12 @@ func wordsOf(t *observed.Target, rows []catalog.Finalizer) []complaint {
 		}
 		out = append(out, complaint{evidence: conditionFact(c), reason: c.label(), message: c.Message, at: c.at, count: 1, direct: direct})
 	}
-	written := statusWrittenAt(t.Object)
-	for _, w := range statusWords(t) {
+	said := statusWords(t)
+	if len(said) == 0 {
+		return out // most held objects: no status, and no managedFields to parse
+	}
+	written := statusWrittenAt(writesOfTarget(s, t.Object))
+	for _, w := range said {
 		line := w.field + ": " + w.text
 		if !written.IsZero() {
 			line += fmt.Sprintf(" (status last written %s)", written.UTC().Format(time.RFC3339))
@@ -92,8 +96,8 @@ func wordsOf(t *observed.Target, rows []catalog.Finalizer) []complaint {
 // statusWrittenAt is when a controller last wrote the object's status (its
 // status subresource, or the object when it has none); zero when its
 // managedFields do not say.
-func statusWrittenAt(u *unstructured.Unstructured) time.Time {
-	ws := controllerWrites(u)
+func statusWrittenAt(writes []write) time.Time {
+	ws := controllerWrites(writes)
 	for _, w := range ws {
 		if w.subresource == "status" {
 			return w.at

@@ -35,6 +35,7 @@ func reportOf(s *observed.Snapshot, judge func(*observed.Snapshot, *observed.Tar
 		Skipped:     s.Skipped,
 	}
 	r.Items = make([]report.Item, len(s.Targets))
+	defer whileJudging(s)()
 	// On every CPU: a judgement reads the snapshot and writes nothing shared,
 	// and a list -A of thousands of held objects judges each.
 	parallel.Run("the diagnosis", runtime.GOMAXPROCS(0), len(s.Targets), func(i int) { r.Items[i] = judge(s, s.Targets[i]) })

@@ -29,7 +29,7 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 		if !catalog.ThirdPartyFinalizer(f.name) {
 			continue
 		}
-		state, ev := ownerLiveness(s.Controllers, f.name, t)
+		state, ev := livenessOf(s, f.name, t)
 		evidence = append(evidence, ev...)
 		switch state {
 		case ownerGone:
@@ -44,14 +44,15 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 	for _, c := range said {
 		evidence = append(evidence, c.evidence)
 	}
-	evidence = append(evidence, writeEvidence(t.Object, names, s.Now)...)
+	writes := writesOfTarget(s, t.Object)
+	evidence = append(evidence, writeEvidence(writes, names, s.Now)...)
 	paused, isPaused := pausedBy(t.Object)
 	if isPaused {
 		evidence = append(evidence, paused.fact())
 	}
 	summary := fmt.Sprintf("deletion waits for %s to be removed: %s", report.Count(len(finalizers), "finalizer"), report.FirstFew(names))
 	var quotes quoted // what summary quotes of other causes
-	steps := []report.Step{findOwners(catalog.FinalizerPending, t, names), step(catalog.FinalizerPending, "restore-owner", "")}
+	steps := []report.Step{findOwners(s, catalog.FinalizerPending, t, names), step(catalog.FinalizerPending, "restore-owner", "")}
 	var quoted string // the reason of the complaint the summary quotes
 	saysWhy := func(confidence float64) (report.Severity, float64) {
 		top := said[0]
@@ -63,14 +64,14 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 		}
 		return report.Critical, confidence
 	}
-	working, isWorking := atWork(t.Object, tm, s.Now)
+	working, isWorking := atWork(writes, tm, s.Now)
 	var until time.Time // when the verdict lapses with time alone
 	dependents, depEvidence := dependentsDeleted(s, t, tm)
 	evidence = append(evidence, depEvidence...)
 	stuck := slices.IndexFunc(dependents, func(it report.Item) bool { return it.Stuck })
 	agent, agentWhy, agentEvidence := stuckAgent(s, t)
 	evidence = append(evidence, agentEvidence...)
-	depends, namedEvidence := namedTrouble(t)
+	depends, namedEvidence := namedTrouble(s, t)
 	evidence = append(evidence, namedEvidence...)
 	users := make([]string, 0, len(t.NamedBy)) // what still names it, and where
 	var firstUser *observed.Target
@@ -104,7 +105,7 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 		if len(healthy) > 0 {
 			summary = fmt.Sprintf("the controller that removes %s looks healthy, but %s", report.FirstFew(healthy), summary)
 		} else { // named unlike its finalizer (CAPA's capa-controller-manager), or not there
-			steps = append(steps, findOwners(catalog.FinalizerPending, t, names))
+			steps = append(steps, findOwners(s, catalog.FinalizerPending, t, names))
 		}
 	case agentWhy != "": // the one replica that can act on the object's node cannot
 		sev, confidence = report.Critical, 0.7
@@ -166,7 +167,7 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 	case len(healthy) > 0:
 		confidence = 0.5
 		summary = fmt.Sprintf("the controller that removes %s looks healthy but has not removed it", report.FirstFew(healthy))
-		if last, silent := silentSince(t.Object, tm); silent {
+		if last, silent := silentSince(writes, tm); silent {
 			summary += fmt.Sprintf(", nor written to the object since its deletion began %s ago (its last write: %s, %s ago)",
 				report.HumanDuration(tm.terminating), last.manager, report.HumanDuration(s.Now.Sub(last.at)))
 		}
@@ -217,23 +218,32 @@ func ownerEvidence(finalizers []string) []report.Fact {
 // labelled with their words, as ownerLiveness matches them, or with the
 // name of the field manager that added the finalizer; for finalizers with
 // no such words (Kubernetes' own), the object itself.
-func findOwners(code catalog.Code, t *observed.Target, finalizers []string) report.Step {
+func findOwners(s *observed.Snapshot, code catalog.Code, t *observed.Target, finalizers []string) report.Step {
 	var words []string
 	for _, f := range finalizers {
 		if catalog.ThirdPartyFinalizer(f) {
 			words = append(words, ownerWords(f)...)
-			words = append(words, addedBy(t.Object, f)...)
+			words = append(words, addedBy(writesOfTarget(s, t.Object), f)...)
 		}
 	}
 	if len(words) == 0 {
 		return step(code, "read-object", kubectlOn(t.Ref.Namespace, "get", strings.ToLower(t.Ref.Resource), t.Ref.Name, "-o", "yaml"))
 	}
 	slices.Sort(words)
-	grep := []string{"-Fi"}
-	for _, w := range slices.Compact(words) {
-		grep = append(grep, "-e", w)
+	words = slices.Compact(words)
+	// The same look for every object of an operator's: composed once.
+	type key struct {
+		code              catalog.Code
+		words, finalizers string
 	}
-	return step(code, "find-owner", pipe(kubectl("", "get", "deployments,statefulsets,daemonsets", "-A", "--show-labels"), command("grep", grep...)), "finalizers", report.FirstFew(finalizers))
+	few := report.FirstFew(finalizers)
+	return derive(s, key{code, strings.Join(words, "\x00"), few}, func() report.Step {
+		grep := []string{"-Fi"}
+		for _, w := range words {
+			grep = append(grep, "-e", w)
+		}
+		return step(code, "find-owner", pipe(kubectl("", "get", "deployments,statefulsets,daemonsets", "-A", "--show-labels"), command("grep", grep...)), "finalizers", few)
+	})
 }
 
 // finalizerFields quotes the fields that hold the finalizers.

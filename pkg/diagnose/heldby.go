@@ -148,7 +148,7 @@ type trouble struct {
 // location Unavailable, a claim's snapshot in error, a Cluster API
 // cluster's infrastructure object paused (its controller then never
 // finishes deleting it, and the cluster waits for it).
-func namedTrouble(t *observed.Target) (trouble, []report.Fact) {
+func namedTrouble(s *observed.Snapshot, t *observed.Target) (trouble, []report.Fact) {
 	var evidence []report.Fact
 	type step struct {
 		t    *observed.Target
@@ -182,7 +182,7 @@ func namedTrouble(t *observed.Target) (trouble, []report.Fact) {
 			field := fieldOf(n.Ref.Kind, n.Ref.Name)
 			path := append(slices.Clone(from.path), field, report.Name(n.Ref))
 			evidence = append(evidence, report.Noted(fmt.Sprintf("%s %s: %s", ownerOf(from.t, t), field, report.Name(n.Ref))))
-			if words := wordsOf(n, nil); len(words) > 0 {
+			if words := wordsOf(s, n, nil); len(words) > 0 {
 				sortComplaints(words)
 				for _, w := range words {
 					evidence = append(evidence, ofObject(n.Ref, report.Name(n.Ref)+": ", w.evidence))

@@ -46,7 +46,7 @@ func inUseCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm timing) [
 	if len(users) == 0 {
 		return nil // nothing uses it: whether its owner is alive says the rest
 	}
-	state, liveness := ownerLiveness(s.Controllers, f.name, t)
+	state, liveness := livenessOf(s, f.name, t)
 	if state == ownerGone || state == ownerDown {
 		return nil // no controller removes it even once they are gone: that comes first
 	}

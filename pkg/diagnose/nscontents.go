@@ -130,7 +130,7 @@ func forecastCauses(s *observed.Snapshot, t *observed.Target) []report.Cause {
 		if !catalog.ThirdPartyFinalizer(f) {
 			continue
 		}
-		state, evidence := ownerLiveness(s.Controllers, f, nil)
+		state, evidence := livenessOf(s, f, nil)
 		if state != ownerGone && state != ownerDown {
 			continue
 		}
@@ -142,7 +142,7 @@ func forecastCauses(s *observed.Snapshot, t *observed.Target) []report.Cause {
 		c := cause(catalog.FinalizerPending, report.Info, 0.6,
 			fmt.Sprintf("forecast: once the pods are gone, %s carrying %s will be deleted, and %s: the namespace will then stay Terminating", report.Count(n, "object"), f, why),
 			append([]report.Fact{report.Noted(fmt.Sprintf("live scan of namespace %s: %s not deleted yet %s finalizer %s (removed by %s)", t.Ref.Name, report.Count(n, "object"), agree(n, "carries", "carry"), f, catalog.FinalizerOwner(f).Owner))}, evidence...),
-			findOwners(catalog.FinalizerPending, t, []string{f}),
+			findOwners(s, catalog.FinalizerPending, t, []string{f}),
 			step(catalog.FinalizerPending, "restore-owner-early", "", "finalizer", f))
 		c.About.Finalizers, c.About.Count = []string{f}, n
 		out = append(out, c)

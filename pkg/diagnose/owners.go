@@ -237,3 +237,26 @@ func grantedLiveness(ctl *observed.Controllers, t *observed.Target, finalizer st
 	}
 	return state, evidence
 }
+
+// livenessOf is ownerLiveness of the snapshot's controllers, judged once
+// per finalizer and kind and namespace of held object while s is judged
+// (the RBAC grants it falls back on are per resource and namespace).
+func livenessOf(s *observed.Snapshot, finalizer string, held *observed.Target) (ownerState, []report.Fact) {
+	type key struct {
+		finalizer, resource, namespace string
+		held                           bool
+	}
+	k := key{finalizer: finalizer, held: held != nil}
+	if held != nil {
+		k.resource, k.namespace = held.Ref.Resource, held.Ref.Namespace
+	}
+	type liveness struct {
+		state    ownerState
+		evidence []report.Fact
+	}
+	l := derive(s, k, func() liveness {
+		state, evidence := ownerLiveness(s.Controllers, finalizer, held)
+		return liveness{state, evidence}
+	})
+	return l.state, slices.Clip(l.evidence)
+}

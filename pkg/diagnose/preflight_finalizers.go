@@ -39,7 +39,7 @@ func ownFinalizerForecasts(s *observed.Snapshot, t *observed.Target) []report.Ca
 		}
 		c, ok := finalizerForecast(s, catalog.FinalizerPending, f, t.Ref.Kind+" "+t.Ref.Name, "",
 			[]report.Fact{report.FieldFact("metadata.finalizers", "["+strings.Join(t.Object.GetFinalizers(), ", ")+"]")},
-			findOwners(catalog.FinalizerPending, t, []string{f}), t)
+			findOwners(s, catalog.FinalizerPending, t, []string{f}), t)
 		if !ok {
 			continue
 		}
@@ -84,7 +84,7 @@ func contentForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 		if code == catalog.CRDInstancesRemaining {
 			first, last = step(code, "list-instances", kubectl("", "get", t.Ref.Name, "-A")), "remove-instance-finalizers-before"
 		} else {
-			first = findOwners(code, t, []string{f})
+			first = findOwners(s, code, t, []string{f})
 		}
 		within := ""
 		if t.Namespace != nil {
@@ -119,7 +119,7 @@ func finalizerForecast(s *observed.Snapshot, code catalog.Code, f, held, within 
 	if s.Controllers == nil {
 		return report.Cause{}, false
 	}
-	state, liveness := ownerLiveness(s.Controllers, f, own)
+	state, liveness := livenessOf(s, f, own)
 	evidence = append(append(evidence, ownerEvidence([]string{f})...), liveness...)
 	waits := fmt.Sprintf("once deleted, %s would wait for finalizer %s", held, f)
 	var c report.Cause
@@ -308,7 +308,7 @@ func strandedForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause 
 			fmt.Sprintf("once it is deleted, nothing would remove finalizer %s from %s: %s, which looks like its controller, goes with it; their deletion, and their namespaces', would then stick", f, objects, strings.Join(going, ", ")),
 			append([]report.Fact{report.Noted(fmt.Sprintf("live scan of the cluster: finalizer %s on %s not being deleted (%s)", f, report.Count(n, "object"), countsByNamespace(byNS)))},
 				ownerEvidence([]string{f})...),
-			findOwners(catalog.FinalizerPending, t, []string{f}),
+			findOwners(s, catalog.FinalizerPending, t, []string{f}),
 			step(catalog.FinalizerPending, "uninstall-last", "", "finalizer", f, "objects", objects))
 		c.About.Finalizers, c.About.Count = []string{f}, n
 		causes = append(causes, c)

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
@@ -90,16 +91,29 @@ func finalizersIn(fields map[string]any) []string {
 // controller.
 var kubernetesManagers = []string{"kube-controller-manager", "kube-apiserver", "kube-scheduler", "kubelet", "cloud-controller-manager"}
 
-// controllerWrites are the writes of the object's non-human managers other
-// than Kubernetes' own components, latest first.
-func controllerWrites(u *unstructured.Unstructured) []write {
-	return slices.DeleteFunc(writesOf(u), func(w write) bool { return human(w.manager) || slices.Contains(kubernetesManagers, w.manager) })
+// writesOfTarget are u's writes (writesOf), parsed once while s is judged:
+// the rules read them several times for each held object.
+func writesOfTarget(s *observed.Snapshot, u *unstructured.Unstructured) []write {
+	type key struct{ object *unstructured.Unstructured }
+	return slices.Clip(derive(s, key{u}, func() []write { return writesOf(u) }))
+}
+
+// controllerWrites are the writes (an object's, latest first) of its
+// non-human managers other than Kubernetes' own components.
+func controllerWrites(writes []write) []write {
+	var out []write
+	for _, w := range writes {
+		if !human(w.manager) && !slices.Contains(kubernetesManagers, w.manager) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // lastWrite is the latest write of a controller (controllerWrites); false
-// when its managedFields record none.
-func lastWrite(u *unstructured.Unstructured) (write, bool) {
-	ws := controllerWrites(u)
+// when the object's managedFields record none.
+func lastWrite(writes []write) (write, bool) {
+	ws := controllerWrites(writes)
 	if len(ws) == 0 {
 		return write{}, false
 	}
@@ -109,16 +123,15 @@ func lastWrite(u *unstructured.Unstructured) (write, bool) {
 // atWork is a controller's latest write when it came after the deletion
 // began and within the settle time: its controller is working on the
 // deletion.
-func atWork(u *unstructured.Unstructured, tm timing, now time.Time) (write, bool) {
-	w, ok := lastWrite(u)
+func atWork(writes []write, tm timing, now time.Time) (write, bool) {
+	w, ok := lastWrite(writes)
 	return w, ok && sinceDeletion(w.at, tm) && now.Sub(w.at) <= settleTime
 }
 
 // writeEvidence quotes who added each finalizer and each controller's
 // latest write, with how long before now.
-func writeEvidence(u *unstructured.Unstructured, finalizers []string, now time.Time) []report.Fact {
+func writeEvidence(writes []write, finalizers []string, now time.Time) []report.Fact {
 	var out []report.Fact
-	writes := writesOf(u)
 	for _, f := range finalizers {
 		for _, w := range writes {
 			if slices.Contains(w.finalizers, f) {
@@ -127,7 +140,7 @@ func writeEvidence(u *unstructured.Unstructured, finalizers []string, now time.T
 			}
 		}
 	}
-	for _, w := range controllerWrites(u) {
+	for _, w := range controllerWrites(writes) {
 		out = append(out, report.Fact{Text: fmt.Sprintf("managedFields: %s last wrote %s %s ago (%s)", w.manager, w.what(), report.HumanDuration(now.Sub(w.at)), w.at.UTC().Format(time.RFC3339)),
 			Field: "metadata.managedFields", Value: w.manager, Reason: "last wrote " + w.what(), At: timeOf(w.at)})
 	}
@@ -137,8 +150,8 @@ func writeEvidence(u *unstructured.Unstructured, finalizers []string, now time.T
 // silentSince says whether no controller has written to the object since
 // its deletion began, and its latest write before that; nothing recorded
 // makes no claim either way.
-func silentSince(u *unstructured.Unstructured, tm timing) (last write, silent bool) {
-	last, ok := lastWrite(u)
+func silentSince(writes []write, tm timing) (last write, silent bool) {
+	last, ok := lastWrite(writes)
 	return last, ok && !sinceDeletion(last.at, tm)
 }
 
@@ -155,7 +168,7 @@ func sinceDeletion(at time.Time, tm timing) bool {
 // within one second (scripts and tests do it, make bench's case 4 by the
 // hundred) is not read again, one GET each, for a status nobody wrote.
 func writtenSinceDeletion(u *unstructured.Unstructured) bool {
-	last, ok := lastWrite(u)
+	last, ok := lastWrite(writesOf(u))
 	return ok && sinceDeletion(last.at, timingOf(u, time.Time{})) && !last.at.Equal(u.GetCreationTimestamp().Time)
 }
 
@@ -166,9 +179,9 @@ var genericManagers = []string{"manager", "controller", "operator", "main", "bef
 // addedBy names the field managers that added finalizer f, when their
 // names can find the controller (a controller's, and not a generic one):
 // velero-server, cloudsql-manager.
-func addedBy(u *unstructured.Unstructured, f string) []string {
+func addedBy(writes []write, f string) []string {
 	var out []string
-	for _, w := range controllerWrites(u) {
+	for _, w := range controllerWrites(writes) {
 		if slices.Contains(w.finalizers, f) && !slices.Contains(genericManagers, strings.ToLower(w.manager)) && !slices.Contains(out, w.manager) {
 			out = append(out, strings.ToLower(w.manager))
 		}
