@@ -36,16 +36,21 @@ import (
 
 // command is one program and its arguments, each a shell word.
 func command(program string, args ...string) string {
-	words := make([]string, 0, 1+len(args))
-	for _, w := range append([]string{program}, args...) {
-		words = append(words, shellWord(w))
+	var b strings.Builder
+	b.WriteString(shellWord(program))
+	for _, w := range args {
+		b.WriteByte(' ')
+		b.WriteString(shellWord(w))
 	}
-	return strings.Join(words, " ")
+	return b.String()
 }
 
 // shellWord quotes one word: as shellescape does (plain words stay plain),
 // or in ANSI-C quotes when the report would show some of it escaped.
 func shellWord(s string) string {
+	if plainWord(s) { // most words: a name, a flag (thousands a list -A)
+		return s
+	}
 	if !report.Escaped(s) {
 		return quote(s)
 	}
@@ -116,11 +121,29 @@ func quote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	if strings.IndexFunc(s, func(r rune) bool { return !plainInShell(r) }) < 0 {
+	if plainWord(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }
+
+// plainWord: s is a non-empty word of plainInShell's characters.
+func plainWord(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf || !plainByte[s[i]] {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// plainByte is plainInShell for each ASCII byte, looked up once.
+var plainByte = func() (plain [utf8.RuneSelf]bool) {
+	for c := range plain {
+		plain[c] = plainInShell(rune(c))
+	}
+	return plain
+}()
 
 // plainInShell: shellescape's \w@%+=:,./- (\w is ASCII's [0-9A-Za-z_]).
 func plainInShell(r rune) bool {
