@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -216,7 +217,7 @@ func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets
 		}
 	}
 	for _, f := range rec.terminating[ns] {
-		addTerminating(contents, f.GVR, f.Object.GetFinalizers(), func() *observed.Target {
+		addTerminating(contents, f.GVR, f.Object.GetNamespace(), f.Object.GetName(), f.Object.GetFinalizers(), func() *observed.Target {
 			if t := targets[f.Object.GetUID()]; t != nil {
 				return t
 			}
@@ -239,13 +240,15 @@ func newContents(mappings []*meta.RESTMapping) *observed.Contents {
 
 // addTerminating records one object being deleted: the finalizers that hold
 // it are counted, and it is kept as a target (made only then: conversions
-// cost) when it is a pod or among the first few a finalizer holds.
-func addTerminating(contents *observed.Contents, gvr schema.GroupVersionResource, finalizers []string, target func() *observed.Target) {
+// cost) when it is a pod or among the first few a finalizer holds (by
+// exampleOrder: the same few whatever order the concurrent lists came in).
+func addTerminating(contents *observed.Contents, gvr schema.GroupVersionResource, ns, name string, finalizers []string, target func() *observed.Target) {
 	isPods := gvr.Group == "" && gvr.Resource == "pods"
+	key := report.ObjectRef{Namespace: ns, Name: name}
 	keep := isPods
 	for _, f := range finalizers {
 		contents.Finalizers[f]++
-		keep = keep || (!isPods && len(contents.Held[f]) < heldExamples)
+		keep = keep || (!isPods && amongExamples(contents.Held[f], key, gvr, func(t *observed.Target) report.ObjectRef { return t.Ref }))
 	}
 	if !keep {
 		return
@@ -256,18 +259,41 @@ func addTerminating(contents *observed.Contents, gvr schema.GroupVersionResource
 		return
 	}
 	for _, f := range finalizers {
-		if len(contents.Held[f]) < heldExamples {
-			contents.Held[f] = append(contents.Held[f], t)
-		}
+		contents.Held[f] = keepExamples(contents.Held[f], t, func(t *observed.Target) report.ObjectRef { return t.Ref })
 	}
 }
 
-// sortContents orders the kept targets by name, whatever order the lists came in.
+// exampleOrder orders the examples kept of what a finalizer holds: by
+// namespace, name and type.
+func exampleOrder(a, b report.ObjectRef) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Resource, b.Resource))
+}
+
+// amongExamples: an object of type gvr named as key would be among the
+// heldExamples first of kept (sorted by exampleOrder). Its type is named
+// only when the namespace and name tie (what Found.Ref costs, not for every
+// object of thousands).
+func amongExamples[T any](kept []T, key report.ObjectRef, gvr schema.GroupVersionResource, ref func(T) report.ObjectRef) bool {
+	if len(kept) < heldExamples {
+		return true
+	}
+	last := ref(kept[len(kept)-1])
+	if key.Namespace == last.Namespace && key.Name == last.Name {
+		key.Resource = QualifiedResource(gvr)
+	}
+	return exampleOrder(key, last) < 0
+}
+
+// keepExamples puts v among the heldExamples first of kept, by exampleOrder.
+func keepExamples[T any](kept []T, v T, ref func(T) report.ObjectRef) []T {
+	i, _ := slices.BinarySearchFunc(kept, ref(v), func(k T, r report.ObjectRef) int { return exampleOrder(ref(k), r) })
+	return slices.Insert(kept, i, v)[:min(len(kept)+1, heldExamples)]
+}
+
+// sortContents orders the kept pods by name, whatever order the lists came
+// in (the held examples are kept in order).
 func sortContents(contents *observed.Contents) {
 	sort.Slice(contents.Pods, func(i, j int) bool { return contents.Pods[i].Ref.Name < contents.Pods[j].Ref.Name })
-	for _, held := range contents.Held {
-		sort.Slice(held, func(i, j int) bool { return refKey(held[i].Ref) < refKey(held[j].Ref) })
-	}
 }
 
 // scanContents lists the mappings in scope and records what is left: counts
@@ -284,13 +310,13 @@ func (c *Collector) scanContents(ctx context.Context, scope Scope, where string,
 			contents.NotDeleted[gr]++
 			for _, f := range item.Finalizers {
 				contents.Pending[f]++ // holds nothing yet: it will, once deleted
-				if len(contents.Waiting[f]) < heldExamples {
-					contents.Waiting[f] = append(contents.Waiting[f], metadataRef(item, m))
+				if amongExamples(contents.Waiting[f], report.ObjectRef{Namespace: item.Namespace, Name: item.Name}, m.Resource, itself) {
+					contents.Waiting[f] = keepExamples(contents.Waiting[f], metadataRef(item, m), itself)
 				}
 			}
 			return
 		}
-		addTerminating(contents, m.Resource, item.Finalizers, func() *observed.Target { return metadataTarget(item, m) })
+		addTerminating(contents, m.Resource, item.Namespace, item.Name, item.Finalizers, func() *observed.Target { return metadataTarget(item, m) })
 	})
 	sortContents(contents)
 	return contents
@@ -342,3 +368,5 @@ func metadataRef(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) report
 }
 
 func refKey(r report.ObjectRef) string { return r.Namespace + "/" + r.Name }
+
+func itself(r report.ObjectRef) report.ObjectRef { return r }
