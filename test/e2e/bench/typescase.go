@@ -88,7 +88,7 @@ func manyTypesCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 
 	index := pluginRun(o, kc, pluginCount, "why", "ns/"+bigNamespace)
 	full := pluginRun(o, kc, pluginCount, "why", "ns/"+bigNamespace, "--full-scan")
-	rs, err := measureAll(px, manyTypesNamespaceCase(sz), []program{index, full, floorRun(o, kc, bigNamespace), oneLinerRun(o, kc, bigNamespace, true)}, o.Runs)
+	rs, err := measureAll(px, manyTypesNamespaceCase(sz), []program{index, full, floorRun(o, kc, bigNamespace), oneLinerRun(o, kc, bigNamespace, true)}, o.QuickRuns)
 	if err != nil {
 		return rs, err
 	}
@@ -97,7 +97,7 @@ func manyTypesCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 			return rs, err
 		}
 	}
-	all, err := measureAll(px, manyTypesClusterCase(sz), []program{pluginRun(o, kc, itemsCount, "list", "-A"), floorRun(o, kc, "")}, o.Runs)
+	all, err := measureAll(px, manyTypesClusterCase(sz), []program{pluginRun(o, kc, itemsCount, "list", "-A"), floorRun(o, kc, "")}, o.QuickRuns)
 	return append(rs, all...), err
 }
 

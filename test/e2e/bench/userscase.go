@@ -74,7 +74,7 @@ func usersCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 		pluginRun(o, kc, ownerCount, "list", "-A"),
 		pluginRun(o, kc, ownerCount, "why", "-A"),
 		floorRun(o, kc, ""),
-	}, o.Runs)
+	}, o.QuickRuns)
 }
 
 func usersCaseName(sz sizes) string {
