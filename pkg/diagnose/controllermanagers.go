@@ -29,7 +29,7 @@ func controllerManagerOf(f string) string {
 		return ""
 	}
 	for _, cm := range observed.ControllerManagers {
-		if strings.Contains(row.Owner, "("+cm+")") || strings.Contains(row.Owner, "("+cm+"),") {
+		if strings.Contains(row.Owner, "("+cm+")") {
 			return cm
 		}
 	}

@@ -71,8 +71,9 @@ func stuckPodsCause(s *observed.Snapshot, t *observed.Target, tm timing) (report
 	for _, it := range stuck {
 		evidence = append(evidence, report.Noted(fmt.Sprintf("pod %s: %s (%s)", it.Object.Name, it.Causes[0].Code, it.Severity)))
 	}
+	quotes := quotedOf(top.Causes[0])
 	return report.Cause{
-		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Quotes: quotedOf(top.Causes[0]).summaries, Names: quotedOf(top.Causes[0]).names, Facts: evidence,
+		Code: string(catalog.PodStuckTerminating), Severity: top.Severity, Confidence: 0.85, Summary: summary, Quotes: quotes.summaries, Names: quotes.names, Facts: evidence,
 		Remediation: []report.Step{
 			step(catalog.PodStuckTerminating, "resolve-pods", command("kubectl", "terminating", "why", "pods", "-n", t.Ref.Name)),
 			clearNamespaceFinalizers(catalog.PodStuckTerminating, t.Ref.Name),
@@ -170,7 +171,7 @@ func heldCause(s *observed.Snapshot, c *observed.Contents, finalizer string, thi
 	if top := worst[0]; len(top.Causes) > 0 && top.Causes[0].Code != string(catalog.FinalizerPending) && slices.Contains(top.Causes[0].About.Finalizers, finalizer) {
 		fc := top.Causes[0]
 		fc.Severity = top.Severity
-		fc.Names = append(fc.Names, names...)
+		fc.Names = append(slices.Clip(fc.Names), names...) // the example's cause's list: not in place
 		prefixed(&fc, holding+": ")
 		fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts...)
 		fc.BlockedBy = examples
@@ -182,7 +183,7 @@ func heldCause(s *observed.Snapshot, c *observed.Contents, finalizer string, thi
 		judged.depth = tm.depth
 	}
 	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, judged)[0]
-	fc.Names = append(fc.Names, names...)
+	fc.Names = append(slices.Clip(fc.Names), names...)
 	prefixed(&fc, holding+": ")
 	fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts[1:]...)
 	fc.BlockedBy = examples

@@ -614,15 +614,17 @@ func quotedOf(c report.Cause) quoted {
 	return quoted{summaries: append([]string{c.Summary}, c.Quotes...), names: c.Names}
 }
 
-// on records q on the cause whose summary quotes it.
+// on records q on the cause whose summary quotes it. A cause is often a
+// copy of another (a nested item's top cause, led by more words), its lists
+// shared with it: they are appended to as copies (Clip), never in place.
 func (q quoted) on(c *report.Cause) {
-	c.Quotes = append(c.Quotes, q.summaries...)
-	c.Names = append(c.Names, q.names...)
+	c.Quotes = append(slices.Clip(c.Quotes), q.summaries...)
+	c.Names = append(slices.Clip(c.Names), q.names...)
 }
 
 // prefixed puts lead before c's summary, which it then quotes.
 func prefixed(c *report.Cause, lead string) {
-	c.Quotes = append(c.Quotes, c.Summary)
+	c.Quotes = append(slices.Clip(c.Quotes), c.Summary)
 	c.Summary = lead + c.Summary
 }
 

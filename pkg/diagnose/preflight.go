@@ -220,6 +220,10 @@ func leadWith(lead string, causes []report.Cause) []report.Cause {
 
 const wouldStickPrefix = "the deletion would stick: "
 
+// whyItWouldStick is a forecast cause's summary without its lead, for a
+// summary that quotes it under a lead of its own.
+func whyItWouldStick(c report.Cause) string { return strings.TrimPrefix(c.Summary, wouldStickPrefix) }
+
 // livePodForecasts: the pods of a namespace not being deleted whose
 // deletion would stick (their node gone or not reporting), nested: the
 // namespace controller deletes pods first and waits for them, and why then
@@ -239,7 +243,7 @@ func livePodForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause {
 	}
 	SortItems(stuck)
 	top := stuck[0]
-	why := strings.TrimPrefix(top.Causes[0].Summary, wouldStickPrefix)
+	why := whyItWouldStick(top.Causes[0])
 	summary := fmt.Sprintf("once deleted, pod %s would be stuck terminating: %s", top.Object.Name, why)
 	if len(stuck) > 1 {
 		summary = fmt.Sprintf("once deleted, %d pods would be stuck terminating; pod %s: %s", len(stuck), top.Object.Name, why)

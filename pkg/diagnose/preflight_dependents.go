@@ -65,7 +65,7 @@ func dependentForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause
 	if len(stuck) > 1 {
 		waits = fmt.Sprintf("it would wait on %d dependents whose deletion would stick; ", len(stuck))
 	}
-	summary := fmt.Sprintf("deleted with --cascade=foreground, %s%s, %s: %s", waits, strings.Join(chain, " -> "), state, strings.TrimPrefix(root.Causes[0].Summary, wouldStickPrefix))
+	summary := fmt.Sprintf("deleted with --cascade=foreground, %s%s, %s: %s", waits, strings.Join(chain, " -> "), state, whyItWouldStick(root.Causes[0]))
 	c := cause(catalog.ForegroundDeletionBlocked, stuck[0].Severity, 0.85, summary, evidence,
 		step(catalog.ForegroundDeletionBlocked, "resolve-dependents-before", kubectl(root.Object.Namespace, "terminating", "preflight", strings.ToLower(root.Object.Resource)+"/"+root.Object.Name)),
 		step(catalog.ForegroundDeletionBlocked, "delete-in-background", kubectlOn(t.Ref.Namespace, "delete", strings.ToLower(t.Ref.Resource), t.Ref.Name, "--cascade=background")))
