@@ -27,7 +27,7 @@ type Options struct {
 	QuickRuns int
 	// Cases picks the cases to run: "1,2,3,4,5,6,7" (1, 3 and 4 share a lab).
 	Cases string
-	// Keep holds the lab of a cluster-wide case (4 or 7) once built, instead
+	// Keep holds the lab of case 4, 6 or 7 once built, instead
 	// of measuring, and prints its kubeconfig: for profiling by hand.
 	// Interrupt to end it.
 	Keep bool
@@ -263,9 +263,7 @@ func manyNamespacesCase(ctx context.Context, o Options, sz sizes, px *Proxy, kc 
 // lengths of their tables: what a person reads.
 func measureClusterWide(ctx context.Context, o Options, px *Proxy, kc, c string, others ...program) ([]Result, error) {
 	if o.Keep {
-		fmt.Println("lab kept; its kubeconfig (through the counting proxy):", kc)
-		<-ctx.Done()
-		return nil, ctx.Err()
+		return nil, keepLab(ctx, kc)
 	}
 	progs := append([]program{pluginRun(o, kc, itemsCount, "list", "-A"), pluginRun(o, kc, itemsCount, "why", "-A")}, others...)
 	rs, err := measureAll(px, c, progs, o.QuickRuns)
@@ -278,6 +276,14 @@ func measureClusterWide(ctx context.Context, o Options, px *Proxy, kc, c string,
 		}
 	}
 	return rs, nil
+}
+
+// keepLab holds a case's lab, once built, until interrupted (-keep), and
+// prints its kubeconfig: for profiling by hand.
+func keepLab(ctx context.Context, kc string) error {
+	fmt.Println("lab kept; its kubeconfig (through the counting proxy):", kc)
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 // isExit reports whether err is the process exiting with code.

@@ -85,6 +85,9 @@ func manyTypesCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 	progress("%d live objects, namespace %s held by %d custom resources and %d configmaps, its conditions written, in %s",
 		sz.liveObjects, bigNamespace, sz.heldCRs, sz.heldConfigMaps, time.Since(t).Round(time.Second))
 	time.Sleep(sz.settle) // past the plugin's settle time: the namespace counts as stuck
+	if o.Keep {
+		return nil, keepLab(ctx, kc)
+	}
 
 	index := pluginRun(o, kc, pluginCount, "why", "ns/"+bigNamespace)
 	full := pluginRun(o, kc, pluginCount, "why", "ns/"+bigNamespace, "--full-scan")

@@ -35,7 +35,7 @@ func main() {
 	flag.StringVar(&o.Out, "out", "", "write the report (markdown) to this file")
 	flag.StringVar(&o.Plugin, "plugin", "../../bin/kubectl-terminating", "the plugin binary")
 	flag.StringVar(&o.BinDir, "bin", "../../.lab/bin", "the lab binaries")
-	flag.BoolVar(&o.Keep, "keep", false, "build the lab of case 4 or 7, print its kubeconfig and hold it until interrupted (no measuring)")
+	flag.BoolVar(&o.Keep, "keep", false, "build the lab of case 4, 6 or 7, print its kubeconfig and hold it until interrupted (no measuring)")
 	flag.Parse()
 	self, err := os.Executable()
 	if err != nil {
