@@ -46,9 +46,11 @@ type program struct {
 	name  string
 	cmd   func() *exec.Cmd
 	count func(stdout string) (int64, string)
-	// once runs the program in one recorded round only (the one-liner over
-	// a thousand types takes minutes a run).
-	once bool
+	// rounds, when not 0, runs the program in the first rounds recorded
+	// only, with no warm-up: the one-liners take 12 s a run (cases 1 and 3:
+	// as many rounds as -runs) to minutes (cases 6 and 7: one), the programs
+	// they are measured beside a second or less.
+	rounds int
 }
 
 // RSSHelper is the bench's own binary, which runs each measured program
@@ -178,12 +180,12 @@ func floorRun(o Options, kubeconfig, namespace string) program {
 
 // oneLinerRun runs the operators' one-liner over namespace (every
 // namespace and cluster-scoped type when empty).
-func oneLinerRun(o Options, kubeconfig, namespace string, once bool) program {
+func oneLinerRun(o Options, kubeconfig, namespace string, rounds int) program {
 	script := "kubectl api-resources --verbs=list -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -A"
 	if namespace != "" {
 		script = "kubectl api-resources --verbs=list --namespaced -o name | xargs -n 1 kubectl get --show-kind --ignore-not-found -n " + namespace
 	}
-	return program{name: oneLinerName, count: linesCount, once: once, cmd: func() *exec.Cmd {
+	return program{name: oneLinerName, count: linesCount, rounds: rounds, cmd: func() *exec.Cmd {
 		return withEnv(exec.Command("sh", "-c", script), "KUBECONFIG="+kubeconfig, "PATH="+o.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}}
 }

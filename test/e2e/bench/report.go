@@ -12,7 +12,7 @@ func report(o Options, sz sizes, results []Result, took time.Duration) string {
 	fmt.Fprintf(&b, "# Performance\n\n")
 	fmt.Fprintf(&b, "Measured by `make bench` (scale %s) on %s, %s; the whole bench took %s.\n",
 		o.Scale, machine(), time.Now().UTC().Format("2006-01-02"), took.Round(time.Second))
-	fmt.Fprintf(&b, "Each figure is the median of %d runs (%d in cases 2, 4, 5, 6 and 7, whose programs take a second or less: their medians of 5 moved from one bench to the next), taken in rounds after a warm-up round (each round runs every program of the case once, so the order they run in favours none). Every program reaches the lab's apiserver through a counting proxy:\n", o.Runs, o.QuickRuns)
+	fmt.Fprintf(&b, "Each figure is the median of %d runs (the one-liners, 12 s a run or more: %d in cases 1 and 3, one in cases 6 and 7; the other programs take a second or less, and their medians of 5 moved from one bench to the next), taken in rounds after a warm-up round (each round runs every program of the case once, so the order they run in favours none). Every program reaches the lab's apiserver through a counting proxy:\n", o.QuickRuns, o.Runs)
 	b.WriteString("requests and bytes are what the program asked for and received; peak RSS is the largest of the process and its children.\n")
 	fmt.Fprintf(&b, "Every lab's apiserver runs priority and fairness, as a real cluster does (%d seats): the plugin follows the server's pace there (no client-side rate limit until the server answers 429).\n", apfSeats)
 	b.WriteString("The floor program (`bench floor`) discovers the types and lists each with the metadata client, 16 at a time, pages of 500, no client-side rate limit, and does nothing else.\n")

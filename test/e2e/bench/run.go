@@ -20,8 +20,8 @@ import (
 type Options struct {
 	Scale, Out, Plugin, BinDir, Self string
 	Runs                             int
-	// QuickRuns is Runs for the cases whose programs take a second or less
-	// (2, 4, 5, 6 and 7): their medians of 5 moved the ratio of a program to
+	// QuickRuns is Runs for the programs that take a second or less (all
+	// but the one-liners): their medians of 5 moved the ratio of a program to
 	// the floor between 0.73x and 2.16x from one bench to the next (case 4's
 	// why -A), with the lab's apiserver; more rounds cost seconds.
 	QuickRuns int
@@ -298,9 +298,9 @@ func measureNamespace(o Options, px *Proxy, kc, c, ns string, oneLiner bool) ([]
 		floorRun(o, kc, ns),
 	}
 	if oneLiner {
-		progs = append(progs, oneLinerRun(o, kc, ns, false))
+		progs = append(progs, oneLinerRun(o, kc, ns, o.Runs))
 	}
-	rs, err := measureAll(px, c, progs, o.Runs)
+	rs, err := measureAll(px, c, progs, o.QuickRuns)
 	if err != nil {
 		return rs, err
 	}
@@ -339,13 +339,13 @@ func snapshotSizes(plugin, kubeconfig string, args ...string) (plain, gz int64, 
 // warm-up round, then runs rounds each running every program once, so that
 // none of them pays alone for a cold apiserver or the machine's drift (the
 // first program measured used to run slower than the others). A program
-// marked once runs in the first recorded round only.
+// given rounds runs in that many first recorded rounds only.
 func measureAll(px *Proxy, c string, progs []program, runs int) ([]Result, error) {
 	samples := make([][]Sample, len(progs))
 	for round := range runs + 1 {
 		for i, p := range progs {
-			if p.once && round != 1 {
-				continue // too slow to run every round: one recorded run
+			if p.rounds > 0 && (round == 0 || round > p.rounds) {
+				continue // too slow to run every round
 			}
 			s, err := sample(px, p)
 			if err != nil {

@@ -91,7 +91,7 @@ func manyTypesCase(ctx context.Context, o Options, sz sizes) ([]Result, error) {
 
 	index := pluginRun(o, kc, pluginCount, "why", "ns/"+bigNamespace)
 	full := pluginRun(o, kc, pluginCount, "why", "ns/"+bigNamespace, "--full-scan")
-	rs, err := measureAll(px, manyTypesNamespaceCase(sz), []program{index, full, floorRun(o, kc, bigNamespace), oneLinerRun(o, kc, bigNamespace, true)}, o.QuickRuns)
+	rs, err := measureAll(px, manyTypesNamespaceCase(sz), []program{index, full, floorRun(o, kc, bigNamespace), oneLinerRun(o, kc, bigNamespace, 1)}, o.QuickRuns)
 	if err != nil {
 		return rs, err
 	}
@@ -167,7 +167,7 @@ func heldLeftoversCase(ctx context.Context, o Options, sz sizes) ([]Result, erro
 	}
 	progress("%d terminating namespaces of %d held leftovers each in %s", sz.heldNamespaces, sz.heldPerNamespace, time.Since(t).Round(time.Second))
 	time.Sleep(sz.settle)
-	return measureClusterWide(ctx, o, px, kc, heldLeftoversCaseName(sz), floorRun(o, kc, ""), oneLinerRun(o, kc, "", true))
+	return measureClusterWide(ctx, o, px, kc, heldLeftoversCaseName(sz), floorRun(o, kc, ""), oneLinerRun(o, kc, "", 1))
 }
 
 func heldLeftoversCaseName(sz sizes) string {
