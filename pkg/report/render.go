@@ -486,7 +486,7 @@ func writeListTable(w io.Writer, header []string, rows [][]string, st Style) err
 	if !st.NoHeaders {
 		rows = append([][]string{header}, rows...)
 	}
-	return alignRows(w, rows, widths)
+	return alignRows(w, "", rows, widths)
 }
 
 // ambiguousKinds are the kinds that more than one API group of the items

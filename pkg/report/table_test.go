@@ -10,9 +10,10 @@ import (
 	"github.com/fatih/color"
 )
 
-// TestAlignRowsAsTablewriter holds list's row writer to the layout
-// tablewriter gives writeTable, on cells as list makes them: coloured, wide
-// runes, escapes, blanks at either end, empty, long.
+// TestAlignRowsAsTablewriter holds the row writer of list's tables and of
+// narrow prose tables to the layout tablewriter gives writeTable, on cells
+// as list makes them (coloured, wide runes, escapes, blanks at either end,
+// empty, long) and under a tree's indents.
 func TestAlignRowsAsTablewriter(t *testing.T) {
 	red := color.New(color.FgRed, color.Bold)
 	red.EnableColor()
@@ -39,11 +40,12 @@ func TestAlignRowsAsTablewriter(t *testing.T) {
 			}
 			rows = append(rows, row)
 		}
+		indent := []string{"", "  ", "│  ", "    └─ "}[rnd.IntN(4)]
 		var want, got bytes.Buffer
-		if err := writeTable(&want, "", header, rows); err != nil {
+		if err := writeTable(&want, indent, header, rows); err != nil {
 			t.Fatal(err)
 		}
-		if err := alignRows(&got, append([][]string{header}, rows...), nil); err != nil {
+		if err := alignRows(&got, indent, append([][]string{header}, rows...), nil); err != nil {
 			t.Fatal(err)
 		}
 		if got.String() != want.String() {

@@ -59,7 +59,7 @@ func (t *WatchTable) Gone(it Item) error {
 func (t *WatchTable) write(rows [][]string) error {
 	for _, row := range rows {
 		cutRow(row, t.widths, t.shrink)
-		if err := alignRows(t.w, [][]string{row}, t.widths); err != nil {
+		if err := alignRows(t.w, "", [][]string{row}, t.widths); err != nil {
 			return err
 		}
 	}
