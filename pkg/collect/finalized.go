@@ -3,7 +3,6 @@ package collect
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +10,7 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 func init() {
@@ -48,18 +48,13 @@ func (c *Collector) readFinalized(ctx context.Context, s *observed.Snapshot) {
 				f.Counts[name] = map[string]int{}
 			}
 			f.Counts[name][item.Namespace]++
-			f.Examples[name] = firstFew(append(f.Examples[name], metadataRef(item, m)))
+			if amongExamples(f.Examples[name], report.ObjectRef{Namespace: item.Namespace, Name: item.Name}, m.Resource, itself) {
+				f.Examples[name] = keepExamples(f.Examples[name], metadataRef(item, m), itself)
+			}
 		}
 	})
 	for _, sk := range f.Skipped {
 		c.Skip(sk)
 	}
 	s.Finalized = f
-}
-
-// firstFew keeps the first examples by namespace and name, whatever order
-// the concurrent lists came in.
-func firstFew(refs []observed.ObjectRef) []observed.ObjectRef {
-	slices.SortFunc(refs, func(a, b observed.ObjectRef) int { return strings.Compare(refKey(a), refKey(b)) })
-	return refs[:min(len(refs), heldExamples)]
 }

@@ -367,6 +367,4 @@ func metadataRef(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) report
 		Namespace: item.Namespace, Name: item.Name, UID: string(item.UID)}
 }
 
-func refKey(r report.ObjectRef) string { return r.Namespace + "/" + r.Name }
-
 func itself(r report.ObjectRef) report.ObjectRef { return r }

@@ -115,14 +115,12 @@ func jsonText(v any) string {
 // quote is shellescape.Quote's rule, without the regexp it runs on each
 // word: under the race detector, which turns sync.Pool off, its matcher
 // allocated 1.9 GB for a file of 19,400 finalizer-removal steps. A word of
-// letters, digits and _@%+=:,./- stays as it is; any other is
-// single-quoted, each ' in it written '"'"'.
+// letters, digits and _@%+=:,./- stays as it is (shellWord returns it
+// before it gets here); any other is single-quoted, each ' in it written
+// '"'"'.
 func quote(s string) string {
 	if s == "" {
 		return "''"
-	}
-	if plainWord(s) {
-		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }

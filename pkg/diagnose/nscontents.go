@@ -171,7 +171,7 @@ func heldCause(s *observed.Snapshot, c *observed.Contents, finalizer string, thi
 	if top := worst[0]; len(top.Causes) > 0 && top.Causes[0].Code != string(catalog.FinalizerPending) && slices.Contains(top.Causes[0].About.Finalizers, finalizer) {
 		fc := top.Causes[0]
 		fc.Severity = top.Severity
-		fc.Names = append(slices.Clip(fc.Names), names...) // the example's cause's list: not in place
+		quoted{names: names}.on(&fc) // the example's cause's lists: not in place
 		prefixed(&fc, holding+": ")
 		fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts...)
 		fc.BlockedBy = examples
@@ -183,7 +183,7 @@ func heldCause(s *observed.Snapshot, c *observed.Contents, finalizer string, thi
 		judged.depth = tm.depth
 	}
 	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, judged)[0]
-	fc.Names = append(slices.Clip(fc.Names), names...)
+	quoted{names: names}.on(&fc)
 	prefixed(&fc, holding+": ")
 	fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts[1:]...)
 	fc.BlockedBy = examples
