@@ -380,7 +380,9 @@ authorization:
 # A runtime call that hangs (a frozen pod) fails after 15 s, not 2 min.
 runtimeRequestTimeout: 15s
 # The machine's disk may be fuller than the defaults allow: never evict, never collect the images.
-evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
+# Sizes, not percentages: 1%% of a 250 GB disk is 2.5 GB, and a machine with less free than that
+# rejected every pod under DiskPressure (phase Failed, reason Evicted).
+evictionHard: {memory.available: "1Mi", nodefs.available: "1Mi", imagefs.available: "1Mi", nodefs.inodesFree: "1"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 `, n.path("containerd.sock"), n.IP, n.path("pod-logs"), n.path("volume-plugins"), l.ClientCA),

@@ -324,6 +324,10 @@ func running(t *testing.T, pod *corev1.Pod) {
 		if err != nil {
 			return false, err
 		}
+		if p.Status.Phase == corev1.PodFailed {
+			// The kubelet refused it (an admission or eviction): waiting longer would not help.
+			t.Fatalf("%s failed: reason %q, message %q", pod.Name, p.Status.Reason, p.Status.Message)
+		}
 		running := p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
 		return running, fmt.Errorf("phase %s, containers %+v", p.Status.Phase, p.Status.ContainerStatuses)
 	})
