@@ -99,7 +99,7 @@ bench-smoke: build lab-bin ## The bench at a tiny size: every program must see t
 	cd test/e2e && go run ./cmd/bench -scale smoke -runs 1 -quick-runs 1 -plugin $(CURDIR)/bin/kubectl-terminating -bin $(LAB_BIN)
 
 .PHONY: generate
-generate: ## Write what is generated from the code: docs/causes.md and pkg/catalog/codes.go (the code constants) from pkg/catalog/causes.yaml, docs/rbac.md's table from the readers' declarations
+generate: ## Write what is generated from the code: docs/causes.md, pkg/catalog/codes.go (the code constants) and pkg/catalog/data.go (the catalogues as Go values) from pkg/catalog/causes.yaml and finalizers.yaml, docs/rbac.md's table from the readers' declarations
 	go run ./hack/gencatalog
 	go run ./hack/gendocs
 

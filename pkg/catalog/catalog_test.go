@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,6 +40,24 @@ func TestCodesAreGenerated(t *testing.T) {
 	}
 	if string(data) != GoCodes() {
 		t.Error("pkg/catalog/codes.go is not what pkg/catalog/causes.yaml generates: run `make generate`")
+	}
+}
+
+// A run reads the catalogues compiled in (data.go), not the YAML: they are
+// what causes.yaml and finalizers.yaml say, field for field.
+func TestDataIsGenerated(t *testing.T) {
+	data, err := os.ReadFile("data.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != GoData() {
+		t.Error("pkg/catalog/data.go is not what pkg/catalog/causes.yaml and finalizers.yaml generate: run `make generate`")
+	}
+	if !reflect.DeepEqual(catalogue, declaredCauses()) {
+		t.Error("the compiled catalogue differs from causes.yaml")
+	}
+	if !reflect.DeepEqual(finalizers, declaredFinalizers()) {
+		t.Error("the compiled finalizers differ from finalizers.yaml")
 	}
 }
 

@@ -84,23 +84,28 @@ func StepOf(c Code, id string) (Step, bool) {
 //go:embed causes.yaml
 var causesYAML []byte
 
-// catalogue is causes.yaml; entries its codes.
-var catalogue, entries = mustLoad(causesYAML)
+// entries are the codes of catalogue (data.go: causes.yaml as Go values).
+var entries = byCode(catalogue)
 
-// mustLoad reads the embedded catalogue: a mistake in it fails every test
-// of the module, so a binary never ships one.
-func mustLoad(data []byte) (Document, map[Code]Entry) {
-	doc, err := load(data)
+func byCode(doc Document) map[Code]Entry {
+	m := map[Code]Entry{}
+	for _, s := range doc.Sections {
+		for _, e := range s.Causes {
+			m[e.Code] = e
+		}
+	}
+	return m
+}
+
+// declaredCauses is causes.yaml parsed and checked, for what is generated
+// from it: a mistake in it fails the generator and the package's tests
+// (TestDataIsGenerated), so a binary never ships one.
+func declaredCauses() Document {
+	doc, err := load(causesYAML)
 	if err != nil {
 		panic("pkg/catalog/causes.yaml: " + err.Error())
 	}
-	byCode := map[Code]Entry{}
-	for _, s := range doc.Sections {
-		for _, e := range s.Causes {
-			byCode[e.Code] = e
-		}
-	}
-	return doc, byCode
+	return doc
 }
 
 // load parses a catalogue and checks what the code relies on: each code

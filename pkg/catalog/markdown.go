@@ -8,6 +8,7 @@ import (
 // Markdown is docs/causes.md: the catalogue rendered, section by section,
 // each code's entry a list of its labelled parts.
 func Markdown() string {
+	catalogue := declaredCauses()
 	var b strings.Builder
 	b.WriteString("<!-- Generated from pkg/catalog/causes.yaml by `make generate`: edit that file, not this one. -->\n\n")
 	b.WriteString("# " + catalogue.Title + "\n\n" + catalogue.Intro + "\n")
