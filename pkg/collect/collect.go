@@ -72,8 +72,10 @@ type Collector struct {
 	events   map[string]*namespaceEventsRead
 
 	// stageNeeds is what each target needed when the stage being read began
-	// (see needs); written between stages only.
-	stageNeeds map[*observed.Target]targetNeeds
+	// (see needs), and stageTargets every target then, nested ones
+	// included; both written between stages only.
+	stageNeeds   map[*observed.Target]targetNeeds
+	stageTargets []*observed.Target
 }
 
 // namespaceEventsRead is one list of a namespace's events, shared.

@@ -10,9 +10,16 @@ import (
 
 // needing returns the targets, nested ones included, whose rules need e:
 // the rules decide what is read (diagnose.Needs), the collector only reads it.
+// During a stage, they are the targets as it began (walking the nested
+// ones for each source of each stage cost a list -A of thousands of held
+// objects a twentieth of its CPU).
 func (c *Collector) needing(s *observed.Snapshot, e diagnose.Evidence) []*observed.Target {
+	all := c.stageTargets
+	if all == nil {
+		all = s.AllTargets()
+	}
 	var out []*observed.Target
-	for _, t := range s.AllTargets() {
+	for _, t := range all {
 		if c.needs(t).Has(e) {
 			out = append(out, t)
 		}
@@ -57,10 +64,11 @@ func (n targetNeeds) current(t *observed.Target) bool {
 // nil forgets it (after the last stage).
 func (c *Collector) rememberNeeds(s *observed.Snapshot) {
 	if s == nil {
-		c.stageNeeds = nil
+		c.stageNeeds, c.stageTargets = nil, nil
 		return
 	}
 	all := s.AllTargets()
+	c.stageTargets = all
 	fresh := make(map[*observed.Target]targetNeeds, len(all))
 	for _, t := range all {
 		if n, ok := c.stageNeeds[t]; ok && !t.Forecast && n.current(t) {

@@ -18,7 +18,9 @@ import (
 // What a stage's readers are told a target needs is what its rules said
 // when the stage began; a target whose object a reader replaced (read in
 // full) is asked again before the next stage, one untouched keeps its
-// answer, and a target nested during a stage is asked when it is met.
+// answer. A target nested during a stage is for the next stage's readers
+// (the readers that ask run after the nesting ones: sources.go's nesting),
+// and asked when met by needs.
 func TestNeedsAreRememberedPerStage(t *testing.T) {
 	held := func(withSpec bool) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "acme.io/v1", "kind": "Widget"}}
@@ -57,11 +59,18 @@ func TestNeedsAreRememberedPerStage(t *testing.T) {
 	nested := &observed.Target{Ref: observed.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "q"}, Object: &unstructured.Unstructured{Object: map[string]any{}},
 		Pod: &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n2"}}}
 	widget.Dependents = append(widget.Dependents, nested)
+	if got := c.needing(s, diagnose.NodeEvidence); len(got) != 1 {
+		t.Errorf("a target nested during the stage is for the next: %d targets need their node, want 1", len(got))
+	}
+	if !c.needs(nested).Has(diagnose.NodeEvidence) {
+		t.Error("a target nested during the stage is asked when met")
+	}
+	c.rememberNeeds(s)
 	if got := c.needing(s, diagnose.NodeEvidence); len(got) != 2 {
-		t.Errorf("a target nested during the stage is asked when met: %d targets need their node, want 2", len(got))
+		t.Errorf("the next stage: %d targets need their node, want 2", len(got))
 	}
 	c.rememberNeeds(nil)
-	if c.stageNeeds != nil {
+	if c.stageNeeds != nil || c.stageTargets != nil {
 		t.Error("forgotten after the last stage")
 	}
 }

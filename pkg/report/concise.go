@@ -66,7 +66,7 @@ func heldKey(it Item) string {
 func writeGroup(w io.Writer, g []Item, st Style) error {
 	if len(g) > 1 {
 		p := newPrinter(w, st)
-		p.linef("", "", "%s %s: %s", Count(len(g), "object"), sameWayOf(g[0]), examples(g, true))
+		p.linef("", "", "%s %s: %s", Count(len(g), "object"), sameWayOf(g[0]), examples(g, len(g), true))
 		if p.err != nil {
 			return p.err
 		}
@@ -141,7 +141,7 @@ func blockerLine(g []Item, under Cause, st Style) painted {
 	c := topCause(g[0])
 	who := objectName(g[0].Object)
 	if len(g) > 1 {
-		who = fmt.Sprintf("%s (%s)", Count(len(g), "object"), examples(g, false))
+		who = fmt.Sprintf("%s (%s)", Count(len(g), "object"), examples(g, len(g), false))
 		if namesAll(under, g) { // listed once: in the summary just above
 			who = fmt.Sprintf("the %s above", Count(len(g), "object"))
 		}
@@ -166,17 +166,17 @@ func namesAll(c Cause, g []Item) bool {
 	return true
 }
 
-// examples names the first few items of a group, and how many more.
-func examples(g []Item, withNamespace bool) string {
+// examples names the first few items of a group of total, and how many more.
+func examples(first []Item, total int, withNamespace bool) string {
 	var names []string
-	for _, it := range g[:min(len(g), examplesShown)] {
+	for _, it := range first[:min(len(first), examplesShown)] {
 		name := Name(it.Object) + lookalike(it.Object.Name)
 		if withNamespace {
 			name = objectName(it.Object)
 		}
 		names = append(names, name)
 	}
-	if more := len(g) - len(names); more > 0 {
+	if more := total - len(names); more > 0 {
 		names = append(names, fmt.Sprintf("+%d more", more))
 	}
 	return strings.Join(names, ", ")

@@ -36,10 +36,12 @@ func groupKeys(it Item, by string) []string {
 	return []string{topCause(it).Code}
 }
 
-// group is the objects under one key.
+// group is the objects under one key: how many, and the first few (a
+// group of thousands is printed as a count and examples).
 type group struct {
 	key      string
-	items    []Item
+	count    int
+	first    []Item
 	stuck    int
 	severity Severity
 }
@@ -56,7 +58,10 @@ func groupItems(items []Item, by string) []*group {
 				byKey[k] = g
 				out = append(out, g)
 			}
-			g.items = append(g.items, it)
+			g.count++
+			if len(g.first) < examplesShown {
+				g.first = append(g.first, it)
+			}
 			if it.Stuck {
 				g.stuck++
 			}
@@ -66,8 +71,8 @@ func groupItems(items []Item, by string) []*group {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
-		if len(out[i].items) != len(out[j].items) {
-			return len(out[i].items) > len(out[j].items)
+		if out[i].count != out[j].count {
+			return out[i].count > out[j].count
 		}
 		if wi, wj := out[i].severity.Weight(), out[j].severity.Weight(); wi != wj {
 			return wi > wj // as many, the worse first
@@ -82,7 +87,7 @@ func groupItems(items []Item, by string) []*group {
 func writeGroups(w io.Writer, r Report, st Style) error {
 	rows := [][]string{}
 	for _, g := range groupItems(r.Items, st.GroupBy) {
-		rows = append(rows, cells(g.key, len(g.items), g.stuck, st.severity(g.severity, string(g.severity)), examples(g.items, st.GroupBy != ByNamespace)))
+		rows = append(rows, cells(g.key, g.count, g.stuck, st.severity(g.severity, string(g.severity)), examples(g.first, g.count, st.GroupBy != ByNamespace)))
 	}
 	header := []string{strings.ToUpper(st.GroupBy), "OBJECTS", "STUCK", "SEVERITY", "EXAMPLES"}
 	fitColumns(header, rows, st.fit(), 0, 4) // the group's key, its examples
@@ -115,7 +120,7 @@ func writeFooter(w io.Writer, items []Item, st Style) error {
 		var counts []string
 		groups := slices.DeleteFunc(groupItems(items, by), func(g *group) bool { return g.key == "<none>" })
 		for _, g := range groups[:min(len(groups), footerGroups)] {
-			counts = append(counts, fmt.Sprintf("%s %d", Safe(g.key), len(g.items)))
+			counts = append(counts, fmt.Sprintf("%s %d", Safe(g.key), g.count))
 		}
 		if more := len(groups) - footerGroups; more > 0 {
 			counts = append(counts, fmt.Sprintf("%d more %s", more, hint("(--group-by "+by+")")))
