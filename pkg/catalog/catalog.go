@@ -1,8 +1,8 @@
 // Package catalog is the table of cause codes: the public contract runbooks
 // match on. A code, once shipped, keeps its name. Each is declared in
 // causes.yaml with its rank and documentation; docs/causes.md is generated
-// from it (TestCausesDocIsGenerated), and codes.go, a constant for each code
-// (TestCodesAreGenerated).
+// from it, and codes.go, a constant for each code, and data.go, the
+// catalogues a run reads (TestGeneratedFilesAreCurrent).
 package catalog
 
 import (

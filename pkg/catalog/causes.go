@@ -99,7 +99,7 @@ func byCode(doc Document) map[Code]Entry {
 
 // declaredCauses is causes.yaml parsed and checked, for what is generated
 // from it: a mistake in it fails the generator and the package's tests
-// (TestDataIsGenerated), so a binary never ships one.
+// (TestGeneratedFilesAreCurrent), so a binary never ships one.
 func declaredCauses() Document {
 	doc, err := load(causesYAML)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 // GoCodes is the Go source of codes.go: a constant for each code of
 // causes.yaml, in its order, so that a code is declared once, in the
-// catalogue (make generate writes the file; TestCodesAreGenerated fails
+// catalogue (make generate writes the file; TestGeneratedFilesAreCurrent fails
 // while it is stale).
 func GoCodes() string {
 	var b strings.Builder
@@ -28,7 +28,7 @@ func GoCodes() string {
 	b.WriteString(")\n")
 	src, err := format.Source([]byte(b.String()))
 	if err != nil {
-		panic("catalog: the generated codes do not parse: " + err.Error()) // a title that breaks a comment: TestCodesAreGenerated
+		panic("catalog: the generated codes do not parse: " + err.Error()) // a title that breaks a comment: TestGeneratedFilesAreCurrent
 	}
 	return string(src)
 }
