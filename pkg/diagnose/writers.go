@@ -51,21 +51,33 @@ func human(manager string) bool {
 // (no conversion: the rules ask for them several times per object, for
 // every object a scan found).
 func writesOf(u *unstructured.Unstructured) []write {
-	md, _ := u.Object["metadata"].(map[string]any)
-	entries, _ := md["managedFields"].([]any)
 	var out []write
-	for _, e := range entries {
-		m, _ := e.(map[string]any)
-		str := func(k string) string { v, _ := m[k].(string); return v }
-		at, err := time.Parse(time.RFC3339, str("time"))
-		if err != nil || str("manager") == "" {
-			continue
-		}
-		fields, _ := m["fieldsV1"].(map[string]any)
-		out = append(out, write{manager: str("manager"), operation: str("operation"), subresource: str("subresource"), at: at, finalizers: finalizersIn(fields)})
-	}
+	eachWrite(u, func(w write, fields map[string]any) {
+		w.finalizers = finalizersIn(fields)
+		out = append(out, w)
+	})
 	slices.SortStableFunc(out, func(a, b write) int { return b.at.Compare(a.at) })
 	return out
+}
+
+// eachWrite calls f with each managedFields entry that names its manager
+// and time, in the object's order, and the entry's field set.
+func eachWrite(u *unstructured.Unstructured, f func(w write, fields map[string]any)) {
+	md, _ := u.Object["metadata"].(map[string]any)
+	entries, _ := md["managedFields"].([]any)
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		manager, _ := m["manager"].(string)
+		at, _ := m["time"].(string)
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil || manager == "" {
+			continue
+		}
+		operation, _ := m["operation"].(string)
+		subresource, _ := m["subresource"].(string)
+		fields, _ := m["fieldsV1"].(map[string]any)
+		f(write{manager: manager, operation: operation, subresource: subresource, at: t}, fields)
+	}
 }
 
 // finalizersIn lists the finalizers a fieldsV1 set owns
@@ -103,11 +115,17 @@ func writesOfTarget(s *observed.Snapshot, u *unstructured.Unstructured) []write 
 func controllerWrites(writes []write) []write {
 	var out []write
 	for _, w := range writes {
-		if !human(w.manager) && !slices.Contains(kubernetesManagers, w.manager) {
+		if w.byController() {
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// byController: the write's manager is neither a person's tool nor one of
+// Kubernetes' own components.
+func (w write) byController() bool {
+	return !human(w.manager) && !slices.Contains(kubernetesManagers, w.manager)
 }
 
 // lastWrite is the latest write of a controller (controllerWrites); false
@@ -167,9 +185,17 @@ func sinceDeletion(at time.Time, tm timing) bool {
 // was created is taken for its creation: an object created and deleted
 // within one second (scripts and tests do it, make bench's case 4 by the
 // hundred) is not read again, one GET each, for a status nobody wrote.
+// It is asked of every target before the diagnosis: it walks the entries
+// without keeping them (writesOf sorted and kept them, a twentieth of a
+// list -A's CPU on thousands of held objects).
 func writtenSinceDeletion(u *unstructured.Unstructured) bool {
-	last, ok := lastWrite(writesOf(u))
-	return ok && sinceDeletion(last.at, timingOf(u, time.Time{})) && !last.at.Equal(u.GetCreationTimestamp().Time)
+	var last time.Time
+	eachWrite(u, func(w write, _ map[string]any) {
+		if w.byController() && w.at.After(last) {
+			last = w.at
+		}
+	})
+	return sinceDeletion(last, timingOf(u, time.Time{})) && !last.Equal(u.GetCreationTimestamp().Time)
 }
 
 // genericManagers are field manager names that say nothing of which
