@@ -226,9 +226,22 @@ func metadataToUnstructured(p *metav1.PartialObjectMetadata, gvk schema.GroupVer
 	u.SetLabels(p.Labels)
 	u.SetAnnotations(p.Annotations)
 	u.SetOwnerReferences(p.OwnerReferences)
-	u.SetFinalizers(p.Finalizers)
+	// The lists are made here for u alone: set as they are, not deep-copied
+	// as SetFinalizers and SetNestedSlice do (a third of the conversion).
+	md, _ := u.Object["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		u.Object["metadata"] = md
+	}
+	if len(p.Finalizers) > 0 {
+		finalizers := make([]any, len(p.Finalizers))
+		for i, f := range p.Finalizers {
+			finalizers[i] = f
+		}
+		md["finalizers"] = finalizers
+	}
 	if len(p.ManagedFields) > 0 {
-		_ = unstructured.SetNestedSlice(u.Object, writersField(p.ManagedFields), "metadata", "managedFields")
+		md["managedFields"] = writersField(p.ManagedFields)
 	}
 	return u
 }
