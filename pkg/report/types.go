@@ -98,10 +98,10 @@ func (r Report) Incomplete() []Skip {
 	out := append([]Skip(nil), r.Skipped...)
 	var walk func(items []Item)
 	walk = func(items []Item) {
-		for _, it := range items {
-			out = append(out, it.Skipped...)
-			for _, c := range it.Causes {
-				walk(c.BlockedBy)
+		for i := range items { // by index: an Item and a Cause are hundreds of bytes each
+			out = append(out, items[i].Skipped...)
+			for j := range items[i].Causes {
+				walk(items[i].Causes[j].BlockedBy)
 			}
 		}
 	}
