@@ -22,8 +22,8 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 	names := finalizerNames(finalizers)
 	// Controllers remove their finalizers within seconds of a delete.
 	sev, confidence := settling(report.Warning, tm), 0.7
-	evidence := finalizerFields(t)
-	evidence = append(evidence, ownerEvidence(names)...)
+	evidence := append(make([]report.Fact, 0, 8), finalizerFields(t)...) // room for what follows, without regrowing
+	evidence = append(evidence, ownerEvidence(s, names)...)
 	var gone, down, healthy []string
 	for _, f := range finalizers {
 		if !catalog.ThirdPartyFinalizer(f.name) {
@@ -193,7 +193,12 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 
 // ownerEvidence says who removes each finalizer, once for the finalizers
 // the catalogue says the same of (two hundred of one unknown operator).
-func ownerEvidence(finalizers []string) []report.Fact {
+func ownerEvidence(s *observed.Snapshot, finalizers []string) []report.Fact {
+	type key struct{ finalizers string } // the same lines for every object they hold: composed once
+	return slices.Clip(derive(s, key{strings.Join(finalizers, "\x00")}, func() []report.Fact { return ownerFacts(finalizers) }))
+}
+
+func ownerFacts(finalizers []string) []report.Fact {
 	type says struct{ owner, holdsWhile string }
 	var order []says
 	named := map[says][]string{}

@@ -120,7 +120,7 @@ func finalizerForecast(s *observed.Snapshot, code catalog.Code, f, held, within 
 		return report.Cause{}, false
 	}
 	state, liveness := livenessOf(s, f, own)
-	evidence = append(append(evidence, ownerEvidence([]string{f})...), liveness...)
+	evidence = append(append(evidence, ownerEvidence(s, []string{f})...), liveness...)
 	waits := fmt.Sprintf("once deleted, %s would wait for finalizer %s", held, f)
 	var c report.Cause
 	switch inside := liveOwnersWithin(s.Controllers, f, within); {
@@ -307,7 +307,7 @@ func strandedForecasts(s *observed.Snapshot, t *observed.Target) []report.Cause 
 		c := cause(catalog.FinalizerPending, report.Warning, 0.6,
 			fmt.Sprintf("once it is deleted, nothing would remove finalizer %s from %s: %s, which looks like its controller, goes with it; their deletion, and their namespaces', would then stick", f, objects, strings.Join(going, ", ")),
 			append([]report.Fact{report.Noted(fmt.Sprintf("live scan of the cluster: finalizer %s on %s not being deleted (%s)", f, report.Count(n, "object"), countsByNamespace(byNS)))},
-				ownerEvidence([]string{f})...),
+				ownerEvidence(s, []string{f})...),
 			findOwners(s, catalog.FinalizerPending, t, []string{f}),
 			step(catalog.FinalizerPending, "uninstall-last", "", "finalizer", f, "objects", objects))
 		c.About.Finalizers, c.About.Count = []string{f}, n
