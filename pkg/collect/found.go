@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
@@ -17,7 +18,10 @@ type Found struct {
 }
 
 // Terminating reports whether the object has a deletionTimestamp.
-func (f Found) Terminating() bool { return f.Object.GetDeletionTimestamp() != nil }
+func (f Found) Terminating() bool {
+	_, deleted := observed.DeletionTime(f.Object)
+	return deleted
+}
 
 // Ref names the object in the report.
 func (f Found) Ref() report.ObjectRef {

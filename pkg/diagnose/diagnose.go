@@ -119,8 +119,8 @@ func diagnoseAt(s *observed.Snapshot, t *observed.Target, depth int) report.Item
 	item.TerminatingSeconds = seconds(tm.terminating)
 	item.OverdueSeconds = seconds(tm.overdue)
 	item.Timeline = timelineOf(s, t, tm)
-	if ts := t.Object.GetDeletionTimestamp(); ts != nil {
-		item.DeletionTimestamp = *ts
+	if !tm.deadline.IsZero() { // being deleted: its deletionTimestamp
+		item.DeletionTimestamp = metav1.NewTime(tm.deadline)
 	}
 
 	x := subjectOf(s, t, tm)

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // timing is the grace-period arithmetic of one object. deletionTimestamp is a
@@ -20,14 +22,14 @@ type timing struct {
 
 func timingOf(obj *unstructured.Unstructured, now time.Time) timing {
 	var t timing
-	ts := obj.GetDeletionTimestamp()
-	if ts == nil {
+	deadline, deleted := observed.DeletionTime(obj)
+	if !deleted {
 		return t
 	}
 	if g := obj.GetDeletionGracePeriodSeconds(); g != nil {
 		t.grace = *g
 	}
-	t.deadline = ts.Time
+	t.deadline = deadline
 	t.requestedAt = t.deadline.Add(-time.Duration(t.grace) * time.Second)
 	t.terminating = nonNegative(now.Sub(t.requestedAt))
 	t.overdue = nonNegative(now.Sub(t.deadline))
