@@ -38,11 +38,16 @@ import (
 func command(program string, args ...string) string {
 	var b strings.Builder
 	b.WriteString(shellWord(program))
-	for _, w := range args {
+	writeWords(&b, args...)
+	return b.String()
+}
+
+// writeWords writes each word after a space, quoted.
+func writeWords(b *strings.Builder, words ...string) {
+	for _, w := range words {
 		b.WriteByte(' ')
 		b.WriteString(shellWord(w))
 	}
-	return b.String()
 }
 
 // shellWord quotes one word: as shellescape does (plain words stay plain),
@@ -151,14 +156,19 @@ func plainInShell(r rune) bool {
 // kubectl is a kubectl command; ns adds -n, after the verb and the names,
 // when the object is namespaced.
 func kubectl(ns string, args ...string) string {
-	if ns != "" {
-		i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") })
-		if i < 0 {
-			i = len(args)
-		}
-		args = slices.Insert(slices.Clone(args), i, "-n", ns)
+	if ns == "" {
+		return command("kubectl", args...)
 	}
-	return command("kubectl", args...)
+	i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") })
+	if i < 0 {
+		i = len(args)
+	}
+	var b strings.Builder // the words written in place: a copy of args for each of thousands of commands cost more
+	b.WriteString("kubectl")
+	writeWords(&b, args[:i]...)
+	writeWords(&b, "-n", ns)
+	writeWords(&b, args[i:]...)
+	return b.String()
 }
 
 // kubectlOn is kubectl VERB RESOURCE NAME FLAGS... on one named object. A
