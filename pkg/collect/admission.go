@@ -17,6 +17,7 @@ import (
 
 func init() {
 	register(source{name: "admission", after: nesting, read: (*Collector).readAdmission,
+		early: func(c *Collector, ctx context.Context) { c.admissionLists(ctx) }, earlyOn: diagnose.AdmissionEvidence,
 		permissions: []Permission{
 			{Read: "`list` validating/mutating webhook configurations, validating admission policies and bindings", UsedFor: "what refuses the kubelet's final DELETE (pods in state C), the namespace controller's DELETEs, the UPDATE that removes a finalizer", Without: "admission is not judged: no `AdmissionWebhookDenied`/`AdmissionPolicyDenied`, and `skipped` says so"},
 			{Read: "`list` endpointslices in a webhook service's namespace", UsedFor: "whether the webhook can answer", Without: "the webhook is reported as one that may refuse"},
@@ -29,31 +30,9 @@ func (c *Collector) readAdmission(ctx context.Context, s *observed.Snapshot) {
 	if len(c.needing(s, diagnose.AdmissionEvidence)) == 0 {
 		return
 	}
-	api := c.Clients.Typed.AdmissionregistrationV1()
-	// The four lists at once (one round trip, not four); judged in order.
-	var (
-		vw           []admissionregistrationv1.ValidatingWebhookConfiguration
-		mw           []admissionregistrationv1.MutatingWebhookConfiguration
-		p            []admissionregistrationv1.ValidatingAdmissionPolicy
-		b            []admissionregistrationv1.ValidatingAdmissionPolicyBinding
-		vwErr, mwErr error
-		pErr, bErr   error
-		all          = metav1.ListOptions{}
-	)
-	concurrently(
-		func() {
-			vw, vwErr = listAll[admissionregistrationv1.ValidatingWebhookConfiguration](ctx, all, pages(api.ValidatingWebhookConfigurations().List))
-		},
-		func() {
-			mw, mwErr = listAll[admissionregistrationv1.MutatingWebhookConfiguration](ctx, all, pages(api.MutatingWebhookConfigurations().List))
-		},
-		func() {
-			p, pErr = listAll[admissionregistrationv1.ValidatingAdmissionPolicy](ctx, all, pages(api.ValidatingAdmissionPolicies().List))
-		},
-		func() {
-			b, bErr = listAll[admissionregistrationv1.ValidatingAdmissionPolicyBinding](ctx, all, pages(api.ValidatingAdmissionPolicyBindings().List))
-		},
-	)
+	l := c.admissionLists(ctx)
+	vw, mw, p, b := l.validating, l.mutating, l.policies, l.bindings
+	vwErr, mwErr, pErr, bErr := l.errs[0], l.errs[1], l.errs[2], l.errs[3]
 	if vwErr != nil {
 		c.Skip(skipOf("list validatingwebhookconfigurations", vwErr))
 		return
@@ -87,6 +66,38 @@ func (c *Collector) readAdmission(ctx context.Context, s *observed.Snapshot) {
 		)
 	}
 	s.Admission = a
+}
+
+// admissionRead is what admission's four lists read.
+type admissionRead struct {
+	validating []admissionregistrationv1.ValidatingWebhookConfiguration
+	mutating   []admissionregistrationv1.MutatingWebhookConfiguration
+	policies   []admissionregistrationv1.ValidatingAdmissionPolicy
+	bindings   []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	errs       [4]error
+}
+
+// admissionLists lists the webhook configurations, the policies and their
+// bindings, at once (one round trip, not four), each once per run: the
+// scan may have started them (early.go).
+func (c *Collector) admissionLists(ctx context.Context) admissionRead {
+	api := c.Clients.Typed.AdmissionregistrationV1()
+	var r admissionRead
+	concurrently(
+		func() {
+			r.validating, r.errs[0] = listOnce[admissionregistrationv1.ValidatingWebhookConfiguration](c, ctx, "validatingwebhookconfigurations", pages(api.ValidatingWebhookConfigurations().List))
+		},
+		func() {
+			r.mutating, r.errs[1] = listOnce[admissionregistrationv1.MutatingWebhookConfiguration](c, ctx, "mutatingwebhookconfigurations", pages(api.MutatingWebhookConfigurations().List))
+		},
+		func() {
+			r.policies, r.errs[2] = listOnce[admissionregistrationv1.ValidatingAdmissionPolicy](c, ctx, "validatingadmissionpolicies", pages(api.ValidatingAdmissionPolicies().List))
+		},
+		func() {
+			r.bindings, r.errs[3] = listOnce[admissionregistrationv1.ValidatingAdmissionPolicyBinding](c, ctx, "validatingadmissionpolicybindings", pages(api.ValidatingAdmissionPolicyBindings().List))
+		},
+	)
+	return r
 }
 
 // webhookServices lists each webhook service once, as [namespace, name].

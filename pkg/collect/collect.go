@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -76,6 +77,12 @@ type Collector struct {
 	// included; both written between stages only.
 	stageNeeds   map[*observed.Target]targetNeeds
 	stageTargets []*observed.Target
+
+	// lists are the run's lists read once (listOnce), early holds a
+	// sync.Once for each source whose early reads started, earlyStarted
+	// counts them (early.go).
+	lists, early sync.Map
+	earlyStarted atomic.Int32
 }
 
 // namespaceEventsRead is one list of a namespace's events, shared.

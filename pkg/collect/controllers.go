@@ -17,6 +17,7 @@ import (
 
 func init() {
 	register(source{name: "controllers", after: nesting, read: (*Collector).readControllers,
+		early: (*Collector).controllerLists, earlyOn: diagnose.OwnerEvidence,
 		permissions: []Permission{
 			{Read: "`list` deployments, statefulsets, daemonsets (all namespaces) and customresourcedefinitions (metadata)", UsedFor: "whether a third-party finalizer's controller looks alive", Without: "`FinalizerPending` without the liveness judgement"},
 			{Read: "`list` clusterroles, clusterrolebindings, roles and rolebindings (all namespaces), with the workloads", UsedFor: "the controller a finalizer's words do not name: the workloads whose service account may update the held object's resource", Without: "`skipped` names the list; the controller is judged by its name alone"},
@@ -29,7 +30,6 @@ func (c *Collector) readControllers(ctx context.Context, s *observed.Snapshot) {
 	if len(c.needing(s, diagnose.OwnerEvidence)) == 0 && !slices.ContainsFunc(s.Targets, diagnose.ForecastNeedsOwners) {
 		return
 	}
-	apps := c.Clients.Typed.AppsV1()
 	ctl := &observed.Controllers{}
 	// The lists at once (one round trip, not four); judged in order.
 	var (
@@ -38,17 +38,14 @@ func (c *Collector) readControllers(ctx context.Context, s *observed.Snapshot) {
 		daemonSets                 []appsv1.DaemonSet
 		crds                       []metav1.PartialObjectMetadata
 		dErr, stErr, dsErr, crdErr error
-		all                        = metav1.ListOptions{}
 		grantsFailed               *report.Skip
 	)
 	concurrently(
 		func() { ctl.Grants, grantsFailed = c.readGrants(ctx) },
-		func() { deployments, dErr = listAll[appsv1.Deployment](ctx, all, pages(apps.Deployments("").List)) },
-		func() { statefulSets, stErr = listAll[appsv1.StatefulSet](ctx, all, pages(apps.StatefulSets("").List)) },
-		func() { daemonSets, dsErr = listAll[appsv1.DaemonSet](ctx, all, pages(apps.DaemonSets("").List)) },
+		func() { deployments, statefulSets, daemonSets, dErr, stErr, dsErr = c.workloadLists(ctx) },
 		func() {
 			if len(s.CRDs) == 0 { // else already read in full for a CRD or a conversion error
-				crds, crdErr = listAll[metav1.PartialObjectMetadata](ctx, all, pages(c.Clients.Metadata.Resource(crdResource).List))
+				crds, crdErr = c.crdNames(ctx)
 			}
 		},
 	)
@@ -96,6 +93,34 @@ func (c *Collector) readControllers(ctx context.Context, s *observed.Snapshot) {
 		ctl.APIGroups = append(ctl.APIGroups, g)
 	}
 	sort.Strings(ctl.APIGroups)
+}
+
+// controllerLists starts, or waits for, what readControllers reads whatever
+// the targets: the workloads, the RBAC grants' lists and the CRDs' names
+// (unless the CRDs are read in full, for a CRD being deleted or a
+// namespace whose content deletion failed: then that one was not needed).
+func (c *Collector) controllerLists(ctx context.Context) {
+	concurrently(func() { c.rbacLists(ctx) }, func() { c.workloadLists(ctx) }, func() { _, _ = c.crdNames(ctx) })
+}
+
+// crdNames lists the CRDs' metadata (their names say their groups), once
+// per run.
+func (c *Collector) crdNames(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
+	return listOnce[metav1.PartialObjectMetadata](c, ctx, "customresourcedefinitions metadata", pages(c.Clients.Metadata.Resource(crdResource).List))
+}
+
+// workloadLists lists the Deployments, StatefulSets and DaemonSets at once,
+// each once per run: the scan may have started them (early.go).
+func (c *Collector) workloadLists(ctx context.Context) (d []appsv1.Deployment, st []appsv1.StatefulSet, ds []appsv1.DaemonSet, dErr, stErr, dsErr error) {
+	apps := c.Clients.Typed.AppsV1()
+	concurrently(
+		func() { d, dErr = listOnce[appsv1.Deployment](c, ctx, "deployments", pages(apps.Deployments("").List)) },
+		func() {
+			st, stErr = listOnce[appsv1.StatefulSet](c, ctx, "statefulsets", pages(apps.StatefulSets("").List))
+		},
+		func() { ds, dsErr = listOnce[appsv1.DaemonSet](c, ctx, "daemonsets", pages(apps.DaemonSets("").List)) },
+	)
+	return
 }
 
 func workload(kind string, m metav1.ObjectMeta, pod corev1.PodSpec, desired, ready int32) observed.Workload {

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
@@ -17,24 +16,9 @@ import (
 // remove its finalizer, so the grant names it when its name does not. Four
 // lists at once; nil and a skip when one fails.
 func (c *Collector) readGrants(ctx context.Context) ([]observed.Grant, *report.Skip) {
-	var (
-		clusterRoles    []rbacv1.ClusterRole
-		clusterBindings []rbacv1.ClusterRoleBinding
-		roles           []rbacv1.Role
-		bindings        []rbacv1.RoleBinding
-		errs            [4]error
-		all             = metav1.ListOptions{}
-		r               = c.Clients.Typed.RbacV1()
-	)
-	concurrently(
-		func() { clusterRoles, errs[0] = listAll[rbacv1.ClusterRole](ctx, all, pages(r.ClusterRoles().List)) },
-		func() {
-			clusterBindings, errs[1] = listAll[rbacv1.ClusterRoleBinding](ctx, all, pages(r.ClusterRoleBindings().List))
-		},
-		func() { roles, errs[2] = listAll[rbacv1.Role](ctx, all, pages(r.Roles("").List)) },
-		func() { bindings, errs[3] = listAll[rbacv1.RoleBinding](ctx, all, pages(r.RoleBindings("").List)) },
-	)
-	for i, err := range errs {
+	rbac := c.rbacLists(ctx)
+	clusterRoles, clusterBindings, roles, bindings := rbac.clusterRoles, rbac.clusterBindings, rbac.roles, rbac.bindings
+	for i, err := range rbac.errs {
 		if err != nil {
 			sk := skipOf("list "+[]string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"}[i], err)
 			return nil, &sk
@@ -84,5 +68,34 @@ func grantsOf(subjects []rbacv1.Subject, bindingNS string, rules []rbacv1.Policy
 			out = append(out, observed.Grant{ServiceAccount: ns + "/" + sub.Name, APIGroups: rule.APIGroups, Resources: rule.Resources, Via: via, Namespace: scope})
 		}
 	}
+	return out
+}
+
+// rbacRead is what the four RBAC lists read.
+type rbacRead struct {
+	clusterRoles    []rbacv1.ClusterRole
+	clusterBindings []rbacv1.ClusterRoleBinding
+	roles           []rbacv1.Role
+	bindings        []rbacv1.RoleBinding
+	errs            [4]error
+}
+
+// rbacLists lists the roles and their bindings at once, each once per run:
+// the scan may have started them (early.go).
+func (c *Collector) rbacLists(ctx context.Context) rbacRead {
+	r := c.Clients.Typed.RbacV1()
+	var out rbacRead
+	concurrently(
+		func() {
+			out.clusterRoles, out.errs[0] = listOnce[rbacv1.ClusterRole](c, ctx, "clusterroles", pages(r.ClusterRoles().List))
+		},
+		func() {
+			out.clusterBindings, out.errs[1] = listOnce[rbacv1.ClusterRoleBinding](c, ctx, "clusterrolebindings", pages(r.ClusterRoleBindings().List))
+		},
+		func() { out.roles, out.errs[2] = listOnce[rbacv1.Role](c, ctx, "roles", pages(r.Roles("").List)) },
+		func() {
+			out.bindings, out.errs[3] = listOnce[rbacv1.RoleBinding](c, ctx, "rolebindings", pages(r.RoleBindings("").List))
+		},
+	)
 	return out
 }

@@ -50,6 +50,12 @@ type targetNeeds struct {
 	e      diagnose.Evidence
 }
 
+// needsOfFound is what an object a scan finds needs, as listed: asked of the
+// first objects found only, until every early read has started (early.go).
+func needsOfFound(f Found) diagnose.Evidence {
+	return diagnose.Needs(&observed.Target{Ref: f.Ref(), Object: f.Object})
+}
+
 func needsOf(t *observed.Target) targetNeeds {
 	return targetNeeds{object: t.Object, pod: t.Pod, ns: t.Namespace, e: diagnose.Needs(t)}
 }

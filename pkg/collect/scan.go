@@ -171,7 +171,11 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 			if items[i].DeletionTimestamp == nil && !c.Preflight { // a preflight forecasts the deletion of every one
 				continue
 			}
-			out = append(out, Found{GVR: m.Resource, Object: metadataToUnstructured(&items[i], m.GroupVersionKind)})
+			f := Found{GVR: m.Resource, Object: metadataToUnstructured(&items[i], m.GroupVersionKind)}
+			if items[i].DeletionTimestamp != nil {
+				c.startEarly(ctx, f)
+			}
+			out = append(out, f)
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
@@ -20,6 +21,11 @@ type source struct {
 	// they nest, or what they record.
 	after []string
 	read  func(c *Collector, ctx context.Context, s *observed.Snapshot)
+	// early, when set, starts the lists read makes whatever the targets
+	// (through listOnce), as soon as the scan finds an object that needs
+	// earlyOn (early.go).
+	early   func(c *Collector, ctx context.Context)
+	earlyOn diagnose.Evidence
 	// permissions are what read asks of the apiserver, for docs/rbac.md.
 	permissions []Permission
 }

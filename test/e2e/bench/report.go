@@ -82,6 +82,9 @@ const design = `
   deleted or held by a finalizer; a dependent pod already read as a target is not read again.
 - The readers that do not depend on each other run at once, in three stages; a node's Lease with
   the Node; target namespaces (their labels) only when a webhook or policy exists to match them.
+- The lists a reader makes whatever the targets (webhook configurations and admission policies,
+  workloads, RBAC roles and bindings, the CRDs' names) start as soon as the scan finds an object
+  that needs them, each once per run (pkg/collect/early.go): they overlap the scan, not follow it.
 - What each target's rules need (diagnose.Needs, which decides every read) is asked once a stage of
   readers, every reader taking the stage's answer, and kept for the next while none of the target's
   parts was replaced; the targets are judged by a worker per CPU (not a goroutine each).
