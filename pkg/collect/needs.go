@@ -1,11 +1,14 @@
 package collect
 
 import (
+	"runtime"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/parallel"
 )
 
 // needing returns the targets, nested ones included, whose rules need e:
@@ -75,13 +78,19 @@ func (c *Collector) rememberNeeds(s *observed.Snapshot) {
 	}
 	all := s.AllTargets()
 	c.stageTargets = all
-	fresh := make(map[*observed.Target]targetNeeds, len(all))
-	for _, t := range all {
-		if n, ok := c.stageNeeds[t]; ok && !t.Forecast && n.current(t) {
-			fresh[t] = n
+	// On every CPU: the rules are asked of each of thousands of held objects
+	// at the scan's end, while the apiserver waits for the next reads.
+	needs := make([]targetNeeds, len(all))
+	parallel.Run("the targets' needs", runtime.GOMAXPROCS(0), len(all), func(i int) {
+		if n, ok := c.stageNeeds[all[i]]; ok && !all[i].Forecast && n.current(all[i]) {
+			needs[i] = n
 		} else {
-			fresh[t] = needsOf(t)
+			needs[i] = needsOf(all[i])
 		}
+	})
+	fresh := make(map[*observed.Target]targetNeeds, len(all))
+	for i, t := range all {
+		fresh[t] = needs[i]
 	}
 	c.stageNeeds = fresh
 }
