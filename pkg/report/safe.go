@@ -164,11 +164,19 @@ func safef(format string, args ...any) painted {
 	return painted(fmt.Sprintf(format, args...))
 }
 
-// cells is a row of a table, each value shown as safef shows it.
+// cells is a row of a table, each value shown as safef shows it; the
+// strings, most cells of thousands of rows, without formatting them.
 func cells(values ...any) []string {
 	row := make([]string, len(values))
 	for i, v := range values {
-		row[i] = string(safef("%v", v))
+		switch s := v.(type) {
+		case painted:
+			row[i] = string(s)
+		case string:
+			row[i] = Safe(s)
+		default:
+			row[i] = string(safef("%v", v))
+		}
 	}
 	return row
 }

@@ -239,3 +239,15 @@ func TestLookalikeNamesAreFlagged(t *testing.T) {
 		t.Errorf("%d rows flagged, want the two lookalikes:\n%s", n, list.String())
 	}
 }
+
+// A cell shows its value as safef does, whatever its type: the strings'
+// short way included.
+func TestCellsAsSafef(t *testing.T) {
+	values := []any{"web-0", "a\x1b[31mred", "tab\there", strings.Repeat("x", maxText+10), painted("\x1b[1mbold\x1b[0m"), Critical, 42, int64(-3), 0.85, true, nil}
+	row := cells(values...)
+	for i, v := range values {
+		if want := string(safef("%v", v)); row[i] != want {
+			t.Errorf("%#v: cell %q, safef %q", v, row[i], want)
+		}
+	}
+}
