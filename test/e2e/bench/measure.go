@@ -142,6 +142,13 @@ func itemsCount(stdout string) (int64, string) {
 	return int64(len(r.Items)), ""
 }
 
+// rowsCount counts the rows of the plugin's table: the lines before the
+// blank line that heads its footer, less the header.
+func rowsCount(stdout string) (int64, string) {
+	table, _, _ := strings.Cut(stdout, "\n\n")
+	return int64(strings.Count(table, "\n")), "" // the header's newline for the last row's, which Cut took
+}
+
 // linesCount counts the objects the one-liner prints (one line each, less the headers).
 func linesCount(stdout string) (int64, string) {
 	var n int64
@@ -167,6 +174,17 @@ func pluginRun(o Options, kubeconfig string, count func(string) (int64, string),
 		return exec.Command(o.Plugin, append(append([]string{"--kubeconfig", kubeconfig}, args...), "-o", "json")...)
 	}}
 }
+
+// tableRun runs the plugin with args, printing its table (what a person
+// reads), as "PROGRAM (table)".
+func tableRun(o Options, kubeconfig string, args ...string) program {
+	return program{name: pluginName + " " + strings.Join(args, " ") + tableSuffix, count: rowsCount, cmd: func() *exec.Cmd {
+		return exec.Command(o.Plugin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	}}
+}
+
+// tableSuffix names a program that prints the plugin's table.
+const tableSuffix = " (table)"
 
 // floorRun runs the floor program over namespace (every namespace when
 // empty).

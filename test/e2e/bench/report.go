@@ -261,11 +261,13 @@ func judgeHeldLeftovers(sz sizes, find func(c, p string) (Result, bool), floor m
 		return nil
 	}
 	w, _ := find(c, pluginName+" why -A")
+	tbl, _ := find(c, pluginName+" list -A"+tableSuffix)
 	f := floor[c]
 	y, cpu := ratio(p.Wall, f.Wall), ratio(p.CPU, f.CPU)
-	return []string{fmt.Sprintf("`list -A` over %d held leftovers in %d terminating namespaces: %.2fx the floor's time (target at most 1.3x): %s; %.2fx its CPU (%s against %s, target at most 2x): %s; %d requests, %.2fx the floor's %d; its table %d lines. `why -A`: %.2fx the floor's time, %.2fx its CPU, %d lines (target at most 400): %s.",
+	return []string{fmt.Sprintf("`list -A` over %d held leftovers in %d terminating namespaces: %.2fx the floor's time (target at most 1.3x): %s; %.2fx its CPU (%s against %s, target at most 2x): %s; %d requests, %.2fx the floor's %d; its table %d lines. As that table (what a person reads; the figures above are -o json's, the whole report): %.2fx the floor's time, %.2fx its CPU (%s). `why -A`: %.2fx the floor's time, %.2fx its CPU, %d lines (target at most 400): %s.",
 		sz.heldNamespaces*sz.heldPerNamespace, sz.heldNamespaces, y, mark(y <= 1.3), cpu, p.CPU.Round(time.Millisecond), f.CPU.Round(time.Millisecond), mark(cpu <= 2),
-		p.Requests, float64(p.Requests)/float64(max(f.Requests, 1)), f.Requests, p.Lines, ratio(w.Wall, f.Wall), ratio(w.CPU, f.CPU), w.Lines, mark(w.Lines <= 400))}
+		p.Requests, float64(p.Requests)/float64(max(f.Requests, 1)), f.Requests, p.Lines, ratio(tbl.Wall, f.Wall), ratio(tbl.CPU, f.CPU), tbl.CPU.Round(time.Millisecond),
+		ratio(w.Wall, f.Wall), ratio(w.CPU, f.CPU), w.Lines, mark(w.Lines <= 400))}
 }
 
 func ratio(a, b time.Duration) float64 {
