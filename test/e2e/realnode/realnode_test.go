@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,23 +92,35 @@ func runMain(m *testing.M) int {
 	}
 	defer theLab.Stop()
 	labUp := time.Since(start)
-	// An interrupt tears the node down before the process goes.
+	// An interrupt tears the node down before the process goes, and so does
+	// go test's -timeout, which panics without running a defer: half a
+	// minute before it, the node goes and the suite fails, saying why (a
+	// node left up stays until the next run's Recover).
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	var timeout <-chan time.Time
+	if t := testTimeout(); t > time.Minute {
+		timeout = time.After(t - 30*time.Second) // go test's clock starts later, in m.Run
+	}
 	stopOnce := make(chan struct{})
 	go func() {
+		why := ""
 		select {
 		case s := <-sig:
-			fmt.Fprintf(os.Stderr, "realnode: %v: tearing the node down\n", s)
-			if node != nil {
-				if err := node.Stop(); err != nil {
-					fmt.Fprintln(os.Stderr, "realnode:", err)
-				}
-			}
-			theLab.Stop()
-			os.Exit(1)
+			why = s.String()
+		case <-timeout:
+			why = "the suite is about to reach go test's -timeout (" + testTimeout().String() + ")"
 		case <-stopOnce:
+			return
 		}
+		fmt.Fprintf(os.Stderr, "realnode: %s: tearing the node down\n", why)
+		if node != nil {
+			if err := node.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "realnode:", err)
+			}
+		}
+		theLab.Stop()
+		os.Exit(1)
 	}()
 	defer close(stopOnce)
 	start = time.Now()
@@ -145,6 +158,19 @@ func runMain(m *testing.M) int {
 		_ = os.RemoveAll(dir) // kept after a failure, or with REALNODE_KEEP=1
 	}
 	return code
+}
+
+// testTimeout is go test's -timeout (0: none).
+func testTimeout() time.Duration {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, ok := f.Value.(flag.Getter).Get().(time.Duration); ok {
+			return d
+		}
+	}
+	return 0
 }
 
 func envOr(k, def string) string {
