@@ -31,7 +31,6 @@ func (c *Collector) readAdmission(ctx context.Context, s *observed.Snapshot) {
 		return
 	}
 	l := c.admissionLists(ctx)
-	vw, mw, p, b := l.validating, l.mutating, l.policies, l.bindings
 	vwErr, mwErr, pErr, bErr := l.errs[0], l.errs[1], l.errs[2], l.errs[3]
 	if vwErr != nil {
 		c.Skip(skipOf("list validatingwebhookconfigurations", vwErr))
@@ -42,7 +41,7 @@ func (c *Collector) readAdmission(ctx context.Context, s *observed.Snapshot) {
 		return
 	}
 	a := observed.NewAdmission()
-	a.Validating, a.Mutating = vw, mw
+	a.Validating, a.Mutating = l.validating, l.mutating
 	switch {
 	case apierrors.IsNotFound(pErr) || apierrors.IsNotFound(bErr):
 		s.AddNotServed("validatingadmissionpolicies", "admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy is not served (GA in Kubernetes 1.30)")
@@ -51,7 +50,7 @@ func (c *Collector) readAdmission(ctx context.Context, s *observed.Snapshot) {
 	case bErr != nil:
 		c.Skip(skipOf("list validatingadmissionpolicybindings", bErr))
 	default:
-		a.Policies, a.PolicyBindings = p, b
+		a.Policies, a.PolicyBindings = l.policies, l.bindings
 	}
 	// The namespaces' labels are read only for webhooks and policies to
 	// match against; both reads write their own part, so they run at once.

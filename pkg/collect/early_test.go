@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -34,13 +32,7 @@ func listed(fake *kubefake.Clientset, md *metadatafake.FakeMetadataClient) []str
 // nothing is listed twice. An object that needs neither starts nothing.
 func TestEarlyReadsStartWhenTheScanFindsWhatNeedsThem(t *testing.T) {
 	found := func(finalizers ...string) Found {
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "acme.io/v1", "kind": "Widget"}}
-		u.SetNamespace("shop")
-		u.SetName("w")
-		u.SetFinalizers(finalizers)
-		now := metav1.Now()
-		u.SetDeletionTimestamp(&now)
-		return Found{GVR: schema.GroupVersionResource{Group: "acme.io", Version: "v1", Resource: "widgets"}, Object: u}
+		return Found{GVR: schema.GroupVersionResource{Group: "acme.io", Version: "v1", Resource: "widgets"}, Object: deletedWidget(finalizers...)}
 	}
 	ctx := context.Background()
 
@@ -85,12 +77,7 @@ func sameSet(a, b []string) bool {
 // source that asks for the list raises it again, where the collector's
 // workers carry it to the command's recovery.
 func TestAnEarlyReadsPanicIsRaisedInTheSource(t *testing.T) {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "acme.io/v1", "kind": "Widget"}}
-	u.SetNamespace("shop")
-	u.SetName("w")
-	u.SetFinalizers([]string{"acme.io/cleanup"})
-	now := metav1.Now()
-	u.SetDeletionTimestamp(&now)
+	u := deletedWidget("acme.io/cleanup")
 	c := &Collector{Clients: &kube.Clients{Typed: kubefake.NewClientset()}} // no metadata client: listing the CRDs' names panics
 	c.startEarly(context.Background(), Found{GVR: schema.GroupVersionResource{Group: "acme.io", Version: "v1", Resource: "widgets"}, Object: u})
 	time.Sleep(200 * time.Millisecond) // the early reads' goroutine panicked meanwhile, and the test is still here

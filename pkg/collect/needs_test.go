@@ -23,12 +23,7 @@ import (
 // and asked when met by needs.
 func TestNeedsAreRememberedPerStage(t *testing.T) {
 	held := func(withSpec bool) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "acme.io/v1", "kind": "Widget"}}
-		u.SetNamespace("shop")
-		u.SetName("w")
-		u.SetFinalizers([]string{"acme.io/cleanup"})
-		now := metav1.Now()
-		u.SetDeletionTimestamp(&now)
+		u := deletedWidget("acme.io/cleanup")
 		if withSpec {
 			u.Object["spec"] = map[string]any{"size": "big"}
 		}
@@ -124,4 +119,16 @@ func TestReadersAskTheStagesAnswer(t *testing.T) {
 			t.Errorf("%s asks diagnose.Needs %d times: ask c.needs (the stage's answer)", f, n)
 		}
 	}
+}
+
+// deletedWidget is widget shop/w of acme.io/v1, being deleted, held by
+// finalizers, as a metadata scan lists it.
+func deletedWidget(finalizers ...string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "acme.io/v1", "kind": "Widget"}}
+	u.SetNamespace("shop")
+	u.SetName("w")
+	u.SetFinalizers(finalizers)
+	now := metav1.Now()
+	u.SetDeletionTimestamp(&now)
+	return u
 }
