@@ -27,7 +27,7 @@ func whileJudging(s *observed.Snapshot) (done func()) {
 }
 
 // derive is compute's value for key, computed once per snapshot being
-// judged. Keys of different types never meet (each use has its own key
+// judged (judgements asking at once wait for the one computing). Keys of different types never meet (each use has its own key
 // type); compute must read nothing but the snapshot and the key, and its
 // value must not be changed by those who receive it.
 func derive[K comparable, V any](s *observed.Snapshot, key K, compute func() V) V {
@@ -36,9 +36,9 @@ func derive[K comparable, V any](s *observed.Snapshot, key K, compute func() V) 
 		return compute()
 	}
 	values := m.(*sync.Map)
-	if v, ok := values.Load(key); ok {
-		return v.(V)
+	v, ok := values.Load(key)
+	if !ok {
+		v, _ = values.LoadOrStore(key, sync.OnceValue(compute))
 	}
-	v, _ := values.LoadOrStore(key, compute())
-	return v.(V)
+	return v.(func() V)()
 }

@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,30 +16,33 @@ import (
 // after the judgement.
 func TestDeriveOnlyWhileJudging(t *testing.T) {
 	s := observed.New(time.Now())
-	computed := 0
+	var computed atomic.Int32 // the targets are judged at once
 	ask := func() int {
 		type key struct{ name string }
-		return derive(s, key{"a"}, func() int { computed++; return computed })
+		return derive(s, key{"a"}, func() int { return int(computed.Add(1)) })
 	}
 	ask()
 	ask()
-	if computed != 2 {
-		t.Fatalf("outside a judgement: computed %d times for 2 asks, want 2", computed)
+	if n := computed.Load(); n != 2 {
+		t.Fatalf("outside a judgement: computed %d times for 2 asks, want 2", n)
 	}
-	s.Targets = []*observed.Target{{}, {}, {}}
-	computed = 0
+	// More targets than CPUs, so that judgements ask at once.
+	s.Targets = make([]*observed.Target, 4*runtime.GOMAXPROCS(0)+3)
+	computed.Store(0)
 	type other struct{ name string } // the same fields, another key type: another value
-	mixed := false
+	var mixed atomic.Bool
 	reportOf(s, func(*observed.Snapshot, *observed.Target) report.Item {
 		ask()
-		mixed = mixed || derive(s, other{"a"}, func() int { return -1 }) != -1
+		if derive(s, other{"a"}, func() int { return -1 }) != -1 {
+			mixed.Store(true)
+		}
 		return report.Item{}
 	})
-	if mixed {
+	if mixed.Load() {
 		t.Fatal("a key of another type met this one's value")
 	}
-	if computed != 1 {
-		t.Fatalf("while judging 3 targets: computed %d times, want 1", computed)
+	if n := computed.Load(); n != 1 {
+		t.Fatalf("while judging %d targets: computed %d times, want 1", len(s.Targets), n)
 	}
 	if _, kept := judging.Load(s); kept {
 		t.Fatal("the values derived from a judged snapshot are kept after it")
