@@ -338,12 +338,16 @@ func snapshotSizes(plugin, kubeconfig string, args ...string) (plain, gz int64, 
 // measureAll measures the programs of a case in rounds: one unrecorded
 // warm-up round, then runs rounds each running every program once, so that
 // none of them pays alone for a cold apiserver or the machine's drift (the
-// first program measured used to run slower than the others). A program
-// given rounds runs in that many first recorded rounds only.
+// first program measured used to run slower than the others). Each round
+// starts one program further on, so that none always runs first, or always
+// after the same one. A program given rounds runs in that many first
+// recorded rounds only.
 func measureAll(px *Proxy, c string, progs []program, runs int) ([]Result, error) {
 	samples := make([][]Sample, len(progs))
 	for round := range runs + 1 {
-		for i, p := range progs {
+		for k := range progs {
+			i := (round + k) % len(progs)
+			p := progs[i]
 			if p.rounds > 0 && (round == 0 || round > p.rounds) {
 				continue // too slow to run every round
 			}
