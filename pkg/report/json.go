@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
+
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/parallel"
 )
 
 // jsonIndent is kubectl's -o json indent.
@@ -14,11 +17,12 @@ const jsonIndent = "    "
 // WriteJSON writes the report as -o json does: four-space indent, the
 // fields in the schema's order (apiVersion and kind first, as kubectl prints
 // a typed object). The bytes are json.Encoder's for the whole report, but
-// the items are encoded one at a time through reused buffers (compact, then
-// indented by appendIndented) and written as they come: a report of
-// hundreds of items never sits whole in memory as text, nor converted to a
-// map (ToUnstructured) and re-indented, which took twice the time and ten
-// times the memory.
+// the items are encoded apart (compact, then indented by appendIndented)
+// and written as they come, a batch at a time: a report of hundreds of
+// items never sits whole in memory as text, nor converted to a map
+// (ToUnstructured) and re-indented, which took twice the time and ten times
+// the memory. A batch's items are encoded on every CPU: 17 MB of JSON for
+// three thousand held objects took a tenth of list -A's time on one.
 func WriteJSON(w io.Writer, r Report) error {
 	items := r.Items
 	r.Items = nil
@@ -34,20 +38,20 @@ func WriteJSON(w io.Writer, r Report) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.Write(before)
 	bw.WriteString(`"items": [`)
-	var compact, item bytes.Buffer
-	enc := json.NewEncoder(&compact)
-	for i := range items {
-		compact.Reset()
-		if err := enc.Encode(&items[i]); err != nil {
-			return err
+	slots := make([]itemSlot, min(len(items), itemBatch))
+	for start := 0; start < len(items); start += len(slots) {
+		batch := items[start:min(start+len(slots), len(items))]
+		parallel.Run("the JSON encoding", runtime.GOMAXPROCS(0), len(batch), func(i int) { slots[i].encode(&batch[i]) })
+		for i := range batch {
+			if slots[i].err != nil {
+				return slots[i].err
+			}
+			if start+i > 0 {
+				bw.WriteByte(',')
+			}
+			bw.WriteString("\n" + jsonIndent + jsonIndent)
+			bw.Write(slots[i].indented.Bytes())
 		}
-		item.Reset()
-		appendIndented(&item, compact.Bytes(), jsonIndent+jsonIndent, jsonIndent)
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		bw.WriteString("\n" + jsonIndent + jsonIndent)
-		bw.Write(item.Bytes())
 	}
 	if len(items) > 0 {
 		bw.WriteString("\n" + jsonIndent)
@@ -55,6 +59,28 @@ func WriteJSON(w io.Writer, r Report) error {
 	bw.WriteString("]")
 	bw.Write(after)
 	return bw.Flush()
+}
+
+// itemBatch is how many items are encoded at once: enough to keep every
+// CPU busy, few enough that their text stays small (some 6 KB each).
+const itemBatch = 64
+
+// itemSlot encodes one item of a batch, its buffers reused by the next.
+type itemSlot struct {
+	compact, indented bytes.Buffer
+	enc               *json.Encoder
+	err               error
+}
+
+func (s *itemSlot) encode(it *Item) {
+	if s.enc == nil {
+		s.enc = json.NewEncoder(&s.compact)
+	}
+	s.compact.Reset()
+	s.indented.Reset()
+	if s.err = s.enc.Encode(it); s.err == nil {
+		appendIndented(&s.indented, s.compact.Bytes(), jsonIndent+jsonIndent, jsonIndent)
+	}
 }
 
 // encoder indents as kubectl does, each line after the first prefixed.

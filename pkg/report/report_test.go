@@ -291,13 +291,19 @@ func TestSortBy(t *testing.T) {
 }
 
 // WriteJSON streams the items, yet writes the bytes json.Encoder writes for
-// the whole report: with items, nested ones, and none (`"items": []`).
+// the whole report: with items, nested ones, none (`"items": []`), and more
+// than a batch encoded at once.
 func TestWriteJSONIsTheStandardEncoding(t *testing.T) {
 	full := sample()
 	if len(full.Items) < 2 {
 		t.Fatalf("the sample report has %d items, want several", len(full.Items))
 	}
-	for name, r := range map[string]Report{"items": full, "one item": {APIVersion: full.APIVersion, Kind: full.Kind, Items: full.Items[:1]}, "no items": {APIVersion: full.APIVersion, Kind: full.Kind, Items: []Item{}}} {
+	many := full
+	many.Items = nil
+	for len(many.Items) < 2*itemBatch+3 { // batches encoded at once, the last one short
+		many.Items = append(many.Items, full.Items...)
+	}
+	for name, r := range map[string]Report{"items": full, "one item": {APIVersion: full.APIVersion, Kind: full.Kind, Items: full.Items[:1]}, "no items": {APIVersion: full.APIVersion, Kind: full.Kind, Items: []Item{}}, "batches": many} {
 		var want, got bytes.Buffer
 		e := json.NewEncoder(&want)
 		e.SetIndent("", "    ")
