@@ -14,6 +14,7 @@ import (
 
 func init() {
 	register(source{name: "apiservices", after: nesting, read: (*Collector).readAPIServices,
+		early: func(c *Collector, ctx context.Context) { _, _ = c.apiServiceList(ctx) }, earlyOn: diagnose.APIServiceEvidence,
 		permissions: []Permission{
 			{Read: "`list` apiservices", UsedFor: "the APIService behind a namespace's discovery failure", Without: "`NamespaceDiscoveryFailure` without `APIServiceUnavailable`"},
 		}})
@@ -29,7 +30,7 @@ func (c *Collector) readAPIServices(ctx context.Context, s *observed.Snapshot) {
 	if !c.apiServicesNeeded(s) {
 		return
 	}
-	items, err := listAll[unstructured.Unstructured](ctx, metav1.ListOptions{}, pages(c.Clients.Dynamic.Resource(apiServices).List))
+	items, err := c.apiServiceList(ctx)
 	if err != nil {
 		c.Skip(skipOf("list apiservices", err))
 		return
@@ -49,6 +50,11 @@ func (c *Collector) readAPIServices(ctx context.Context, s *observed.Snapshot) {
 		}
 		s.APIServices = append(s.APIServices, a)
 	}
+}
+
+// apiServiceList lists the APIServices, once a run.
+func (c *Collector) apiServiceList(ctx context.Context) ([]unstructured.Unstructured, error) {
+	return listOnce[unstructured.Unstructured](c, ctx, "apiservices", pages(c.Clients.Dynamic.Resource(apiServices).List))
 }
 
 func apiServiceOf(u *unstructured.Unstructured) observed.APIService {

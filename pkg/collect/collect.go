@@ -67,29 +67,17 @@ type Collector struct {
 	discovered bool
 	resources  []*metav1.APIResourceList
 
-	// The events of a namespace, listed once a run whoever asks first (the
-	// targets' events and the blockers' are read at the same time).
-	eventsMu sync.Mutex
-	events   map[string]*namespaceEventsRead
-
 	// stageNeeds is what each target needed when the stage being read began
 	// (see needs), and stageTargets every target then, nested ones
 	// included; both written between stages only.
 	stageNeeds   map[*observed.Target]targetNeeds
 	stageTargets []*observed.Target
 
-	// lists are the run's lists read once (listOnce), early holds a
+	// reads are the run's reads made once (readOnce), early holds a
 	// sync.Once for each source whose early reads started, earlyStarted
 	// counts them (early.go).
-	lists, early sync.Map
+	reads, early sync.Map
 	earlyStarted atomic.Int32
-}
-
-// namespaceEventsRead is one list of a namespace's events, shared.
-type namespaceEventsRead struct {
-	once  sync.Once
-	byUID map[types.UID][]corev1.Event
-	err   error
 }
 
 // Fresh is a collector with c's clients and settings and none of its run's
@@ -143,7 +131,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *observed.Snaps
 		switch {
 		case gvrs[i].Group == "" && gvrs[i].Resource == "pods":
 			pods = append(pods, t)
-		case gvrs[i].Group == "" && gvrs[i].Resource == "namespaces":
+		case isNamespaces(gvrs[i]):
 			namespaces = append(namespaces, t)
 		default:
 			others, otherGVRs = append(others, t), append(otherGVRs, gvrs[i])
@@ -304,8 +292,10 @@ func (c *Collector) readEventsOf(ctx context.Context, s *observed.Snapshot, targ
 	var whole []string // the namespaces whose events are one list
 	for _, ns := range namespaces {
 		// A namespace being deleted has few events left, and often many
-		// targets in it (its held objects): one list for all of them.
-		if len(byNS[ns]) <= batchThreshold && !(len(byNS[ns]) > 1 && terminatingNamespace(s, ns)) {
+		// targets in it (its held objects): one list for all of them (read
+		// early, startEarlyEvents, it serves even one).
+		_, early := c.reads.Load(namespaceEventsKey(ns))
+		if !early && len(byNS[ns]) <= batchThreshold && !(len(byNS[ns]) > 1 && terminatingNamespace(s, ns)) {
 			single = append(single, byNS[ns]...)
 			continue
 		}
@@ -391,42 +381,31 @@ func eventNamespace(t *observed.Target) string {
 }
 
 // namespaceEvents reads every event of a namespace, by involvedObject.uid:
-// one list a run, shared by whoever asks.
+// one list a run, shared by whoever asks (the targets' events and the
+// blockers' are read at the same time; a terminating namespace's, early).
 func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.UID][]corev1.Event, error) {
-	read := c.namespaceEventsRead(ns)
-	read.once.Do(func() {
+	return readOnce(c, namespaceEventsKey(ns), func() (map[types.UID][]corev1.Event, error) {
 		events, err := listAll[corev1.Event](ctx, metav1.ListOptions{}, pages(c.Clients.Typed.CoreV1().Events(ns).List))
 		if err != nil {
-			read.err = err
-			return
+			return nil, err
 		}
-		read.byUID = byInvolvedUID(events)
+		return byInvolvedUID(events), nil
 	})
-	return read.byUID, read.err
 }
 
-// namespaceEventsRead is the run's read of namespace ns's events, done or to do.
-func (c *Collector) namespaceEventsRead(ns string) *namespaceEventsRead {
-	c.eventsMu.Lock()
-	defer c.eventsMu.Unlock()
-	if c.events == nil {
-		c.events = map[string]*namespaceEventsRead{}
-	}
-	read, ok := c.events[ns]
-	if !ok {
-		read = &namespaceEventsRead{}
-		c.events[ns] = read
-	}
-	return read
-}
+func namespaceEventsKey(ns string) string { return "events/" + ns }
 
 // eventsOfNamespaces is namespaceEvents of each namespace, read at once
 // (fifty terminating namespaces read one after another took longer than
 // the scan of every type); for many namespaces that hold most of the
 // cluster's events, as the scan counted them, one list of every event.
 func (c *Collector) eventsOfNamespaces(ctx context.Context, namespaces []string) ([]map[types.UID][]corev1.Event, []error) {
-	if len(namespaces) > batchThreshold && c.eventsMostlyIn(namespaces) {
-		c.readEveryEvent(ctx, namespaces)
+	unread := slices.DeleteFunc(slices.Clone(namespaces), func(ns string) bool {
+		_, started := c.reads.Load(namespaceEventsKey(ns)) // early (startEarlyEvents)
+		return started
+	})
+	if len(unread) > batchThreshold && c.eventsMostlyIn(unread) {
+		c.readEveryEvent(ctx, unread)
 	}
 	byUID := make([]map[types.UID][]corev1.Event, len(namespaces))
 	errs := make([]error, len(namespaces))
@@ -469,9 +448,8 @@ func (c *Collector) readEveryEvent(ctx context.Context, namespaces []string) {
 			inNamespace[e.Namespace] = append(inNamespace[e.Namespace], e)
 		}
 	}
-	for _, ns := range namespaces {
-		read := c.namespaceEventsRead(ns)
-		read.once.Do(func() { read.byUID = byInvolvedUID(inNamespace[ns]) })
+	for _, ns := range namespaces { // as namespaceEvents keeps them, unless it already has
+		_, _ = readOnce(c, namespaceEventsKey(ns), func() (map[types.UID][]corev1.Event, error) { return byInvolvedUID(inNamespace[ns]), nil })
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 func init() {
 	register(source{name: "controller managers", after: nesting, read: (*Collector).readControllerManagers,
+		early: func(c *Collector, ctx context.Context) { c.controllerManagerLeases(ctx) }, earlyOn: diagnose.ControllerManagerEvidence,
 		permissions: []Permission{
 			{Read: "`get` leases/kube-controller-manager and leases/cloud-controller-manager in kube-system", UsedFor: "whether a controller manager runs (its leader lease renewed), for an object held by a finalizer one of its controllers removes", Without: "`skipped` names the read; `ControllerManagerNotLeading` is not judged"},
 		}})
@@ -25,10 +26,10 @@ func (c *Collector) readControllerManagers(ctx context.Context, s *observed.Snap
 	if len(targets) == 0 {
 		return
 	}
+	read := c.controllerManagerLeases(ctx)
 	leases := map[string]*coordinationv1.Lease{}
-	for _, name := range observed.ControllerManagers {
-		l, err := c.Clients.Typed.CoordinationV1().Leases(observed.ControlPlaneNamespace).Get(ctx, name, metav1.GetOptions{})
-		switch {
+	for i, name := range observed.ControllerManagers {
+		switch l, err := read[i].lease, read[i].err; {
 		case apierrors.IsNotFound(err):
 			leases[name] = nil
 		case err != nil:
@@ -42,4 +43,23 @@ func (c *Collector) readControllerManagers(ctx context.Context, s *observed.Snap
 		}
 	}
 	observed.ControllerManagerLeases.Set(s, leases)
+}
+
+// leaseRead is a Lease, or why it could not be read.
+type leaseRead struct {
+	lease *coordinationv1.Lease
+	err   error
+}
+
+// controllerManagerLeases gets the Lease of each of observed.ControllerManagers,
+// at once, once a run.
+func (c *Collector) controllerManagerLeases(ctx context.Context) []leaseRead {
+	read := make([]leaseRead, len(observed.ControllerManagers))
+	bounded(len(read), len(read), func(i int) {
+		name := observed.ControllerManagers[i]
+		read[i].lease, read[i].err = readOnce(c, "leases/"+observed.ControlPlaneNamespace+"/"+name, func() (*coordinationv1.Lease, error) {
+			return c.Clients.Typed.CoordinationV1().Leases(observed.ControlPlaneNamespace).Get(ctx, name, metav1.GetOptions{})
+		})
+	})
+	return read
 }

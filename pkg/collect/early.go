@@ -15,32 +15,38 @@ import (
 // configuration, every workload and RBAC grant) starts them as soon as the
 // scan finds a target that needs them (source.early), and takes what they
 // read when it runs: the lists overlap the scan instead of following it.
-// Nothing is read that the source would not read: a list runs once per
-// collector, by whoever asks first (listOnce), and only once a target needs
+// Nothing is read that the source would not read: a read runs once per
+// collector, by whoever asks first (readOnce), and only once a target needs
 // it.
 
-// onceList is one list of a run. A panic in it is raised again in each
+// onceRead is one read of a run. A panic in it is raised again in each
 // caller: in the source, which the collector's workers carry to the
 // command's recovery.
-type onceList struct {
+type onceRead struct {
 	once  sync.Once
-	items any
+	value any
 	err   error
 	carry parallel.Carry
 }
 
-// listOnce lists every object list pages through (listAll), once per
-// collector and key: the first caller lists, the others wait for its answer.
-func listOnce[T any](c *Collector, ctx context.Context, key string, list pager.ListPageFunc) ([]T, error) {
-	v, _ := c.lists.LoadOrStore(key, &onceList{})
-	l := v.(*onceList)
-	l.once.Do(func() {
-		defer l.carry.Catch()
-		l.items, l.err = listAll[T](ctx, metav1.ListOptions{}, list)
+// readOnce is read's answer, once per collector and key: the first caller
+// reads, the others wait for its answer.
+func readOnce[T any](c *Collector, key string, read func() (T, error)) (T, error) {
+	v, _ := c.reads.LoadOrStore(key, &onceRead{})
+	r := v.(*onceRead)
+	r.once.Do(func() {
+		defer r.carry.Catch()
+		r.value, r.err = read()
 	})
-	l.carry.Raise()
-	items, _ := l.items.([]T)
-	return items, l.err
+	r.carry.Raise()
+	value, _ := r.value.(T)
+	return value, r.err
+}
+
+// listOnce lists every object list pages through (listAll), once per
+// collector and key.
+func listOnce[T any](c *Collector, ctx context.Context, key string, list pager.ListPageFunc) ([]T, error) {
+	return readOnce(c, key, func() ([]T, error) { return listAll[T](ctx, metav1.ListOptions{}, list) })
 }
 
 // startEarly starts the early reads the object found needs (as its rules
@@ -76,3 +82,26 @@ var earlySources = sync.OnceValue(func() []source {
 	}
 	return out
 })
+
+// startEarlyEvents reads, once the scan has listed the namespaces, the
+// events of the few being deleted (batchThreshold at most): the events
+// source reads a terminating namespace's events as one list, for its held
+// objects, which are many targets. Of more namespaces, it decides after the
+// scan, and may read every event at once.
+func (c *Collector) startEarlyEvents(ctx context.Context, namespaces []Found) {
+	var deleted []string
+	for _, f := range namespaces {
+		if f.Terminating() {
+			deleted = append(deleted, f.Object.GetName())
+		}
+	}
+	if len(deleted) > batchThreshold {
+		return
+	}
+	for _, ns := range deleted {
+		go func() {
+			defer new(parallel.Carry).Catch() // the source raises it again when it asks (readOnce)
+			_, _ = c.namespaceEvents(ctx, ns)
+		}()
+	}
+}

@@ -2,12 +2,17 @@ package collect
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 
@@ -87,4 +92,66 @@ func TestAnEarlyReadsPanicIsRaisedInTheSource(t *testing.T) {
 		}
 	}()
 	_, _ = c.crdNames(context.Background())
+}
+
+// A scan that finds a namespace being deleted (whose spec, not in its
+// metadata, is taken to hold the namespace controller's finalizer) starts
+// what its rules read of the whole cluster: the APIServices and the
+// controller managers' Leases; once the namespaces are listed, the events of
+// the few being deleted. The sources take what was read: nothing is asked
+// twice. Of more terminating namespaces than batchThreshold, the events are
+// left to the source, which may list every event at once.
+func TestATerminatingNamespaceStartsItsEarlyReads(t *testing.T) {
+	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	deletedNamespace := func(name string) Found {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
+		u.SetName(name)
+		now := metav1.Now()
+		u.SetDeletionTimestamp(&now)
+		return Found{GVR: namespaces, Object: u}
+	}
+	asked := func(fake *kubefake.Clientset, dyn *dynamicfake.FakeDynamicClient) []string {
+		var out []string
+		for _, a := range append(fake.Actions(), dyn.Actions()...) {
+			out = append(out, a.GetVerb()+" "+a.GetResource().Resource+" "+a.GetNamespace())
+		}
+		return out
+	}
+	ctx := context.Background()
+	fake := kubefake.NewClientset()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{apiServices: "APIServiceList"})
+	c := &Collector{Clients: &kube.Clients{Typed: fake, Dynamic: dyn, Metadata: metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())}}
+	shop := deletedNamespace("shop")
+	c.startEarly(ctx, shop)
+	c.startEarlyEvents(ctx, []Found{shop})
+	want := []string{"list apiservices ", "get leases kube-system", "get leases kube-system", "list events shop"}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(asked(fake, dyn)) < len(want) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := asked(fake, dyn); !sameSet(got, want) {
+		t.Fatalf("early reads %v, want %v", got, want)
+	}
+	if _, err := c.apiServiceList(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.controllerManagerLeases(ctx)
+	if _, err := c.namespaceEvents(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if got := asked(fake, dyn); !sameSet(got, want) {
+		t.Errorf("after the sources: %v, want each of %v once", got, want)
+	}
+
+	fake = kubefake.NewClientset()
+	c = &Collector{Clients: &kube.Clients{Typed: fake}}
+	var many []Found
+	for i := range batchThreshold + 1 {
+		many = append(many, deletedNamespace(fmt.Sprintf("ns-%d", i)))
+	}
+	c.startEarlyEvents(ctx, many)
+	time.Sleep(100 * time.Millisecond) // what it would have started, had it started anything
+	if got := fake.Actions(); len(got) != 0 {
+		t.Errorf("%d terminating namespaces: %d early event reads, want none", len(many), len(got))
+	}
 }

@@ -2,6 +2,8 @@ package collect
 
 import (
 	"runtime"
+	"slices"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -55,8 +57,15 @@ type targetNeeds struct {
 
 // needsOfFound is what an object a scan finds needs, as listed: asked of the
 // first objects found only, until every early read has started (early.go).
+// A namespace's spec is not in its metadata: one being deleted is taken as
+// held by the namespace controller's finalizer, as it is until its
+// contents are gone (and a run that finds it reads it in full).
 func needsOfFound(f Found) diagnose.Evidence {
-	return diagnose.Needs(&observed.Target{Ref: f.Ref(), Object: f.Object})
+	t := &observed.Target{Ref: f.Ref(), Object: f.Object}
+	if isNamespaces(f.GVR) && f.Terminating() {
+		t.Namespace = &corev1.Namespace{Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}}
+	}
+	return diagnose.Needs(t)
 }
 
 func needsOf(t *observed.Target) targetNeeds {
@@ -77,17 +86,23 @@ func (c *Collector) rememberNeeds(s *observed.Snapshot) {
 		return
 	}
 	all := s.AllTargets()
+	same := c.stageNeeds != nil && slices.Equal(all, c.stageTargets)
 	c.stageTargets = all
 	// On every CPU: the rules are asked of each of thousands of held objects
 	// at the scan's end, while the apiserver waits for the next reads.
 	needs := make([]targetNeeds, len(all))
+	var asked atomic.Bool
 	parallel.Run("the targets' needs", runtime.GOMAXPROCS(0), len(all), func(i int) {
 		if n, ok := c.stageNeeds[all[i]]; ok && !all[i].Forecast && n.current(all[i]) {
 			needs[i] = n
 		} else {
 			needs[i] = needsOf(all[i])
+			asked.Store(true)
 		}
 	})
+	if same && !asked.Load() {
+		return // the same targets, each needing what it did: the record stands
+	}
 	fresh := make(map[*observed.Target]targetNeeds, len(all))
 	for i, t := range all {
 		fresh[t] = needs[i]

@@ -179,7 +179,15 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 		}
 		return nil
 	})
+	if err == nil && isNamespaces(m.Resource) {
+		c.startEarlyEvents(ctx, out)
+	}
 	return out, err
+}
+
+// isNamespaces: the resource is the core group's namespaces.
+func isNamespaces(gvr schema.GroupVersionResource) bool {
+	return gvr.Group == "" && gvr.Resource == "namespaces"
 }
 
 // listEach lists one type in scope with the metadata client, page by page,
@@ -188,8 +196,7 @@ func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Sco
 	ri := c.Clients.Metadata.Resource(m.Resource)
 	opts := metav1.ListOptions{LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector}
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
-	isNamespaces := m.Resource.Group == "" && m.Resource.Resource == "namespaces"
-	if isNamespaces && !scope.AllNamespaces {
+	if isNamespaces(m.Resource) && !scope.AllNamespaces {
 		// In one namespace, the namespace itself is in scope.
 		opts.FieldSelector = strings.TrimSuffix("metadata.name="+scope.Namespace+","+scope.FieldSelector, ",")
 	}
