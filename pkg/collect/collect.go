@@ -294,8 +294,7 @@ func (c *Collector) readEventsOf(ctx context.Context, s *observed.Snapshot, targ
 		// A namespace being deleted has few events left, and often many
 		// targets in it (its held objects): one list for all of them (read
 		// early, startEarlyEvents, it serves even one).
-		_, early := c.reads.Load(namespaceEventsKey(ns))
-		if !early && len(byNS[ns]) <= batchThreshold && !(len(byNS[ns]) > 1 && terminatingNamespace(s, ns)) {
+		if !c.eventsRead(ns) && len(byNS[ns]) <= batchThreshold && !(len(byNS[ns]) > 1 && terminatingNamespace(s, ns)) {
 			single = append(single, byNS[ns]...)
 			continue
 		}
@@ -395,15 +394,19 @@ func (c *Collector) namespaceEvents(ctx context.Context, ns string) (map[types.U
 
 func namespaceEventsKey(ns string) string { return "events/" + ns }
 
+// eventsRead: namespace ns's events are read or being read (early, by
+// startEarlyEvents).
+func (c *Collector) eventsRead(ns string) bool {
+	_, started := c.reads.Load(namespaceEventsKey(ns))
+	return started
+}
+
 // eventsOfNamespaces is namespaceEvents of each namespace, read at once
 // (fifty terminating namespaces read one after another took longer than
 // the scan of every type); for many namespaces that hold most of the
 // cluster's events, as the scan counted them, one list of every event.
 func (c *Collector) eventsOfNamespaces(ctx context.Context, namespaces []string) ([]map[types.UID][]corev1.Event, []error) {
-	unread := slices.DeleteFunc(slices.Clone(namespaces), func(ns string) bool {
-		_, started := c.reads.Load(namespaceEventsKey(ns)) // early (startEarlyEvents)
-		return started
-	})
+	unread := slices.DeleteFunc(slices.Clone(namespaces), c.eventsRead)
 	if len(unread) > batchThreshold && c.eventsMostlyIn(unread) {
 		c.readEveryEvent(ctx, unread)
 	}

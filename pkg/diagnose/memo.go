@@ -27,9 +27,10 @@ func whileJudging(s *observed.Snapshot) (done func()) {
 }
 
 // derive is compute's value for key, computed once per snapshot being
-// judged (judgements asking at once wait for the one computing). Keys of different types never meet (each use has its own key
-// type); compute must read nothing but the snapshot and the key, and its
-// value must not be changed by those who receive it.
+// judged (judgements asking at once wait for the one computing). Keys of
+// different types never meet (each use has its own key type); compute must
+// read nothing but the snapshot and the key, and its value must not be
+// changed by those who receive it.
 func derive[K comparable, V any](s *observed.Snapshot, key K, compute func() V) V {
 	m, ok := judging.Load(s)
 	if !ok {
