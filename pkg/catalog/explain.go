@@ -11,7 +11,24 @@ import (
 const DocsBase = "https://github.com/kubectl-terminating/kubectl-terminating/blob/main/docs/causes.md"
 
 // DocsURL is the address of a code's entry in the published catalogue.
-func DocsURL(c Code) string { return DocsBase + "#" + strings.ToLower(string(c)) }
+func DocsURL(c Code) string {
+	if url, ok := docsURLs[c]; ok {
+		return url
+	}
+	return docsURL(c)
+}
+
+// docsURLs are the catalogued codes' addresses, made once: a report names
+// one for each cause, thousands of times over in list -A.
+var docsURLs = func() map[Code]string {
+	urls := make(map[Code]string, len(entries))
+	for c := range entries {
+		urls[c] = docsURL(c)
+	}
+	return urls
+}()
+
+func docsURL(c Code) string { return DocsBase + "#" + strings.ToLower(string(c)) }
 
 // Describe is a code's entry as `explain CODE` shows it: each labelled part
 // as plain text, a remediation's steps graded with the report's risk

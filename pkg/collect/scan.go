@@ -223,7 +223,10 @@ func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Sco
 // list -A's CPU over thousands of held objects; the accessors read back what
 // the converter's object gives (TestMetadataToUnstructuredAsTheConverterDoes).
 func metadataToUnstructured(p *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: make(map[string]any, 3)}
+	// metadata is made at its full size: grown key by key by the setters, it
+	// was rehashed three times per object.
+	md := make(map[string]any, 16)
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md}}
 	u.SetGroupVersionKind(gvk)
 	u.SetName(p.Name)
 	u.SetGenerateName(p.GenerateName)
@@ -239,11 +242,6 @@ func metadataToUnstructured(p *metav1.PartialObjectMetadata, gvk schema.GroupVer
 	u.SetOwnerReferences(p.OwnerReferences)
 	// The lists are made here for u alone: set as they are, not deep-copied
 	// as SetFinalizers and SetNestedSlice do (a third of the conversion).
-	md, _ := u.Object["metadata"].(map[string]any)
-	if md == nil {
-		md = map[string]any{}
-		u.Object["metadata"] = md
-	}
 	if len(p.Finalizers) > 0 {
 		finalizers := make([]any, len(p.Finalizers))
 		for i, f := range p.Finalizers {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +201,20 @@ func TestNamesThatLookLikeFlags(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Fatalf("no command names the role: %+v", it.Causes)
+	}
+}
+
+// removeFinalizerPatch writes what the encoder writes of the two
+// operations, for any finalizer: quotes, HTML's characters (escaped by the
+// encoder), invalid UTF-8, the empty name (its value left out).
+func TestRemoveFinalizerPatchIsTheEncodersText(t *testing.T) {
+	for _, f := range []string{"kubernetes.io/pvc-protection", hostileFinalizer, "a<b>&c", "\u2028x\xff", "tab\there", ""} {
+		for _, index := range []int{0, 7, 12} {
+			path := "/metadata/finalizers/" + strconv.Itoa(index)
+			want := jsonText([]patchOp{{Op: "test", Path: path, Value: f}, {Op: "remove", Path: path}})
+			if got := removeFinalizerPatch(index, f); got != want {
+				t.Errorf("removeFinalizerPatch(%d, %q) = %s, want %s", index, f, got, want)
+			}
+		}
 	}
 }
