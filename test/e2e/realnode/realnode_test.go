@@ -438,6 +438,37 @@ func nodeReadyBecomes(t *testing.T, status corev1.ConditionStatus, since time.Ti
 	t.Logf("node %s Ready=%s, %s after the kubelet stopped or came back", node.Name, status, time.Since(since).Round(100*time.Millisecond))
 }
 
+// lifecycleWritesDone waits for the node lifecycle controller's writes
+// after the node went Unknown: the unreachable taint on the node (NoSchedule
+// only: the lab's one node down is a zone's full disruption, where no
+// NoExecute taint is added) and Ready=False on the pod. Until then a plan
+// naming their versions can go stale before it is confirmed.
+func lifecycleWritesDone(t *testing.T, ns, pod string) {
+	t.Helper()
+	ctx := context.Background()
+	until(t, 60*time.Second, "the node lifecycle controller's taint and pod status", func() (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool {
+			return tn.Key == corev1.TaintNodeUnreachable
+		}) {
+			return false, fmt.Errorf("taints %v", n.Spec.Taints)
+		}
+		p, err := client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionFalse, fmt.Errorf("pod Ready=%s", c.Status)
+			}
+		}
+		return false, fmt.Errorf("pod has no Ready condition")
+	})
+}
+
 // unreachableWithKubelet runs why --kubelet on a pod whose node is Unknown
 // and whose kubelet does not answer: NodeUnreachable, exit 2, as without
 // --kubelet, the kubelet's reads skipped for reason, within the per-node
@@ -859,16 +890,28 @@ func TestRealNodeOutOfService(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodeUnknown(t, start)
+	lifecycleWritesDone(t, ns, "fenced-0")
 	stuck(t, ns, "fenced-0", 60*time.Second)
 
 	args := []string{"fix", "pod/fenced-0", "-n", ns, "--max-risk", "destructive", "--settle", "90s"}
-	review := run(t, args...)
-	m := regexp.MustCompile(`Plan ([0-9a-f]{16}): 1 request`).FindStringSubmatch(review.stdout)
-	if review.code != 1 || m == nil || !strings.Contains(review.stdout, "taint node/"+node.Name+" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute") {
-		t.Fatalf("the plan: exit %d\n%s%s", review.code, review.stdout, review.stderr)
+	var res result
+	// The plan names the node's and the pod's resourceVersions: a write by
+	// a controller between review and confirm is refused as a stale plan,
+	// which a runbook answers by reviewing again. Once, so that a digest
+	// that never holds still fails.
+	for attempt := 1; ; attempt++ {
+		review := run(t, args...)
+		m := regexp.MustCompile(`Plan ([0-9a-f]{16}): 1 request`).FindStringSubmatch(review.stdout)
+		if review.code != 1 || m == nil || !strings.Contains(review.stdout, "taint node/"+node.Name+" node.kubernetes.io/out-of-service=nodeshutdown:NoExecute") {
+			t.Fatalf("the plan: exit %d\n%s%s", review.code, review.stdout, review.stderr)
+		}
+		start = time.Now()
+		res = run(t, append(args, "--confirm", m[1], "-o", "json")...)
+		if attempt == 2 || !strings.Contains(res.stderr, "the cluster changed since the plan was reviewed") {
+			break
+		}
+		t.Logf("plan %s went stale before it was confirmed (%s): reviewing again", m[1], strings.TrimSpace(res.stderr))
 	}
-	start = time.Now()
-	res := run(t, append(args, "--confirm", m[1], "-o", "json")...)
 	var rec struct {
 		Outcomes []struct {
 			Result string `json:"result"`
