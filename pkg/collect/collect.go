@@ -118,7 +118,7 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *observed.Snaps
 		if !f.Terminating() && !c.Preflight {
 			continue
 		}
-		t := &observed.Target{Ref: f.Ref(), Object: f.Object, Forecast: !f.Terminating()}
+		t := &observed.Target{Ref: f.Ref(), Object: f.Object, Whole: f.Whole, Forecast: !f.Terminating()}
 		if t.Forecast {
 			t.Cascade = c.Cascade
 		}
@@ -150,14 +150,18 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *observed.Snaps
 
 // readNamespaceTargets reads terminating namespaces in full (their
 // conditions): a GET each for a few, one list for many (the admission reader
-// takes their labels from them).
+// takes their labels from them); a namespace already read whole is converted.
 func (c *Collector) readNamespaceTargets(ctx context.Context, targets []*observed.Target) {
+	var toRead []*observed.Target
 	names := make([]string, 0, len(targets))
 	for _, t := range targets {
-		names = append(names, t.Ref.Name)
+		if t.Whole && fromUnstructured(t, new(corev1.Namespace), func(v *corev1.Namespace) { t.Namespace = v }) {
+			continue
+		}
+		toRead, names = append(toRead, t), append(names, t.Ref.Name)
 	}
 	found, errs := c.namespaces(ctx, names)
-	for _, t := range targets {
+	for _, t := range toRead {
 		if err := errs[t.Ref.Name]; err != nil {
 			c.skipTarget(t, skipOf(t.Ref.Resource+"/"+t.Ref.Name, err))
 			fromUnstructured(t, new(corev1.Namespace), func(v *corev1.Namespace) { t.Namespace = v })
@@ -182,11 +186,14 @@ func (c *Collector) namespaces(ctx context.Context, names []string) (map[string]
 	return found, errs
 }
 
-// fromUnstructured falls back to what was already read (the metadata at least).
-func fromUnstructured[T any](t *observed.Target, into *T, set func(*T)) {
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(t.Object.Object, into); err == nil {
-		set(into)
+// fromUnstructured gives a target the typed form of what was already read
+// (the metadata at least), and says whether it could.
+func fromUnstructured[T any](t *observed.Target, into *T, set func(*T)) bool {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(t.Object.Object, into); err != nil {
+		return false
 	}
+	set(into)
+	return true
 }
 
 // readNodes reads, once per node, the Node and its Lease for every pod

@@ -45,7 +45,7 @@ func TestFollow(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		col.Follow(context.Background(), []Found{{gvr, a.DeepCopy()}, {gvr, b.DeepCopy()}, {gvr, c.DeepCopy()}}, func(context.Context, time.Duration) error { return nil }, out)
+		col.Follow(context.Background(), []Found{{GVR: gvr, Object: a.DeepCopy()}, {GVR: gvr, Object: b.DeepCopy()}, {GVR: gvr, Object: c.DeepCopy()}}, func(context.Context, time.Duration) error { return nil }, out)
 	}()
 	gone := map[string]bool{}
 	collect := func(n int) {

@@ -15,6 +15,10 @@ import (
 type Found struct {
 	GVR    schema.GroupVersionResource
 	Object *unstructured.Unstructured
+	// Whole says Object is the object as the apiserver serves it (a named
+	// object Resolve read), not its metadata alone (a scan's): the
+	// collector then reads it no second time.
+	Whole bool
 }
 
 // Terminating reports whether the object has a deletionTimestamp.

@@ -25,8 +25,12 @@ import (
 )
 
 // readTyped reads the full object of a target (a scan only has its
-// metadata); when it cannot, it falls back to what was already read.
+// metadata); when it cannot, it falls back to what was already read. A
+// target read whole already is converted, not read again.
 func readTyped[T any](ctx context.Context, t *observed.Target, get func(context.Context, string, metav1.GetOptions) (*T, error), set func(*T)) {
+	if t.Whole && fromUnstructured(t, new(T), set) {
+		return
+	}
 	v, err := get(ctx, t.Ref.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Skipped = append(t.Skipped, skipOf(t.Ref.Resource+"/"+t.Ref.Name, err))
@@ -88,7 +92,7 @@ func (c *Collector) readObjects(ctx context.Context, targets []*observed.Target,
 	var order []*batch
 	for i, t := range targets {
 		gvr := gvrs[i]
-		if _, typed := typedReaders[gvr.GroupResource()]; typed || metadataOnly[gvr.GroupResource()] || !c.needs(t).Has(diagnose.ObjectEvidence) {
+		if _, typed := typedReaders[gvr.GroupResource()]; typed || t.Whole || metadataOnly[gvr.GroupResource()] || !c.needs(t).Has(diagnose.ObjectEvidence) {
 			single = append(single, i)
 			continue
 		}
@@ -142,7 +146,7 @@ func (c *Collector) readInFull(ctx context.Context, t *observed.Target, gvr sche
 		read(c, ctx, t)
 		return
 	}
-	if !metadataOnly[gvr.GroupResource()] {
+	if !metadataOnly[gvr.GroupResource()] && !t.Whole {
 		c.readWhole(ctx, t, gvr)
 	}
 }
@@ -171,13 +175,17 @@ func (c *Collector) readPod(ctx context.Context, t *observed.Target) {
 func (c *Collector) readPods(ctx context.Context, targets []*observed.Target, podCounts map[string]int) {
 	byNS := map[string][]*observed.Target{}
 	var namespaces []string
+	var single []*observed.Target
 	for _, t := range targets {
+		if t.Whole {
+			single = append(single, t) // converted, not read again
+			continue
+		}
 		if byNS[t.Ref.Namespace] == nil {
 			namespaces = append(namespaces, t.Ref.Namespace)
 		}
 		byNS[t.Ref.Namespace] = append(byNS[t.Ref.Namespace], t)
 	}
-	var single []*observed.Target
 	for _, ns := range namespaces {
 		ts := byNS[ns]
 		if len(ts) <= batchThreshold || podCounts[ns] == 0 || podCounts[ns] > 4*len(ts) {

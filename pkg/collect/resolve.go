@@ -157,7 +157,7 @@ func (c *Collector) Resolve(ctx context.Context, reqs []Request, scope Scope, ig
 			case getErr != nil:
 				return nil, getErr
 			}
-			out = append(out, Found{GVR: m.Resource, Object: obj})
+			out = append(out, Found{GVR: m.Resource, Object: obj, Whole: !metadataOnly[m.Resource.GroupResource()]})
 		}
 	}
 	return out, nil

@@ -317,6 +317,10 @@ type Admission struct {
 type Target struct {
 	Ref    ObjectRef                  `json:"ref"`
 	Object *unstructured.Unstructured `json:"object"`
+	// Whole says Object was read in full (a named object), not from a
+	// scan's metadata: the typed form comes from it, with no second read.
+	// A snapshot does not carry it: a loaded target is never read.
+	Whole bool `json:"-"`
 	// Forecast marks a preflight's target, not being deleted: what its
 	// deletion would run into is read and forecast.
 	Forecast bool `json:"forecast,omitempty"`
