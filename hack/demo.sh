@@ -38,7 +38,7 @@ echo
 step_detail="downloads_since $marker"
 step "downloading the plugin's Go modules" go mod download
 step_detail=
-step "building bin/kubectl-terminating" go build -ldflags "${LDFLAGS:-}" -o "$plugin" ./cmd/kubectl-terminating
+step "building bin/kubectl-terminating" env CGO_ENABLED=0 go build -ldflags "${LDFLAGS:-}" -o "$plugin" ./cmd/kubectl-terminating
 
 # Each command as a person types it (KUBECONFIG and PATH as said at the end).
 show() { printf '\n$ kubectl terminating %s\n' "$*"; "$plugin" "$@" || true; }
