@@ -118,6 +118,9 @@ func (o *Options) settle(sig, run context.Context, bound string, extra time.Dura
 // was waiting for; abandoned: the work did not return in time. An error
 // already explained (an inner settle's) is returned as it is.
 func (o *Options) explainRun(sig, run context.Context, bound string, extra time.Duration, doing string, err error, abandoned bool) error {
+	if doing == "" && (sig.Err() != nil || run.Err() != nil) {
+		doing = o.monitor.Doing() // the work returned first: what the cut ended
+	}
 	var explained *BoundError
 	var notReady *kube.NotReadyError
 	var internal *InternalError

@@ -93,5 +93,5 @@ func New(getter genericclioptions.RESTClientGetter) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Typed: typed, Metadata: md, Dynamic: dyn, Discovery: memory.NewMemCacheClient(disc), Mapper: mapper}, nil
+	return &Clients{Typed: typed, Metadata: md, Dynamic: dyn, Discovery: memory.NewMemCacheClient(disc), Mapper: WithBuiltins(mapper)}, nil
 }

@@ -60,6 +60,7 @@ type Monitor struct {
 	connected   bool         // a request got a connection (TCP and, for https, TLS done)
 	lastAnswer  time.Time
 	inflight    map[uint64]pending
+	cut         *pending // the oldest request ended unanswered by its context
 	nextID      uint64
 	health      *Health // the last probe's result
 	healthAt    int     // m.answered when it was probed
@@ -67,8 +68,16 @@ type Monitor struct {
 }
 
 type pending struct {
-	start       time.Time
+	start, end  time.Time // end: when it was cut (zero while in flight)
 	method, url string
+}
+
+// unanswered says how long p waited: until now, or until it was cut.
+func (p pending) unanswered() time.Duration {
+	if p.end.IsZero() {
+		return time.Since(p.start)
+	}
+	return p.end.Sub(p.start)
 }
 
 // NewMonitor is a monitor with the default bounds.
@@ -105,7 +114,7 @@ func (t *monitored) RoundTrip(req *http.Request) (*http.Response, error) {
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { t.m.gotConn() }}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	resp, err := t.rt.RoundTrip(req)
-	t.m.finished(id, err == nil)
+	t.m.finished(id, err == nil, req.Context().Err() != nil)
 	return resp, err
 }
 
@@ -131,9 +140,17 @@ func (m *Monitor) started(req *http.Request) uint64 {
 	return m.nextID
 }
 
-func (m *Monitor) finished(id uint64, answered bool) {
+// finished records a request's end. One its context cut (the run was
+// interrupted or timed out) is kept, the oldest of them: the cancellation
+// reaches a request that takes the run's context before the run can ask
+// what it waited for (Doing).
+func (m *Monitor) finished(id uint64, answered, cut bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if p := m.inflight[id]; cut && !answered && (m.cut == nil || p.start.Before(m.cut.start)) {
+		p.end = time.Now()
+		m.cut = &p
+	}
 	delete(m.inflight, id)
 	if answered {
 		m.answered++
@@ -179,8 +196,9 @@ func (m *Monitor) ExecCommand() string {
 }
 
 // Doing says what the run is waiting for now: the oldest request in flight
-// and how long it has been unanswered, or the credential plugin when no
-// request has reached the cluster; "" when nothing is awaited.
+// (or, when none is, the oldest its context cut) and how long it has been
+// unanswered, or the credential plugin when no request has reached the
+// cluster; "" when nothing is awaited.
 func (m *Monitor) Doing() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -190,17 +208,23 @@ func (m *Monitor) Doing() string {
 			ids = append(ids, id)
 		}
 		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		p := m.inflight[ids[0]]
-		s := fmt.Sprintf("waiting for %s %s (unanswered for %s", p.method, p.url, time.Since(p.start).Round(100*time.Millisecond))
+		s := m.inflight[ids[0]].waiting()
 		if n := len(ids) - 1; n > 0 {
 			s += fmt.Sprintf("; %s in flight", report.Count(n, "more request"))
 		}
 		return s + ")"
 	}
+	if m.cut != nil {
+		return m.cut.waiting() + ")"
+	}
 	if m.execCommand != "" && m.sent == 0 {
 		return fmt.Sprintf("waiting for the credential plugin %q (the kubeconfig user's exec command) to return a credential: no request reached the cluster", m.execCommand)
 	}
 	return ""
+}
+
+func (p pending) waiting() string {
+	return fmt.Sprintf("waiting for %s %s (unanswered for %s", p.method, p.url, p.unanswered().Round(100*time.Millisecond))
 }
 
 // stalled: a request has waited StallAfter with nothing answered meanwhile,

@@ -58,6 +58,9 @@ func report(o Options, sz sizes, results []Result, took time.Duration) string {
 const design = `
 ## How the plugin reads
 
+- The types a user names most (pods, namespaces, nodes, claims, volumes, services, configmaps, secrets, service accounts:
+  core/v1, the same on every server) resolve without discovery; any other name goes through kubectl's disk-cached mapper
+  (pkg/kube/builtin.go; TestTypeNamesResolveAsKubectlDoes holds every core name to kubectl's answer on the lab).
 - Discovery once per run, read fresh and kept in memory (not written to kubectl's disk cache), then every listable type in scope with the metadata
   client (PartialObjectMetadataList: names, finalizers, owners, deletion timestamps, never specs),
   16 lists in flight, pages of 500, 30 s per request unless --request-timeout says otherwise. The pace
