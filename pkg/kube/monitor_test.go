@@ -133,3 +133,40 @@ func TestStallAsksTheHealth(t *testing.T) {
 		t.Errorf("cause %v", cause)
 	}
 }
+
+// A request its context cuts is still what the run waited for once it has
+// ended: Doing names it, with how long it waited, while nothing is in
+// flight; an answered request is never named.
+func TestDoingNamesTheRequestItsContextCut(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/fast" {
+			fmt.Fprint(w, "{}")
+			return
+		}
+		<-r.Context().Done()
+	}))
+	defer func() { srv.CloseClientConnections(); srv.Close() }()
+	m := NewMonitor()
+	cfg := &rest.Config{Host: srv.URL}
+	m.observe(cfg)
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(ctx context.Context, path string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	get(context.Background(), "/api/fast")
+	if d := m.Doing(); d != "" {
+		t.Fatalf("after an answer, Doing = %q", d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	get(ctx, "/api/v1/pods")
+	if d := m.Doing(); !strings.HasPrefix(d, "waiting for GET "+srv.URL+"/api/v1/pods (unanswered for ") {
+		t.Errorf("after the cut, Doing = %q", d)
+	}
+}
