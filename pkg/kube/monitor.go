@@ -143,7 +143,8 @@ func (m *Monitor) started(req *http.Request) uint64 {
 // finished records a request's end. One its context cut (the run was
 // interrupted or timed out) is kept, the oldest of them: the cancellation
 // reaches a request that takes the run's context before the run can ask
-// what it waited for (Doing).
+// what it waited for (Doing). An answer after it says the run went on, and
+// the run did not wait for it (a read the plugin cancelled itself).
 func (m *Monitor) finished(id uint64, answered, cut bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -155,6 +156,7 @@ func (m *Monitor) finished(id uint64, answered, cut bool) {
 	if answered {
 		m.answered++
 		m.lastAnswer = time.Now()
+		m.cut = nil
 	}
 }
 

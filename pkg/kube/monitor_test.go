@@ -136,7 +136,8 @@ func TestStallAsksTheHealth(t *testing.T) {
 
 // A request its context cuts is still what the run waited for once it has
 // ended: Doing names it, with how long it waited, while nothing is in
-// flight; an answered request is never named.
+// flight and nothing was answered since; an answered request is never
+// named.
 func TestDoingNamesTheRequestItsContextCut(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/fast" {
@@ -168,5 +169,9 @@ func TestDoingNamesTheRequestItsContextCut(t *testing.T) {
 	get(ctx, "/api/v1/pods")
 	if d := m.Doing(); !strings.HasPrefix(d, "waiting for GET "+srv.URL+"/api/v1/pods (unanswered for ") {
 		t.Errorf("after the cut, Doing = %q", d)
+	}
+	get(context.Background(), "/api/fast")
+	if d := m.Doing(); d != "" {
+		t.Errorf("an answer after the cut: the run went on, but Doing = %q", d)
 	}
 }
