@@ -94,7 +94,7 @@ realnode-where-possible: ## make test's part: the real-node suite where a node c
 	else echo "realnode: NOT RUN: not root (the real-node suite needs root: apt, network namespaces, cgroups; make e2e-realnode as root)"; fi
 
 .PHONY: bench
-bench: build lab-bin ## Measure the plugin against the one-liner and the floor on the cases of issues 6, 12, 24 and 38; writes docs/performance.md (about 15 minutes)
+bench: build lab-bin ## Measure the plugin against the one-liner and the floor on the cases of issues 6, 12, 24 and 38; writes docs/performance.md (about 30 minutes on two cores)
 	cd test/e2e && go run ./cmd/bench -scale full -runs 5 -quick-runs 15 -plugin $(CURDIR)/bin/kubectl-terminating -bin $(LAB_BIN) -out $(CURDIR)/docs/performance.md
 
 .PHONY: bench-smoke
