@@ -12,7 +12,7 @@ import (
 // names: a CRD or an aggregated API cannot serve the legacy group, and
 // kubectl's own mapper prefers that group, so answering for these names
 // here says what kubectl's discovery would. The e2e test
-// TestBuiltinTypesAreTheServers holds each row to the server's discovery.
+// TestTypeNamesResolveAsKubectlDoes holds each row to kubectl's answer.
 type builtin struct {
 	kind       string
 	short      []string
