@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/lab"
 	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
@@ -163,7 +165,9 @@ func ownLabWith(t *testing.T, o lab.Options) (*lab.Lab, *scenario.Env) {
 // election, as a real control plane does: while it leads, nothing blames it;
 // once it is killed its Lease lapses, and what its controllers would remove
 // (a namespace's kubernetes finalizer, a claim's pvc-protection) is put
-// down to it, with the Lease as evidence.
+// down to it, with the Lease as evidence. cloud-controller-manager's half is
+// judged by its Lease the same way: a LoadBalancer Service's cleanup
+// finalizer is not blamed on it while the Lease is renewed, and is once not.
 func TestControllerManagerGone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -183,6 +187,29 @@ func TestControllerManagerGone(t *testing.T) {
 		must(env2.Namespace(ctx, ns))
 	}
 
+	// cloud-controller-manager, whose service controller removes a
+	// LoadBalancer Service's cleanup finalizer, is emulated by its Lease
+	// alone, as k8s.io/cloud-provider's leader election writes it (the lab
+	// runs no cloud): renewed now, it leads and is not blamed.
+	ccm := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "cloud-controller-manager", Namespace: "kube-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("cp-2_5d0c7a9e"), LeaseDurationSeconds: ptr.To[int32](15),
+			AcquireTime: &metav1.MicroTime{Time: time.Now().Add(-time.Hour)}, RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+	ccm, err := leases.Create(ctx, ccm, metav1.CreateOptions{})
+	must(err)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Finalizers: []string{"service.kubernetes.io/load-balancer-cleanup"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	_, err = env2.Client.CoreV1().Services("claims").Create(ctx, svc, metav1.CreateOptions{})
+	must(err)
+	must(env2.Client.CoreV1().Services("claims").Delete(ctx, "web", metav1.DeleteOptions{}))
+	r, _ := diagnoseIn(t, own.Kubeconfig, "why", "svc/web", "-n", "claims")
+	if codes := codesOf(only(t, r)); len(codes) == 0 || slices.Contains(codes, "ControllerManagerNotLeading") {
+		t.Errorf("cloud-controller-manager leads, yet it is blamed (or nothing is said): %v", codes)
+	}
+	// Its last replica stopped ten minutes ago: the Lease was not renewed since.
+	ccm.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-10 * time.Minute)}
+	_, err = leases.Update(ctx, ccm, metav1.UpdateOptions{})
+	must(err)
+
 	// It leads: the namespace controller acts, and the plugin says nothing of it.
 	must(env2.ConfigMapWithFinalizer(ctx, "running", "held", "e2e.example.com/hold"))
 	must(env2.Client.CoreV1().Namespaces().Delete(ctx, "running", metav1.DeleteOptions{}))
@@ -190,7 +217,7 @@ func TestControllerManagerGone(t *testing.T) {
 		ns, err := env2.Client.CoreV1().Namespaces().Get(ctx, "running", metav1.GetOptions{})
 		return err == nil && len(ns.Status.Conditions) > 0, nil
 	}))
-	r, _ := diagnoseIn(t, own.Kubeconfig, "why", "ns/running")
+	r, _ = diagnoseIn(t, own.Kubeconfig, "why", "ns/running")
 	if codes := codesOf(only(t, r)); slices.Contains(codes, "ControllerManagerNotLeading") {
 		t.Errorf("kube-controller-manager leads, yet it is blamed: %v", codes)
 	}
@@ -210,14 +237,16 @@ func TestControllerManagerGone(t *testing.T) {
 	// The plugin takes a holder as gone a minute past the Lease's duration.
 	time.Sleep(time.Until(lease.Spec.RenewTime.Add(4*time.Second + time.Minute + 2*time.Second)))
 
-	holder := *lease.Spec.HolderIdentity
 	for _, tc := range []struct {
 		args      []string
+		lease     *coordinationv1.Lease
 		finalizer string
 	}{
-		{[]string{"why", "ns/orphaned"}, "kubernetes"},
-		{[]string{"why", "pvc/data", "-n", "claims"}, "kubernetes.io/pvc-protection"},
+		{[]string{"why", "ns/orphaned"}, lease, "kubernetes"},
+		{[]string{"why", "pvc/data", "-n", "claims"}, lease, "kubernetes.io/pvc-protection"},
+		{[]string{"why", "svc/web", "-n", "claims"}, ccm, "service.kubernetes.io/load-balancer-cleanup"},
 	} {
+		name, holder := tc.lease.Name, *tc.lease.Spec.HolderIdentity
 		r, res := diagnoseIn(t, own.Kubeconfig, tc.args...)
 		it := only(t, r)
 		if res.code != 2 || len(it.Causes) == 0 || it.Causes[0].Code != "ControllerManagerNotLeading" {
@@ -225,11 +254,11 @@ func TestControllerManagerGone(t *testing.T) {
 			continue
 		}
 		top := it.Causes[0]
-		if !strings.Contains(top.Summary, "kube-controller-manager is not running") || !strings.Contains(top.Summary, fmt.Sprintf("(last held by %q), so nothing removes %s", holder, tc.finalizer)) {
+		if !strings.HasPrefix(top.Summary, name+" is not running") || !strings.Contains(top.Summary, fmt.Sprintf("(last held by %q), so nothing removes %s", holder, tc.finalizer)) {
 			t.Errorf("%v: summary %q", tc.args, top.Summary)
 		}
 		if f := top.Facts[0]; f.Field != "spec.renewTime" || f.Object == nil || f.Object.Kind != "Lease" || f.Object.Namespace != "kube-system" ||
-			f.Object.Name != "kube-controller-manager" || f.Value != lease.Spec.RenewTime.UTC().Format(time.RFC3339) {
+			f.Object.Name != name || f.Value != tc.lease.Spec.RenewTime.UTC().Format(time.RFC3339) {
 			t.Errorf("%v: the lease's fact %+v", tc.args, f)
 		}
 	}
