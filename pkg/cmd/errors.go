@@ -155,11 +155,12 @@ func bareContextError(err error) bool {
 	return err == context.Canceled || err == context.DeadlineExceeded
 }
 
-// requestCancelled: the error is one request ended by the bound, which
-// Doing already names.
+// requestCancelled: the error comes of a request the bound ended ("could
+// not list any of the 1 resource types in scope: Get URL: context deadline
+// exceeded"), which Doing already names.
 func requestCancelled(err error) bool {
 	var urlErr *url.Error
-	return errors.As(err, &urlErr) && err == error(urlErr) && bareContextError(urlErr.Err)
+	return errors.As(err, &urlErr) && bareContextError(urlErr.Err)
 }
 
 // InternalError is a panic recovered at the top: a bug, exit 1 (never
