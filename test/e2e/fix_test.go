@@ -311,11 +311,10 @@ func TestFixClearsEachFixableClass(t *testing.T) {
 		if err := env.CustomResource(ctx, group, "Doohickey", "doohickeys", ns, "d0", "fixns.example.com/cleanup"); err != nil {
 			t.Fatal(err)
 		}
-		deleted := time.Now()
 		if err := env.DeleteNamespace(ctx, ns, "NamespaceFinalizersRemaining"); err != nil {
 			t.Fatal(err)
 		}
-		settle(t, deleted)
+		settle(t, time.Now()) // see settle
 		blockersSettled(t, env.Dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "doohickeys"}).Namespace(ns), "d0")
 		rec, res := fixByDigest(t, "ns/"+ns, "--max-risk", "high", "--settle", "60s")
 		gone(t, rec, res)

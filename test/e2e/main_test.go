@@ -308,6 +308,12 @@ func heldByFinalizer(t *testing.T, ns, name, finalizer string) time.Time {
 	return deadline
 }
 
+// settle waits until deadline is 31 s behind: what was deleted then is
+// past the 30 s in which what remains is progress. For a namespace's
+// leftovers, pass the moment DeleteNamespace returned (the namespace
+// controller writes its conditions after deleting the content), not the
+// namespace's own DELETE: on a loaded machine the controller starts seconds
+// later, and leftovers it deleted 29 s ago are still progress.
 func settle(t *testing.T, deadline time.Time) {
 	t.Helper()
 	if d := time.Until(deadline.Add(31 * time.Second)); d > 0 {

@@ -32,15 +32,15 @@ func TestNamespaceHeldByCustomResourceFinalizers(t *testing.T) {
 		t.Errorf("preflight: exit %d %+v", pres.code, fc)
 	}
 	// The real namespace controller deletes the content and reports what holds it.
-	deleted := time.Now()
 	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceFinalizersRemaining); err != nil {
 		t.Fatal(err)
 	}
+	emptied := time.Now() // see settle
 	// Seconds after the delete, what remains is progress; then it is stuck.
 	if r, res := diagnose(t, "why", "ns/"+ns); res.code != 0 || only(t, r).Stuck {
 		t.Errorf("right after the delete: exit %d, want 0 and not stuck", res.code)
 	}
-	settle(t, deleted)
+	settle(t, emptied)
 
 	r, res := diagnose(t, "why", "ns/"+ns)
 	if res.code != 2 {
@@ -185,11 +185,10 @@ func TestNamespaceWithThousandsOfLeftovers(t *testing.T) {
 			t.Logf("releasing the bulk objects: %v", err)
 		}
 	})
-	deleted := time.Now()
 	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceFinalizersRemaining); err != nil {
 		t.Fatal(err)
 	}
-	settle(t, deleted)
+	settle(t, time.Now()) // see settle
 
 	r, res := diagnose(t, "why", "ns/"+ns)
 	it := only(t, r)

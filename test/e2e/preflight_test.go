@@ -94,11 +94,10 @@ func TestPreflightOperatorInItsOwnNamespace(t *testing.T) {
 	if r, res := diagnose(t, "preflight", "gizmos."+group+"/g1", "-n", ns); res.code != 0 || only(t, r).Stuck {
 		t.Errorf("preflight of the resource alone: exit %d %+v", res.code, r.Items)
 	}
-	deleted := time.Now()
 	if err := env.DeleteNamespace(ctx, ns, corev1.NamespaceFinalizersRemaining); err != nil {
 		t.Fatal(err)
 	}
-	settle(t, deleted)
+	settle(t, time.Now()) // see settle
 	r, res = diagnose(t, "why", "ns/"+ns)
 	if it := only(t, r); res.code != 2 || codesOf(it)[0] != "FinalizerPending" {
 		t.Errorf("why after the delete: exit %d %v", res.code, codesOf(it))
