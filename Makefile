@@ -47,7 +47,7 @@ lab-down: ## Stop the lab that `make demo` left running
 	@cd test/e2e && go run ./cmd/lab down -dir $(LAB_RUN)
 
 .PHONY: test
-test: lint unit fuzz e2e realnode-where-possible bench-smoke release-check ## Everything: lint, unit and golden tests, fuzzing, e2e on the lab and on a real node, a tiny bench, release files
+test: lint unit fuzz suites bench-smoke release-check ## Everything: lint, unit and golden tests, fuzzing, e2e on the lab and on a real node, a tiny bench, release files
 
 .PHONY: unit
 unit: host-tools ## Unit, golden-output and command tests (no cluster)
@@ -75,7 +75,14 @@ E2E_PARALLEL ?= 4
 
 .PHONY: e2e
 e2e: build lab-bin host-tools ## Black-box tests of the built plugin against the lab
+	$(MAKE) --no-print-directory e2e-run
+
+# The suites alone, once what they need is built (suites runs them side by side).
+.PHONY: e2e-run realnode-run
+e2e-run:
 	cd test/e2e && PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) go test -count=1 -parallel $(E2E_PARALLEL) -timeout 30m .
+realnode-run:
+	cd test/e2e && REALNODE_E2E=$(REALNODE_E2E) PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) REALNODE_BIN_DIR=$(LAB_BIN)/realnode go test -count=1 -v -timeout 10m ./realnode/
 
 .PHONY: realnode-bin
 realnode-bin: ## Prepare a real node (issue 28): apt containerd, runc, CNI plugins, busybox; the kubelet from Go modules; local images (once)
@@ -86,12 +93,23 @@ realnode-bin: ## Prepare a real node (issue 28): apt containerd, runc, CNI plugi
 REALNODE_E2E ?= 1
 .PHONY: e2e-realnode
 e2e-realnode: build lab-bin realnode-bin ## The plugin against a real kubelet and containerd (root, cgroups)
-	cd test/e2e && REALNODE_E2E=$(REALNODE_E2E) PLUGIN_BIN=$(CURDIR)/bin/kubectl-terminating LAB_BIN_DIR=$(LAB_BIN) REALNODE_BIN_DIR=$(LAB_BIN)/realnode go test -count=1 -v -timeout 10m ./realnode/
+	$(MAKE) --no-print-directory realnode-run
 
 .PHONY: realnode-where-possible
-realnode-where-possible: ## make test's part: the real-node suite where a node can run (root, cgroups), else it says why it did not run
+realnode-where-possible: ## The real-node suite where a node can run (root, cgroups), else it says why it did not run
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory e2e-realnode REALNODE_E2E=auto; \
 	else echo "realnode: NOT RUN: not root (the real-node suite needs root: apt, network namespaces, cgroups; make e2e-realnode as root)"; fi
+
+# make test's suites: the lab's and, where a node can run, the real node's,
+# side by side once what they need is built. Each runs labs of its own and
+# mostly waits on them (the two cores were 40% busy when they ran one after
+# the other); each one's output is printed when it ends.
+.PHONY: suites
+suites: build lab-bin host-tools ## The e2e suite and, as root, the real-node suite, side by side
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory realnode-bin && \
+		$(MAKE) --no-print-directory -j2 --output-sync=target e2e-run realnode-run REALNODE_E2E=auto; \
+	else echo "realnode: NOT RUN: not root (the real-node suite needs root: apt, network namespaces, cgroups; make e2e-realnode as root)"; \
+		$(MAKE) --no-print-directory e2e-run; fi
 
 .PHONY: bench
 bench: build lab-bin ## Measure the plugin against the one-liner and the floor on the cases of issues 6, 12, 24 and 38; writes docs/performance.md (about 30 minutes on two cores)
@@ -148,4 +166,4 @@ clean: lab-down
 
 .PHONY: help
 help:
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'

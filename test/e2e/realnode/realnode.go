@@ -223,8 +223,9 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 func (n *Node) path(p string) string { return filepath.Join(n.Dir, p) }
 
 // makeNetNS makes the node's network namespace, joined to the machine by a
-// veth pair in a free /30 of 198.19.252.0/22 (the top of 198.18.0.0/15, away
-// from the test hosts of the main lab): the node's address is the peer's.
+// veth pair in a free /30 of 198.19.252.0/22 (198.19.0.0/16 is the real
+// node's; the main lab's test hosts, whose suite runs beside this one, are in
+// 198.18.0.0/16): the node's address is the peer's.
 func (n *Node) makeNetNS() error {
 	used, _ := exec.Command("ip", "-o", "-4", "addr", "show").Output()
 	var machine, peer string
@@ -856,14 +857,17 @@ func firewallRules() []string {
 	return rules
 }
 
-// links are the names of the machine's network interfaces.
+// links are the names of the machine's network interfaces, but the main
+// lab's test hosts'.
 func links() []string {
 	out, _ := exec.Command("ip", "-o", "link", "show").Output()
 	var names []string
 	for _, l := range strings.Split(string(out), "\n") {
 		if f := strings.Fields(l); len(f) > 1 {
 			name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
-			names = append(names, name)
+			if !scenario.IsTestHostLink(name) { // the main lab's test hosts come and go while a real node runs
+				names = append(names, name)
+			}
 		}
 	}
 	return names

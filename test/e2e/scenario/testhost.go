@@ -27,12 +27,14 @@ var testHosts atomic.Int32
 func NewTestHost() (*TestHost, error) {
 	n := int(testHosts.Add(1))
 	id := fmt.Sprintf("%s%d", hostPrefix(), n)
-	// A /30 of its own in 198.18.0.0/15, from the pid and a counter.
-	block := (os.Getpid()*16 + n) % (1 << 15)
-	base := net.IPv4(198, byte(18+block>>14), byte(block>>6), byte(block&63)<<2)
+	// A /30 of its own in 198.18.0.0/16, from the pid and a counter:
+	// 198.19.0.0/16 is the real node's (realnode.go), whose suite runs
+	// beside this one.
+	block := (os.Getpid()*16 + n) % (1 << 14)
+	base := net.IPv4(198, 18, byte(block>>6), byte(block&63)<<2)
 	h := &TestHost{Name: id, MachineIP: addIP(base, 1), PeerIP: addIP(base, 2)}
 	suffix := strings.TrimPrefix(id, "kt-")
-	machineEnd, peerEnd := "kta"+suffix, "ktb"+suffix
+	machineEnd, peerEnd := testHostLinkPrefixes[0]+suffix, testHostLinkPrefixes[1]+suffix
 	steps := [][]string{
 		{"netns", "add", h.Name},
 		{"link", "add", machineEnd, "type", "veth", "peer", "name", peerEnd},
@@ -50,6 +52,15 @@ func NewTestHost() (*TestHost, error) {
 		}
 	}
 	return h, nil
+}
+
+// testHostLinkPrefixes begin the names of a test host's veth ends: the
+// machine's, then the host's.
+var testHostLinkPrefixes = [2]string{"kta", "ktb"}
+
+// IsTestHostLink says whether a network interface is a test host's end.
+func IsTestHostLink(name string) bool {
+	return strings.HasPrefix(name, testHostLinkPrefixes[0]) || strings.HasPrefix(name, testHostLinkPrefixes[1])
 }
 
 func addIP(base net.IP, n byte) string {
