@@ -95,14 +95,10 @@ REALNODE_E2E ?= 1
 e2e-realnode: build lab-bin realnode-bin ## The plugin against a real kubelet and containerd (root, cgroups)
 	$(MAKE) --no-print-directory realnode-run
 
-.PHONY: realnode-where-possible
-realnode-where-possible: ## The real-node suite where a node can run (root, cgroups), else it says why it did not run
-	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory e2e-realnode REALNODE_E2E=auto; \
-	else echo "realnode: NOT RUN: not root (the real-node suite needs root: apt, network namespaces, cgroups; make e2e-realnode as root)"; fi
-
-# make test's suites: the lab's and, where a node can run, the real node's,
-# side by side once what they need is built. Each runs labs of its own and
-# mostly waits on them (the two cores were 40% busy when they ran one after
+# make test's suites: the lab's and, where a node can run (root, cgroups;
+# elsewhere it says why it did not run), the real node's, side by side once
+# what they need is built. Each runs labs of its own and mostly waits on them
+# (a whole make test kept 0.8 of the two cores busy when they ran one after
 # the other); each one's output is printed when it ends.
 .PHONY: suites
 suites: build lab-bin host-tools ## The e2e suite and, as root, the real-node suite, side by side
