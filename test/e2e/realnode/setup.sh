@@ -36,9 +36,10 @@ if [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$out/kubelet" ]; t
 else
   echo "building the kubelet $KUBE_VERSION into $out (about 5 minutes of CPU on a cold cache)..."
   rm -f "$out/.stamp"
-  # CGO_ENABLED=0 shares more of the control plane's build cache.
-  (cd "$here/tools/kubelet" && CGO_ENABLED=0 go build -o "$out/kubelet" \
-    -ldflags "-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean" \
+  # Static and path-trimmed, as the control plane (test/e2e/lab/build.sh):
+  # it shares their build cache.
+  (cd "$here/tools/kubelet" && CGO_ENABLED=0 go build -trimpath -o "$out/kubelet" \
+    -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean" \
     k8s.io/kubernetes/cmd/kubelet)
   echo "$stamp" > "$out/.stamp"
 fi
