@@ -28,7 +28,7 @@ HOST_RELEASE_CONFIG := $(CURDIR)/.lab/run/goreleaser-host.yaml
 # twice over (the control plane with cgo, the kubelet without).
 # test/e2e/lab/build.sh and test/e2e/realnode/setup.sh build so on their own.
 export CGO_ENABLED := 0
-export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 # Static, as the release builds it: with cgo, kustomize's import of `plugin`
 # makes the linker export every symbol (74 MB against 56), which costs each run

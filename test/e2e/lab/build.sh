@@ -36,7 +36,7 @@ up_to_date() {
 # detector's tests (one compile of the packages they share), without the
 # symbol table and DWARF, which no test reads (a shorter link).
 export CGO_ENABLED=0
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
+case " ${GOFLAGS:-} " in *" -trimpath "*) ;; *) export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" ;; esac
 NO_DEBUG="-s -w"
 
 # ldflags VERSION: the version kube-apiserver serves on /version.
