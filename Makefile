@@ -60,7 +60,7 @@ test: checks-and-builds suites bench-smoke release-check ## Everything: lint, un
 
 # make test's first half: the checks beside the builds the suites and the
 # release check need. With empty Go caches the builds are most of a run (the
-# lab's nine binaries alone took 26 minutes), downloading modules and linking
+# lab's nine binaries alone took 30 minutes), downloading modules and linking
 # on one core at times, while the checks' tests leave a core idle; with warm
 # caches the builds take seconds. host-tools goes first: realnode-bin runs apt
 # too, and apt takes a lock.
