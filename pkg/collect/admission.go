@@ -80,21 +80,12 @@ type admissionRead struct {
 // bindings, at once (one round trip, not four), each once per run: the
 // scan may have started them (early.go).
 func (c *Collector) admissionLists(ctx context.Context) admissionRead {
-	api := c.Clients.Typed.AdmissionregistrationV1()
 	var r admissionRead
 	concurrently(
-		func() {
-			r.validating, r.errs[0] = listOnce[admissionregistrationv1.ValidatingWebhookConfiguration](c, ctx, "validatingwebhookconfigurations", pages(api.ValidatingWebhookConfigurations().List))
-		},
-		func() {
-			r.mutating, r.errs[1] = listOnce[admissionregistrationv1.MutatingWebhookConfiguration](c, ctx, "mutatingwebhookconfigurations", pages(api.MutatingWebhookConfigurations().List))
-		},
-		func() {
-			r.policies, r.errs[2] = listOnce[admissionregistrationv1.ValidatingAdmissionPolicy](c, ctx, "validatingadmissionpolicies", pages(api.ValidatingAdmissionPolicies().List))
-		},
-		func() {
-			r.bindings, r.errs[3] = listOnce[admissionregistrationv1.ValidatingAdmissionPolicyBinding](c, ctx, "validatingadmissionpolicybindings", pages(api.ValidatingAdmissionPolicyBindings().List))
-		},
+		func() { r.validating, r.errs[0] = validatingWebhookList.read(c, ctx) },
+		func() { r.mutating, r.errs[1] = mutatingWebhookList.read(c, ctx) },
+		func() { r.policies, r.errs[2] = admissionPolicyList.read(c, ctx) },
+		func() { r.bindings, r.errs[3] = admissionBindingList.read(c, ctx) },
 	)
 	return r
 }

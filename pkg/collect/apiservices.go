@@ -54,7 +54,7 @@ func (c *Collector) readAPIServices(ctx context.Context, s *observed.Snapshot) {
 
 // apiServiceList lists the APIServices, once a run.
 func (c *Collector) apiServiceList(ctx context.Context) ([]unstructured.Unstructured, error) {
-	return listOnce[unstructured.Unstructured](c, ctx, "apiservices", pages(c.Clients.Dynamic.Resource(apiServices).List))
+	return apiServiceTypeList.read(c, ctx)
 }
 
 func apiServiceOf(u *unstructured.Unstructured) observed.APIService {

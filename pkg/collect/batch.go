@@ -13,6 +13,21 @@ import (
 // paginated list costs fewer requests than a GET of each.
 const batchThreshold = 8
 
+// pick is the named objects of all, by name.
+func pick[T any](all []T, names []string, nameOf func(*T) string) map[string]*T {
+	wanted := make(map[string]bool, len(names))
+	for _, n := range names {
+		wanted[n] = true
+	}
+	found := map[string]*T{}
+	for i := range all {
+		if n := nameOf(&all[i]); wanted[n] {
+			found[n] = &all[i]
+		}
+	}
+	return found
+}
+
 // getOrList reads the named objects of one kind: a GET each, in parallel, for
 // a few; one paginated list for many. Names that do not exist are absent
 // from found; errs holds the other failures by name (a failed list fails
@@ -30,16 +45,7 @@ func getOrList[T any](ctx context.Context, c *Collector, names []string,
 			}
 			return found, errs
 		}
-		wanted := make(map[string]bool, len(names))
-		for _, n := range names {
-			wanted[n] = true
-		}
-		for i := range all {
-			if n := nameOf(&all[i]); wanted[n] {
-				found[n] = &all[i]
-			}
-		}
-		return found, errs
+		return pick(all, names, nameOf), errs
 	}
 	var mu sync.Mutex
 	c.parallel(len(names), func(i int) {

@@ -172,12 +172,18 @@ func (c *Collector) readNamespaceTargets(ctx context.Context, targets []*observe
 }
 
 // namespaces reads the named namespaces in full (a GET each for a few, one
-// list for many); a name not found has a NotFound error.
+// list for many), unless the scan read them all (shared.go); a name not
+// found has a NotFound error.
 func (c *Collector) namespaces(ctx context.Context, names []string) (map[string]*corev1.Namespace, map[string]error) {
-	api := c.Clients.Typed.CoreV1().Namespaces()
-	found, errs := getOrList(ctx, c, names, api.Get,
-		pages(api.List),
-		func(n *corev1.Namespace) string { return n.Name })
+	nameOf := func(n *corev1.Namespace) string { return n.Name }
+	var found map[string]*corev1.Namespace
+	errs := map[string]error{}
+	if all, ok := c.listedNamespaces(ctx); ok {
+		found = pick(all, names, nameOf)
+	} else {
+		api := c.Clients.Typed.CoreV1().Namespaces()
+		found, errs = getOrList(ctx, c, names, api.Get, pages(api.List), nameOf)
+	}
 	for _, n := range names {
 		if errs[n] == nil && found[n] == nil {
 			errs[n] = apierrors.NewNotFound(corev1.Resource("namespaces"), n)

@@ -106,19 +106,16 @@ func (c *Collector) controllerLists(ctx context.Context) {
 // crdNames lists the CRDs' metadata (their names say their groups), once
 // per run.
 func (c *Collector) crdNames(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
-	return listOnce[metav1.PartialObjectMetadata](c, ctx, "customresourcedefinitions metadata", pages(c.Clients.Metadata.Resource(crdResource).List))
+	return crdNameList.read(c, ctx)
 }
 
 // workloadLists lists the Deployments, StatefulSets and DaemonSets at once,
 // each once per run: the scan may have started them (early.go).
 func (c *Collector) workloadLists(ctx context.Context) (d []appsv1.Deployment, st []appsv1.StatefulSet, ds []appsv1.DaemonSet, dErr, stErr, dsErr error) {
-	apps := c.Clients.Typed.AppsV1()
 	concurrently(
-		func() { d, dErr = listOnce[appsv1.Deployment](c, ctx, "deployments", pages(apps.Deployments("").List)) },
-		func() {
-			st, stErr = listOnce[appsv1.StatefulSet](c, ctx, "statefulsets", pages(apps.StatefulSets("").List))
-		},
-		func() { ds, dsErr = listOnce[appsv1.DaemonSet](c, ctx, "daemonsets", pages(apps.DaemonSets("").List)) },
+		func() { d, dErr = deploymentList.read(c, ctx) },
+		func() { st, stErr = statefulSetList.read(c, ctx) },
+		func() { ds, dsErr = daemonSetList.read(c, ctx) },
 	)
 	return
 }

@@ -83,19 +83,12 @@ type rbacRead struct {
 // rbacLists lists the roles and their bindings at once, each once per run:
 // the scan may have started them (early.go).
 func (c *Collector) rbacLists(ctx context.Context) rbacRead {
-	r := c.Clients.Typed.RbacV1()
 	var out rbacRead
 	concurrently(
-		func() {
-			out.clusterRoles, out.errs[0] = listOnce[rbacv1.ClusterRole](c, ctx, "clusterroles", pages(r.ClusterRoles().List))
-		},
-		func() {
-			out.clusterBindings, out.errs[1] = listOnce[rbacv1.ClusterRoleBinding](c, ctx, "clusterrolebindings", pages(r.ClusterRoleBindings().List))
-		},
-		func() { out.roles, out.errs[2] = listOnce[rbacv1.Role](c, ctx, "roles", pages(r.Roles("").List)) },
-		func() {
-			out.bindings, out.errs[3] = listOnce[rbacv1.RoleBinding](c, ctx, "rolebindings", pages(r.RoleBindings("").List))
-		},
+		func() { out.clusterRoles, out.errs[0] = clusterRoleList.read(c, ctx) },
+		func() { out.clusterBindings, out.errs[1] = clusterRoleBindingList.read(c, ctx) },
+		func() { out.roles, out.errs[2] = roleList.read(c, ctx) },
+		func() { out.bindings, out.errs[3] = roleBindingList.read(c, ctx) },
 	)
 	return out
 }

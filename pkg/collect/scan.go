@@ -132,6 +132,7 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 	tr := c.track(phase, len(mappings))
 	defer tr.finish()
 	c.recordScanStart(scope, mappings)
+	mappings = scanOrder(mappings, scope)
 	// A type that cannot be listed is a skip: nothing cancels the others.
 	c.parallel(len(mappings), func(i int) {
 		m := mappings[i]
@@ -191,8 +192,16 @@ func isNamespaces(gvr schema.GroupVersionResource) bool {
 }
 
 // listEach lists one type in scope with the metadata client, page by page,
-// and visits every page. A type that went away lists as empty.
+// and visits every page; of a type a source lists too, it visits that list
+// instead (shared.go), unless that list failed. A type that went away lists
+// as empty.
 func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker, visit func([]metav1.PartialObjectMetadata) error) error {
+	if l := c.sharedList(m, scope); l != nil {
+		if items, err := l.metadata(c, ctx); err == nil {
+			tr.page(len(items))
+			return typeListed(tr, visit(items))
+		}
+	}
 	ri := c.Clients.Metadata.Resource(m.Resource)
 	opts := metav1.ListOptions{LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector}
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
@@ -209,9 +218,15 @@ func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Sco
 		tr.page(len(page.Items))
 		return visit(page.Items)
 	})
+	return typeListed(tr, err)
+}
+
+// typeListed ends a type's list: a type that went away, or does not really
+// list, listed as empty.
+func typeListed(tr *tracker, err error) error {
 	tr.typeDone()
 	if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
-		return nil // the type went away, or does not really list
+		return nil
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,12 +14,66 @@ import (
 
 // A run reads each object once: the objects the user names are read whole
 // by the resolve and not read again for their typed form (a pod, a
-// namespace), and no other read repeats. Discovery (the API's own
-// documents, which the REST mapper and the scan each ask for) is left out.
+// namespace), and no other read repeats but one: `why -n` lists the
+// namespace's events twice, their metadata in its scan and the events
+// whole, for the objects' rules (the scan does not share that list yet).
+// Discovery (the API's own documents, which the REST mapper and the scan
+// each ask for) is left out.
 func TestEachObjectReadOnce(t *testing.T) {
 	t.Parallel()
+	ns := heldNamespace(t, "read-once")
+	reads := countReads(t)
+	for _, args := range [][]string{{"why", "pods", "cache-0", "-n", ns}, {"why", "ns/" + ns}, {"why", "-n", ns}} {
+		reads.reset()
+		r, res := diagnoseIn(t, reads.kubeconfig, args...)
+		if res.code != 0 && res.code != 2 { // within the settle time, or stuck
+			t.Errorf("%v: exit %d\n%s", args, res.code, res.stderr)
+		}
+		if args[1] == "pods" { // the checks read the pod's status: its typed form came from the resolve
+			expectChecks(t, only(t, r), map[string]string{"containers stopped": "pass", "final delete admitted": "pass", "finalizers cleared": "fail"})
+		}
+		scanned := args[1] == "-n"
+		reads.expectOnce(t, fmt.Sprint(args), func(read string) bool {
+			return scanned && strings.HasPrefix(read, "/api/v1/namespaces/"+ns+"/events?")
+		})
+	}
+}
+
+// list -A lists each type once. The types a source reads whole whatever
+// the targets (the workloads, the RBAC grants, the admission
+// configurations, the APIServices, the CRDs' names) are read by one list the
+// scan shares with the source once a target found has started it, and the
+// namespaces, whose terminating ones are read whole, by one list of them
+// all. Only the nodes and the events, which the diagnosis reads whole after
+// the scan, by one list when many are needed (a GET or a list of a
+// namespace for a few), may be listed twice: the scan lists their metadata,
+// and reading every event whole to spare that list would cost far more than
+// it saves.
+func TestListAllListsEachTypeOnce(t *testing.T) {
+	t.Parallel()
+	heldNamespace(t, "list-once")
+	reads := countReads(t)
+	res := runWith(t, "--kubeconfig", reads.kubeconfig, "list", "-A", "-o", "json")
+	if res.code != 0 && res.code != 2 {
+		t.Fatalf("list -A: exit %d\n%s", res.code, res.stderr)
+	}
+	reads.expectOnce(t, "list -A", readWholeAfterTheScan)
+}
+
+// readWholeAfterTheScan: uri lists every node or event, which the
+// diagnosis reads whole after the scan's metadata list when many are needed.
+func readWholeAfterTheScan(uri string) bool {
+	path, _, _ := strings.Cut(uri, "?")
+	return path == "/api/v1/nodes" || path == "/api/v1/events"
+}
+
+// heldNamespace makes namespace name with a pod and a ConfigMap held by
+// third-party finalizers (whose rules read the controllers and admission),
+// and deletes it: it stays, Terminating.
+func heldNamespace(t *testing.T, name string) string {
+	t.Helper()
 	ctx := context.Background()
-	ns := namespace(t, "read-once")
+	ns := namespace(t, name)
 	heldByFinalizer(t, ns, "cache-0", "example.com/drain")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Finalizers: []string{"ledger.tidy.io/archive"}}}
 	if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -27,37 +82,53 @@ func TestEachObjectReadOnce(t *testing.T) {
 	if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var reads map[string]int
+	return ns
+}
+
+// readCounts counts the reads (GETs) made through an interposer, by what
+// they read: the path and the query but for the timeout parameter, which
+// the metadata and dynamic clients send and the typed clients do not (the
+// same list, whatever the client).
+type readCounts struct {
+	kubeconfig string
+	mu         sync.Mutex
+	reads      map[string]int
+}
+
+func countReads(t *testing.T) *readCounts {
+	t.Helper()
+	c := &readCounts{reads: map[string]int{}}
 	p := startInterposer(t, func(_ int, _ []string, r *http.Request) {
 		if r.Method != http.MethodGet || isDiscovery(r.URL.Path) {
 			return
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		reads[r.URL.RequestURI()]++
+		q := r.URL.Query()
+		q.Del("timeout")
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.reads[r.URL.Path+"?"+q.Encode()]++
 	}, func(int, *http.Request, int, []byte) {})
-	kubeconfig := p.kubeconfig(t)
-	for _, args := range [][]string{{"why", "pods", "cache-0", "-n", ns}, {"why", "ns/" + ns}, {"why", "-n", ns}} {
-		mu.Lock()
-		reads = map[string]int{}
-		mu.Unlock()
-		r, res := diagnoseIn(t, kubeconfig, args...)
-		if res.code != 0 && res.code != 2 { // within the settle time, or stuck
-			t.Errorf("%v: exit %d\n%s", args, res.code, res.stderr)
+	c.kubeconfig = p.kubeconfig(t)
+	return c
+}
+
+func (c *readCounts) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads = map[string]int{}
+}
+
+// expectOnce fails for each read made more than once, unless allowed.
+func (c *readCounts) expectOnce(t *testing.T, run string, allowed func(string) bool) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for read, n := range c.reads {
+		if n > 1 && !allowed(read) {
+			t.Errorf("%s: GET %s %d times", run, read, n)
 		}
-		if args[1] == "pods" { // the checks read the pod's status: its typed form came from the resolve
-			expectChecks(t, only(t, r), map[string]string{"containers stopped": "pass", "final delete admitted": "pass", "finalizers cleared": "fail"})
-		}
-		mu.Lock()
-		for uri, n := range reads {
-			if n > 1 {
-				t.Errorf("%v: GET %s %d times", args, uri, n)
-			}
-		}
-		t.Logf("%v: %d distinct reads", args, len(reads))
-		mu.Unlock()
 	}
+	t.Logf("%s: %d distinct reads", run, len(c.reads))
 }
 
 // isDiscovery: /api, /api/v1, /apis, /apis/GROUP, /apis/GROUP/VERSION and
