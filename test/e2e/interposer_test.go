@@ -43,7 +43,13 @@ const seqHeader = "X-Interposer-Seq"
 
 func startInterposer(t *testing.T, before func(int, []string, *http.Request), wrote func(int, *http.Request, int, []byte)) *interposer {
 	t.Helper()
-	target, err := url.Parse(theLab.Server)
+	return startInterposerTo(t, theLab.Server, before, wrote)
+}
+
+// startInterposerTo is startInterposer in front of the lab served at server.
+func startInterposerTo(t *testing.T, server string, before func(int, []string, *http.Request), wrote func(int, *http.Request, int, []byte)) *interposer {
+	t.Helper()
+	target, err := url.Parse(server)
 	if err != nil {
 		t.Fatal(err)
 	}

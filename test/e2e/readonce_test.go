@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-terminating/kubectl-terminating/test/e2e/scenario"
 )
 
 // A run reads each object once: the objects the user names are read whole
@@ -21,8 +23,10 @@ import (
 // each ask for) is left out.
 func TestEachObjectReadOnce(t *testing.T) {
 	t.Parallel()
-	ns := heldNamespace(t, "read-once")
-	reads := countReads(t)
+	ns := heldNamespace(t, env, "read-once")
+	heldByFinalizer(t, ns, "cache-0", "example.com/drain")
+	deleteNamespace(t, env, ns)
+	reads := countReads(t, theLab.Server)
 	for _, args := range [][]string{{"why", "pods", "cache-0", "-n", ns}, {"why", "ns/" + ns}, {"why", "-n", ns}} {
 		reads.reset()
 		r, res := diagnoseIn(t, reads.kubeconfig, args...)
@@ -48,11 +52,27 @@ func TestEachObjectReadOnce(t *testing.T) {
 // the scan, by one list when many are needed (a GET or a list of a
 // namespace for a few), may be listed twice: the scan lists their metadata,
 // and reading every event whole to spare that list would cost far more than
-// it saves.
+// it saves. On a lab of its own: in the shared one, other tests' targets
+// are read whole after the scan too (a kind's objects, terminating CRDs,
+// CSI drivers and volume attachments; the events of a nested target, once
+// for each place it is nested), which this test is not about.
 func TestListAllListsEachTypeOnce(t *testing.T) {
 	t.Parallel()
-	heldNamespace(t, "list-once")
-	reads := countReads(t)
+	own, env2 := ownLab(t)
+	ns := heldNamespace(t, env2, "list-once")
+	// A pod held by a third-party finalizer, on a node that is not there:
+	// its rules read the controllers and admission, as a held pod's do.
+	ctx := context.Background()
+	pod := scenario.PodSpec(ns, "cache-0", "gone")
+	pod.Finalizers = []string{"example.com/drain"}
+	if _, err := env2.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env2.Client.CoreV1().Pods(ns).Delete(ctx, "cache-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleteNamespace(t, env2, ns)
+	reads := countReads(t, own.Server)
 	res := runWith(t, "--kubeconfig", reads.kubeconfig, "list", "-A", "-o", "json")
 	if res.code != 0 && res.code != 2 {
 		t.Fatalf("list -A: exit %d\n%s", res.code, res.stderr)
@@ -67,22 +87,28 @@ func readWholeAfterTheScan(uri string) bool {
 	return path == "/api/v1/nodes" || path == "/api/v1/events"
 }
 
-// heldNamespace makes namespace name with a pod and a ConfigMap held by
-// third-party finalizers (whose rules read the controllers and admission),
-// and deletes it: it stays, Terminating.
-func heldNamespace(t *testing.T, name string) string {
+// heldNamespace makes namespace name in the lab of e with a ConfigMap held
+// by a third-party finalizer (whose rules read the controllers and
+// admission).
+func heldNamespace(t *testing.T, e *scenario.Env, name string) string {
 	t.Helper()
 	ctx := context.Background()
-	ns := namespace(t, name)
-	heldByFinalizer(t, ns, "cache-0", "example.com/drain")
+	if err := e.Namespace(ctx, name); err != nil {
+		t.Fatal(err)
+	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Finalizers: []string{"ledger.tidy.io/archive"}}}
-	if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Client.CoreV1().ConfigMaps(name).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+	return name
+}
+
+// deleteNamespace deletes namespace ns: held, it stays Terminating.
+func deleteNamespace(t *testing.T, e *scenario.Env, ns string) {
+	t.Helper()
+	if err := e.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return ns
 }
 
 // readCounts counts the reads (GETs) made through an interposer, by what
@@ -95,10 +121,10 @@ type readCounts struct {
 	reads      map[string]int
 }
 
-func countReads(t *testing.T) *readCounts {
+func countReads(t *testing.T, server string) *readCounts {
 	t.Helper()
 	c := &readCounts{reads: map[string]int{}}
-	p := startInterposer(t, func(_ int, _ []string, r *http.Request) {
+	p := startInterposerTo(t, server, func(_ int, _ []string, r *http.Request) {
 		if r.Method != http.MethodGet || isDiscovery(r.URL.Path) {
 			return
 		}
