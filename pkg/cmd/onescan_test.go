@@ -3,6 +3,7 @@ package cmd
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,9 +74,12 @@ func TestOneScanFindsDependents(t *testing.T) {
 			{Name: "replicasets", SingularName: "replicaset", Namespaced: true, Kind: "ReplicaSet", ShortNames: []string{"rs"}, Verbs: []string{"get", "list", "delete"}}}})
 
 	var lists, podGets map[string]int
+	var countMu sync.Mutex
 	counting := func(typed *kubefake.Clientset, c *kube.Clients) {
 		typed.Discovery().(*fakediscovery.FakeDiscovery).Resources = resources
 		count := func(a k8stesting.Action) (bool, runtime.Object, error) {
+			countMu.Lock() // called by two clients, each serialising only its own reactors
+			defer countMu.Unlock()
 			lists[a.GetResource().Resource]++
 			return false, nil, nil
 		}
