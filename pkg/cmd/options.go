@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/collect"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
@@ -250,7 +251,7 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 		if err != nil {
 			return report.Report{}, nil, nil, err
 		}
-		r, err := o.filter(diagnose.Diagnose(snap))
+		r, err := o.filter(o.judge()(snap))
 		r.Replay = o.replayed
 		return r, nil, nil, err
 	}
@@ -289,15 +290,25 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 	if err := o.save(snap); err != nil {
 		return report.Report{}, nil, nil, err
 	}
-	judge := diagnose.Diagnose
-	if o.preflight() {
-		judge = diagnose.Preflight
-	}
-	r, err := o.filter(judge(snap))
+	r, err := o.filter(o.judge()(snap))
 	if err == nil && len(r.Items) == 0 && scanned && !o.AllNamespaces && o.human() {
 		o.elsewhereSaid = o.elsewhere(ctx, clients)
 	}
 	return r, found, c, err
+}
+
+// judge is how the run judges its snapshot: a preflight forecasts; list's
+// tables show each object's verdict alone, which diagnose.Verdicts builds
+// without the evidence and steps Diagnose adds (--sort-by may read them);
+// anything else is diagnosed whole.
+func (o *Options) judge() func(*observed.Snapshot) report.Report {
+	switch {
+	case o.preflight():
+		return diagnose.Preflight
+	case o.list != nil && o.human() && o.list.SortBy == "":
+		return diagnose.Verdicts
+	}
+	return diagnose.Diagnose
 }
 
 // human: the output is for a person (a table), not a program.

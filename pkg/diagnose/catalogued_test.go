@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/snapfile"
 )
@@ -167,8 +168,11 @@ var checked struct {
 
 // check is diagnosed in this package's tests: it records what is wrong with
 // a report and where in the tests it was made.
-func check(r report.Report) {
+func check(s *observed.Snapshot, r report.Report, forecast bool) {
 	problems := uncatalogued(r)
+	if !forecast {
+		problems = append(problems, checkVerdicts(s, r)...)
+	}
 	checked.Lock()
 	defer checked.Unlock()
 	checked.reports++

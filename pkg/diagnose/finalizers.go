@@ -23,8 +23,15 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 	names := finalizerNames(finalizers)
 	// Controllers remove their finalizers within seconds of a delete.
 	sev, confidence := settling(report.Warning, tm), 0.7
-	evidence := append(make([]report.Fact, 0, 8), finalizerFields(t)...) // room for what follows, without regrowing
-	evidence = append(evidence, ownerEvidence(s, names)...)
+	// A verdict alone (tm.verdictOnly) skips the costliest of the evidence
+	// and steps below, for each of thousands of held objects: Verdicts
+	// drops them all.
+	detail := !tm.verdictOnly
+	var evidence []report.Fact
+	if detail {
+		evidence = append(make([]report.Fact, 0, 8), finalizerFields(t)...) // room for what follows, without regrowing
+		evidence = append(evidence, ownerEvidence(s, names)...)
+	}
 	var gone, down, healthy []string
 	for _, f := range finalizers {
 		if !catalog.ThirdPartyFinalizer(f.name) {
@@ -46,14 +53,19 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 		evidence = append(evidence, c.evidence)
 	}
 	writes := writesOfTarget(s, t.Object)
-	evidence = append(evidence, writeEvidence(writes, names, s.Now)...)
+	if detail {
+		evidence = append(evidence, writeEvidence(writes, names, s.Now)...)
+	}
 	paused, isPaused := pausedBy(t.Object)
 	if isPaused {
 		evidence = append(evidence, paused.fact())
 	}
 	summary := fmt.Sprintf("deletion waits for %s to be removed: %s", report.Count(len(finalizers), "finalizer"), report.FirstFew(names))
 	var quotes quoted // what summary quotes of other causes
-	steps := []report.Step{findOwners(s, catalog.FinalizerPending, t, names), step(catalog.FinalizerPending, "restore-owner", "")}
+	var steps []report.Step
+	if detail {
+		steps = []report.Step{findOwners(s, catalog.FinalizerPending, t, names), step(catalog.FinalizerPending, "restore-owner", "")}
+	}
 	var quoted string // the reason of the complaint the summary quotes
 	saysWhy := func(confidence float64) (report.Severity, float64) {
 		top := said[0]
@@ -174,7 +186,9 @@ func pendingFinalizerCauses(s *observed.Snapshot, t *observed.Target, finalizers
 		}
 		summary += ": read its logs for the cleanup it is failing"
 	}
-	steps = append(steps, removeByHand(catalog.FinalizerPending, t, finalizers)...)
+	if detail {
+		steps = append(steps, removeByHand(catalog.FinalizerPending, t, finalizers)...)
+	}
 	c := cause(catalog.FinalizerPending, sev, confidence, summary, evidence, steps...)
 	quotes.on(&c)
 	c.BlockedBy = dependents

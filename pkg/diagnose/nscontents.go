@@ -180,13 +180,16 @@ func heldCause(s *observed.Snapshot, c *observed.Contents, finalizer string, thi
 	judged := tm                 // the objects' deletion began with the parent's
 	if tm.requestedAt.IsZero() { // a parent not being deleted (a preflight's): they are judged by their own
 		judged = timingOf(held.Object, s.Now)
-		judged.depth = tm.depth
+		judged.depth, judged.verdictOnly = tm.depth, tm.verdictOnly
 	}
 	fc := pendingFinalizerCauses(s, held, []heldBy{{name: finalizer}}, judged)[0]
 	quoted{names: names}.on(&fc)
 	prefixed(&fc, holding+": ")
-	fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts[1:]...)
 	fc.BlockedBy = examples
+	if tm.verdictOnly { // no evidence or steps to rewrite
+		return fc
+	}
+	fc.Facts = append([]report.Fact{report.Noted(scanned)}, fc.Facts[1:]...)
 	// Its last step, the removal by hand, is for every object the
 	// finalizer holds, not the example's alone: each of their types.
 	each := removeFromEachOf(heldTypes(c, finalizer), held.Ref.Namespace, finalizer)

@@ -17,7 +17,11 @@ import (
 // Stuck when its deletion would stick. A target already being deleted is
 // diagnosed as Diagnose does: there is nothing left to foresee.
 func Preflight(s *observed.Snapshot) report.Report {
-	return reportOf(s, preflightTarget)
+	r := reportOf(s, preflightTarget)
+	if diagnosed != nil {
+		diagnosed(s, r, true)
+	}
+	return r
 }
 
 func preflightTarget(s *observed.Snapshot, t *observed.Target) report.Item {

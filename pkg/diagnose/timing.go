@@ -18,6 +18,7 @@ type timing struct {
 	overdue     time.Duration // past the deadline; 0 inside it
 	remaining   time.Duration // left until the deadline; 0 past it
 	depth       int           // how deep the object is nested in the report (0: a target)
+	verdictOnly bool          // the report shows the verdicts alone (Verdicts): no evidence, remediation or timeline to build
 }
 
 func timingOf(obj *unstructured.Unstructured, now time.Time) timing {

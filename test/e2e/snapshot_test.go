@@ -141,3 +141,35 @@ func runOffline(t *testing.T, kubeconfig string, args ...string) result {
 	cmd.Env = append(os.Environ(), "NO_COLOR=", "KUBECONFIG="+kubeconfig)
 	return resultOf(t, cmd.Run(), &out, &errOut, args)
 }
+
+// list's table shows each object's verdict alone, and judges no more
+// (diagnose.Verdicts): on everything terminating in the lab (here at least
+// a namespace held by a pod on a dead node and a ConfigMap held by a
+// third-party finalizer, each nested in it and a target too), it prints what
+// the whole diagnosis of the same snapshot prints, row for row. --sort-by
+// reads the whole report, so it diagnoses whole; .forecast is missing from
+// every item of a diagnosis, and a stable sort by it keeps the default order.
+func TestListTableIsTheWholeDiagnosisTable(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "verdicts")
+	podOnDeadNode(t, ns, "web-0", "dead-verdicts")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Finalizers: []string{"ledger.tidy.io/archive"}}}
+	if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.CoreV1().ConfigMaps(ns).Delete(context.Background(), cm.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The namespace controller waits for the pod, whose node is gone.
+	if err := env.DeleteNamespace(context.Background(), ns, corev1.NamespaceDeletionContentFailure); err != nil {
+		t.Fatal(err)
+	}
+	pastDeadline(t, ns, "web-0")
+	file := filepath.Join(t.TempDir(), "list.json.gz")
+	live := run(t, "list", "-A", "-o", "wide", "--save-snapshot", file)
+	kubeconfig, _ := unreachableKubeconfig(t)
+	whole := runOffline(t, kubeconfig, "list", "-A", "-o", "wide", "--snapshot", file, "--sort-by", ".forecast")
+	if live.stdout != whole.stdout || live.code != whole.code || !strings.Contains(live.stdout, "pod/web-0") || !strings.Contains(live.stdout, "configmap/ledger") {
+		t.Errorf("list -A -o wide: exit %d, whole diagnosis's exit %d\n--- list\n%s\n--- whole\n%s%s", live.code, whole.code, live.stdout, whole.stdout, whole.stderr)
+	}
+}

@@ -96,6 +96,11 @@ const design = `
 - What each target's rules need (diagnose.Needs, which decides every read) is asked once a stage of
   readers, every reader taking the stage's answer, and kept for the next while none of the target's
   parts was replaced; the targets are judged by a worker per CPU (not a goroutine each).
+- list's tables (and -o wide) show each object's verdict alone: they judge with diagnose.Verdicts,
+  which builds no evidence, remediation or timeline (the costliest of a judgement of thousands of
+  held objects); -o json|yaml, --sort-by and why judge whole. The unit tests hold every report
+  Diagnose makes in them to Verdicts' on the same snapshot; TestListTableIsTheWholeDiagnosisTable
+  does so on the lab.
 - A kept object is made with Unstructured's setters from the listed metadata, not by the reflecting
   converter; the garbage collector runs at GOGC=400 unless GOGC is set (a run lives a second or two).
 - -o json streams the items (reused buffers), each indented in one pass over what json.Marshal
