@@ -12,11 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
 // listed are the resources the fake clients were asked to list, in order.
@@ -42,11 +44,11 @@ func TestEarlyReadsStartWhenTheScanFindsWhatNeedsThem(t *testing.T) {
 	ctx := context.Background()
 
 	fake, md := kubefake.NewClientset(), metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
-	c := &Collector{Clients: &kube.Clients{Typed: fake, Metadata: md}}
+	c := &Collector{Clients: &kube.Clients{Typed: fake, Metadata: md, Discovery: memory.NewMemCacheClient(fake.Discovery())}}
 	c.startEarly(ctx, found())
 	time.Sleep(100 * time.Millisecond) // what it would have started, had it started anything
-	if got := listed(fake, md); len(got) != 0 || c.earlyStarted.Load() != 0 {
-		t.Fatalf("an object held by nothing started %d early reads: %v", c.earlyStarted.Load(), got)
+	if got := listed(fake, md); len(got) != 0 || c.earlyStarted.Load() != 1 || versionReads(fake) != 1 {
+		t.Fatalf("an object held by nothing started %d early reads (want the server version's alone, read %d times): %v", c.earlyStarted.Load(), versionReads(fake), got)
 	}
 
 	c.startEarly(ctx, found("acme.io/cleanup"))
@@ -68,6 +70,23 @@ func TestEarlyReadsStartWhenTheScanFindsWhatNeedsThem(t *testing.T) {
 	if got := listed(fake, md); !sameSet(got, want) {
 		t.Errorf("after the sources: %v, want each of %v once", got, want)
 	}
+	s := observed.New(time.Now())
+	s.Targets = []*observed.Target{{}}
+	c.readServerVersion(ctx, s)
+	if s.Server == nil || versionReads(fake) != 1 {
+		t.Errorf("the server version's source read /version %d times in all, and gave %+v: want it read once, early", versionReads(fake), s.Server)
+	}
+}
+
+// versionReads counts the reads of /version the fake was asked.
+func versionReads(fake *kubefake.Clientset) int {
+	n := 0
+	for _, a := range fake.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "version" {
+			n++
+		}
+	}
+	return n
 }
 
 // sameSet: a and b hold the same strings, each once.
