@@ -326,10 +326,7 @@ func (c *Collector) readEventsOf(ctx context.Context, s *observed.Snapshot, targ
 	single = c.readKindEvents(ctx, s, single)
 	events := make([][]corev1.Event, len(single))
 	errs := make([]error, len(single))
-	c.parallel(len(single), func(i int) {
-		events[i], errs[i] = listAll[corev1.Event](ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(single[i].Object.GetUID())},
-			pages(c.Clients.Typed.CoreV1().Events(eventNamespace(single[i])).List))
-	})
+	c.parallel(len(single), func(i int) { events[i], errs[i] = c.objectEvents(ctx, single[i]) })
 	for i, t := range single {
 		if errs[i] != nil {
 			c.skipTarget(t, skipOf("events", errs[i]))
@@ -337,6 +334,17 @@ func (c *Collector) readEventsOf(ctx context.Context, s *observed.Snapshot, targ
 		}
 		s.Events[t.Object.GetUID()] = events[i]
 	}
+}
+
+// objectEvents lists the events about t (field selector
+// involvedObject.uid), once per run: an object nested in several places
+// (a pod in its namespace's contents and among its owner's dependents) is
+// as many targets.
+func (c *Collector) objectEvents(ctx context.Context, t *observed.Target) ([]corev1.Event, error) {
+	ns, uid := eventNamespace(t), string(t.Object.GetUID())
+	return readOnce(c, "events/"+ns+"/involvedObject.uid="+uid, func() ([]corev1.Event, error) {
+		return listAll[corev1.Event](ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + uid}, pages(c.Clients.Typed.CoreV1().Events(ns).List))
+	})
 }
 
 // readKindEvents reads, for the objects of one kind (pods aside) that are

@@ -149,3 +149,25 @@ func TestEventsOfManyNamespacesInOneList(t *testing.T) {
 		}
 	}
 }
+
+// An object nested in several places of a report (a pod in its namespace's
+// contents and among its owner's dependents) is as many targets; its events
+// are read once, and each of them has them.
+func TestEventsOfAnObjectNestedTwiceAreReadOnce(t *testing.T) {
+	s := observed.New(time.Now())
+	for range 2 {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetUID("pod-uid")
+		s.Targets = append(s.Targets, &observed.Target{Ref: report.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-0"}, Object: u})
+	}
+	fake := kubefake.NewClientset(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "shop"},
+		InvolvedObject: corev1.ObjectReference{UID: "pod-uid"}, Reason: "FailedKillPod"})
+	c := &Collector{Clients: &kube.Clients{Typed: fake}}
+	c.readEventsOf(context.Background(), s, s.Targets)
+	if got := len(fake.Actions()); got != 1 {
+		t.Errorf("%d requests, want 1: %v", got, fake.Actions())
+	}
+	if ev := s.Events["pod-uid"]; len(ev) != 1 || ev[0].Reason != "FailedKillPod" {
+		t.Errorf("events %+v, want the pod's one", ev)
+	}
+}
