@@ -193,9 +193,9 @@ func reread(ctx context.Context, c *collect.Collector, found []collect.Found) *o
 	return c.Fresh().Snapshot(ctx, found)
 }
 
-// rediagnose is the diagnosis of what reread reads.
+// rediagnose is the verdicts of what reread reads: list -w prints rows.
 func rediagnose(ctx context.Context, c *collect.Collector, found []collect.Found) report.Report {
-	return diagnose.Diagnose(reread(ctx, c, found))
+	return diagnose.Verdicts(reread(ctx, c, found))
 }
 
 // retryNotice says once, until the follow recovers, that a list or watch
