@@ -62,17 +62,23 @@ func (l typeList[T]) metadata(c *Collector, ctx context.Context) ([]metav1.Parti
 			continue
 		}
 		// A typed object's embedded ObjectMeta (TestScanListsGiveEachObjectsMetadata).
-		m, ok := any(&items[i]).(metav1.ObjectMetaAccessor)
-		if !ok {
-			return nil, fmt.Errorf("%T has no ObjectMeta", items[i])
-		}
-		o, ok := m.GetObjectMeta().(*metav1.ObjectMeta)
+		o, ok := objectMeta(&items[i])
 		if !ok {
 			return nil, fmt.Errorf("%T has no ObjectMeta", items[i])
 		}
 		out[i].ObjectMeta = *o
 	}
 	return out, nil
+}
+
+// objectMeta is a typed object's embedded ObjectMeta.
+func objectMeta(obj any) (*metav1.ObjectMeta, bool) {
+	m, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return nil, false
+	}
+	o, ok := m.GetObjectMeta().(*metav1.ObjectMeta)
+	return o, ok
 }
 
 // scanList is a typeList as the scan sees it.
