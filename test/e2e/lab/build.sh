@@ -33,18 +33,12 @@ up_to_date() {
 }
 
 # Static and path-trimmed, as the Makefile builds everything but the race
-# detector's tests (one compile of the packages they share), without the
-# symbol table and DWARF, which no test reads (a shorter link).
+# detector's tests (one compile of the packages they share), linked by
+# ldflags.sh (NO_DEBUG, ldflags VERSION).
 export CGO_ENABLED=0
 case " ${GOFLAGS:-} " in *" -trimpath "*) ;; *) export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" ;; esac
-NO_DEBUG="-s -w"
-
-# ldflags VERSION: the version kube-apiserver serves on /version.
-ldflags() {
-  local minor=${1#v1.}
-  minor=${minor%%.*}
-  echo "$NO_DEBUG -X k8s.io/component-base/version.gitVersion=$1 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-}
+# shellcheck source=ldflags.sh
+. "$here/ldflags.sh"
 
 # The builds this run makes, in order, each "NAME|VERSION|MODULE|DIR|PACKAGE|STAMP":
 # go build PACKAGE (in MODULE, with VERSION's ldflags when VERSION is a

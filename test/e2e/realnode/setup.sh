@@ -13,6 +13,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mkdir -p "${1:-.lab/bin/realnode}" && cd "${1:-.lab/bin/realnode}" && pwd)
 KUBE_VERSION=v1.36.3
+# shellcheck source=../lab/ldflags.sh
+. "$here/../lab/ldflags.sh" # the kubelet reports its version as the control plane does
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
 TEST_IMAGE=lab.local/busybox:1
 PACKAGES=(containerd runc containernetworking-plugins busybox-static)
@@ -39,8 +41,7 @@ else
   # Static and path-trimmed, as the control plane (test/e2e/lab/build.sh):
   # it shares their build cache.
   (cd "$here/tools/kubelet" && CGO_ENABLED=0 go build -trimpath -o "$out/kubelet" \
-    -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean" \
-    k8s.io/kubernetes/cmd/kubelet)
+    -ldflags "$(ldflags "$KUBE_VERSION")" k8s.io/kubernetes/cmd/kubelet)
   echo "$stamp" > "$out/.stamp"
 fi
 
