@@ -193,10 +193,25 @@ func finalizersOf(t *observed.Target) []heldBy {
 			out = append(out, heldBy{name: string(f), spec: true})
 		}
 	}
-	for _, f := range t.Object.GetFinalizers() {
-		out = append(out, heldBy{name: f})
+	for _, f := range listedFinalizers(t.Object) {
+		out = append(out, heldBy{name: f.(string)})
 	}
 	return out
+}
+
+// listedFinalizers is metadata.finalizers as GetFinalizers reads it (none
+// when an entry is not a string), read in place: the rules ask for it
+// several times of each of thousands of held objects, and GetFinalizers
+// copies it each time.
+func listedFinalizers(u *unstructured.Unstructured) []any {
+	metadata, _ := u.Object["metadata"].(map[string]any)
+	list, _ := metadata["finalizers"].([]any)
+	for _, f := range list {
+		if _, ok := f.(string); !ok {
+			return nil
+		}
+	}
+	return list
 }
 
 // finalizerRule explains what one finalizer waits for on one object. It

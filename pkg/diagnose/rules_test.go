@@ -1,11 +1,13 @@
 package diagnose
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/catalog"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
@@ -111,6 +113,30 @@ func TestCausesRankSeverityThenRootThenConfidence(t *testing.T) {
 	for _, tc := range cases {
 		if !causeLess(tc.first, tc.then) || causeLess(tc.then, tc.first) {
 			t.Errorf("%s: %s should rank before %s", tc.name, tc.first.Code, tc.then.Code)
+		}
+	}
+}
+
+// listedFinalizers reads metadata.finalizers as GetFinalizers does, on
+// objects a hostile cluster or snapshot may hold.
+func TestListedFinalizersAsGetFinalizers(t *testing.T) {
+	for _, obj := range []map[string]any{
+		{},
+		{"metadata": "not a map"},
+		{"metadata": map[string]any{}},
+		{"metadata": map[string]any{"finalizers": "a.io/x"}},
+		{"metadata": map[string]any{"finalizers": []any{}}},
+		{"metadata": map[string]any{"finalizers": []any{"a.io/x", "b.io/y"}}},
+		{"metadata": map[string]any{"finalizers": []any{"a.io/x", 7}}},
+		{"metadata": map[string]any{"finalizers": []any{nil}}},
+	} {
+		u := &unstructured.Unstructured{Object: obj}
+		var got []string
+		for _, f := range listedFinalizers(u) {
+			got = append(got, f.(string))
+		}
+		if want := u.GetFinalizers(); !slices.Equal(got, want) {
+			t.Errorf("%v: %q, GetFinalizers %q", obj, got, want)
 		}
 	}
 }
