@@ -307,9 +307,7 @@ func removeFinalizer(code catalog.Code, id string, t *observed.Target, f string,
 // finalizerIndex is f's place in metadata.finalizers, read in place: a
 // copy of the list for each of its finalizers is quadratic.
 func finalizerIndex(u *unstructured.Unstructured, f string) int {
-	metadata, _ := u.Object["metadata"].(map[string]any)
-	list, _ := metadata["finalizers"].([]any)
-	return slices.IndexFunc(list, func(v any) bool { return v == f })
+	return slices.IndexFunc(listedFinalizers(u), func(v any) bool { return v == f })
 }
 
 // removeFinalizerCommand removes one finalizer with a JSON patch that tests
