@@ -113,7 +113,7 @@ func (c *Collector) Skips() []report.Skip {
 // (all of them, for a preflight).
 func (c *Collector) Snapshot(ctx context.Context, found []Found) *observed.Snapshot {
 	s := observed.New(c.Now())
-	var gvrs []schema.GroupVersionResource
+	var kept []Found // of each target
 	for _, f := range found {
 		if !f.Terminating() && !c.Preflight {
 			continue
@@ -123,21 +123,24 @@ func (c *Collector) Snapshot(ctx context.Context, found []Found) *observed.Snaps
 			t.Cascade = c.Cascade
 		}
 		s.Targets = append(s.Targets, t)
-		gvrs = append(gvrs, f.GVR)
+		kept = append(kept, f)
 	}
 	var pods, namespaces, others []*observed.Target
 	var otherGVRs []schema.GroupVersionResource
 	for i, t := range s.Targets {
+		gvr := kept[i].GVR
 		switch {
-		case gvrs[i].Group == "" && gvrs[i].Resource == "pods":
+		case gvr.Group == "" && gvr.Resource == "pods":
 			pods = append(pods, t)
-		case isNamespaces(gvrs[i]):
+		case isNamespaces(gvr):
 			namespaces = append(namespaces, t)
 		default:
-			others, otherGVRs = append(others, t), append(otherGVRs, gvrs[i])
+			others, otherGVRs = append(others, t), append(otherGVRs, gvr)
 		}
 	}
-	c.rememberNeeds(s) // the readers below ask it of each target
+	// The readers below ask each target's needs: the scan worked out most.
+	c.stageNeeds = listedNeeds(kept, s.Targets)
+	c.rememberNeeds(s)
 	reading := c.track("the terminating objects", 0)
 	c.readPods(ctx, pods, c.podCounts())
 	c.readNamespaceTargets(ctx, namespaces)

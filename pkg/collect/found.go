@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
@@ -19,16 +20,33 @@ type Found struct {
 	// object Resolve read), not its metadata alone (a scan's): the
 	// collector then reads it no second time.
 	Whole bool
+	// listed is what the scan worked out of an object being deleted while
+	// its lists were in flight, so that the run does not after the scan:
+	// its name in the report and what its rules need (needs.go). Not of the
+	// namespaces, whose needs the early reads guess (needsOfFound).
+	listed *listedObject
+}
+
+// listedObject is Found.listed.
+type listedObject struct {
+	ref   report.ObjectRef
+	needs diagnose.Evidence
 }
 
 // Terminating reports whether the object has a deletionTimestamp.
 func (f Found) Terminating() bool {
+	if f.listed != nil {
+		return true
+	}
 	_, deleted := observed.DeletionTime(f.Object)
 	return deleted
 }
 
 // Ref names the object in the report.
 func (f Found) Ref() report.ObjectRef {
+	if f.listed != nil {
+		return f.listed.ref
+	}
 	gvk := f.Object.GroupVersionKind()
 	return report.ObjectRef{
 		APIVersion: gvk.GroupVersion().String(),

@@ -363,8 +363,19 @@ func metadataTarget(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) *ob
 // metadataRef names an object read as metadata only, as Found.Ref does,
 // without converting it.
 func metadataRef(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) report.ObjectRef {
-	return report.ObjectRef{APIVersion: m.GroupVersionKind.GroupVersion().String(), Kind: m.GroupVersionKind.Kind, Resource: QualifiedResource(m.Resource),
-		Namespace: item.Namespace, Name: item.Name, UID: string(item.UID)}
+	return typeRefOf(m).of(item)
+}
+
+// typeRef is what the refs of a type's objects share, worked out once per
+// type, not once per object.
+type typeRef struct{ apiVersion, kind, resource string }
+
+func typeRefOf(m *meta.RESTMapping) typeRef {
+	return typeRef{apiVersion: m.GroupVersionKind.GroupVersion().String(), kind: m.GroupVersionKind.Kind, resource: QualifiedResource(m.Resource)}
+}
+
+func (r typeRef) of(item *metav1.PartialObjectMetadata) report.ObjectRef {
+	return report.ObjectRef{APIVersion: r.apiVersion, Kind: r.kind, Resource: r.resource, Namespace: item.Namespace, Name: item.Name, UID: string(item.UID)}
 }
 
 func itself(r report.ObjectRef) report.ObjectRef { return r }

@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/parallel"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/report"
 )
 
 // needing returns the targets, nested ones included, whose rules need e:
@@ -61,11 +62,33 @@ type targetNeeds struct {
 // held by the namespace controller's finalizer, as it is until its
 // contents are gone (and a run that finds it reads it in full).
 func needsOfFound(f Found) diagnose.Evidence {
+	if f.listed != nil {
+		return f.listed.needs
+	}
 	t := &observed.Target{Ref: f.Ref(), Object: f.Object}
 	if isNamespaces(f.GVR) && f.Terminating() {
 		t.Namespace = &corev1.Namespace{Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}}
 	}
 	return diagnose.Needs(t)
+}
+
+// listedOf is what the scan works out of an object being deleted, o
+// listed under ref: its needs as the first stage's rememberNeeds would ask
+// them of its target, which has no other part yet.
+func listedOf(ref report.ObjectRef, o *unstructured.Unstructured) *listedObject {
+	return &listedObject{ref: ref, needs: diagnose.Needs(&observed.Target{Ref: ref, Object: o})}
+}
+
+// listedNeeds are the needs the scan worked out of the targets made of
+// what it found, as rememberNeeds records them.
+func listedNeeds(found []Found, targets []*observed.Target) map[*observed.Target]targetNeeds {
+	out := make(map[*observed.Target]targetNeeds, len(targets))
+	for i, t := range targets {
+		if found[i].listed != nil {
+			out[t] = targetNeeds{object: t.Object, e: found[i].listed.needs}
+		}
+	}
+	return out
 }
 
 func needsOf(t *observed.Target) targetNeeds {

@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,10 +9,19 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery/cached/memory"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/diagnose"
+	"github.com/kubectl-terminating/kubectl-terminating/pkg/kube"
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
 
@@ -131,4 +141,76 @@ func deletedWidget(finalizers ...string) *unstructured.Unstructured {
 	now := metav1.Now()
 	u.SetDeletionTimestamp(&now)
 	return u
+}
+
+// The scan works out, while its lists are in flight, what each object being
+// deleted is named in the report and what its rules need: what the old
+// path (Found.Ref, then the first stage's rememberNeeds) gives of its
+// target, which has no other part yet. A namespace is left to that path
+// (its early reads take its spec to hold the namespace controller's
+// finalizer), as is an object not being deleted.
+func TestTheScanWorksOutTheFirstStagesNeeds(t *testing.T) {
+	ctx := context.Background()
+	now := metav1.Now()
+	widgets := &meta.RESTMapping{Resource: schema.GroupVersionResource{Group: "acme.io", Version: "v1", Resource: "widgets"},
+		GroupVersionKind: schema.GroupVersionKind{Group: "acme.io", Version: "v1", Kind: "Widget"}, Scope: meta.RESTScopeNamespace}
+	pods := &meta.RESTMapping{Resource: corev1.SchemeGroupVersion.WithResource("pods"), GroupVersionKind: corev1.SchemeGroupVersion.WithKind("Pod"), Scope: meta.RESTScopeNamespace}
+	namespaces := &meta.RESTMapping{Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), GroupVersionKind: corev1.SchemeGroupVersion.WithKind("Namespace"), Scope: meta.RESTScopeRoot}
+	object := func(apiVersion, kind, namespace, name string, deleted bool, finalizers ...string) *metav1.PartialObjectMetadata {
+		o := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: k8stypes.UID("uid-" + name), Finalizers: finalizers,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "acme.io/v1", Kind: "Widget", Name: "owner", UID: "uid-owner"}},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "acme-operator", Operation: metav1.ManagedFieldsOperationUpdate, Time: &now}}}}
+		if deleted {
+			o.DeletionTimestamp = &now
+		}
+		return o
+	}
+	md := metadatafake.NewSimpleMetadataClient(metaScheme(t),
+		object("acme.io/v1", "Widget", "shop", "held", true, "acme.io/cleanup"),
+		object("acme.io/v1", "Widget", "shop", "bare", true),
+		object("acme.io/v1", "Widget", "shop", "live", false, "acme.io/cleanup"),
+		object("v1", "Pod", "shop", "web", true),
+		object("v1", "Namespace", "", "shop", true, "acme.io/cleanup"))
+	fake := kubefake.NewClientset()
+	c := &Collector{Clients: &kube.Clients{Typed: fake, Metadata: md, Discovery: memory.NewMemCacheClient(fake.Discovery()),
+		Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{apiServices: "APIServiceList"})}}
+	found, err := c.Scan(ctx, Scope{Namespace: "shop"}, []*meta.RESTMapping{widgets, pods, namespaces})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worked []string
+	for _, f := range found {
+		if f.listed == nil {
+			continue
+		}
+		worked = append(worked, f.Object.GetName())
+		unworked := Found{GVR: f.GVR, Object: f.Object, Whole: f.Whole}
+		if f.Ref() != unworked.Ref() || !unworked.Terminating() {
+			t.Errorf("%s: named %+v, want %+v (terminating: %v)", f.Object.GetName(), f.Ref(), unworked.Ref(), unworked.Terminating())
+		}
+		if want := diagnose.Needs(&observed.Target{Ref: unworked.Ref(), Object: f.Object}); f.listed.needs != want {
+			t.Errorf("%s: needs %v, want %v", f.Object.GetName(), f.listed.needs, want)
+		}
+	}
+	if !sameSet(worked, []string{"held", "bare", "web"}) {
+		t.Errorf("worked out %v, want the objects being deleted but the namespace", worked)
+	}
+
+	// What the first stage records of each target is what it would have
+	// asked.
+	targets := make([]*observed.Target, len(found))
+	for i, f := range found {
+		targets[i] = &observed.Target{Ref: f.Ref(), Object: f.Object, Whole: f.Whole, Forecast: !f.Terminating()}
+	}
+	s := &observed.Snapshot{Targets: targets}
+	seeded, asked := &Collector{}, &Collector{}
+	seeded.stageNeeds = listedNeeds(found, targets)
+	seeded.rememberNeeds(s)
+	asked.rememberNeeds(s)
+	for _, tg := range targets {
+		if seeded.stageNeeds[tg].e != asked.stageNeeds[tg].e {
+			t.Errorf("%s: the first stage recorded %v, want %v", tg.Ref.Name, seeded.stageNeeds[tg].e, asked.stageNeeds[tg].e)
+		}
+	}
 }
