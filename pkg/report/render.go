@@ -468,8 +468,10 @@ func objectName(o ObjectRef) string {
 func lookalike(name string) string {
 	var odd []string
 	for _, r := range name {
-		code := fmt.Sprintf("U+%04X", r)
-		if (r == '\\' || r > unicode.MaxASCII && unicode.IsLetter(r)) && !slices.Contains(odd, code) {
+		if r != '\\' && (r <= unicode.MaxASCII || !unicode.IsLetter(r)) {
+			continue // the code is made for the odd runes alone: this runs for every name of a list
+		}
+		if code := fmt.Sprintf("U+%04X", r); !slices.Contains(odd, code) {
 			odd = append(odd, code)
 		}
 	}

@@ -107,6 +107,19 @@ func writeTable(w io.Writer, indent string, header []string, rows [][]string) er
 	return writeTrimmed(w, buf.String())
 }
 
+// cellWidth is a cell's width on screen: its length when it is printable
+// ASCII, as the thousands of names and verdicts of a list are, without
+// tablewriter's cache; else what tablewriter measures (wide and combining
+// runes, colour).
+func cellWidth(s string) int {
+	for i := range len(s) {
+		if s[i] < ' ' || s[i] > '~' {
+			return twwidth.Width(s)
+		}
+	}
+	return len(s)
+}
+
 // alignRows prints rows as writeTable lays them out (each column as wide as
 // widths says or as its widest cell, three spaces apart, nothing at a line's
 // end), one row a line after indent: the cells are single lines (cells makes
@@ -128,7 +141,7 @@ func alignRows(w io.Writer, indent string, rows [][]string, widths tw.Mapper[int
 			}
 			b.WriteString(cell)
 			if col < len(row)-1 {
-				b.WriteString(strings.Repeat(" ", widths.Get(col)-twwidth.Width(cell)))
+				b.WriteString(strings.Repeat(" ", widths.Get(col)-cellWidth(cell)))
 			}
 		}
 		b.Truncate(line + len(bytes.TrimRight(b.Bytes()[line:], " ")))

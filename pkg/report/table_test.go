@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fatih/color"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
 // TestAlignRowsAsTablewriter holds the row writer of list's tables and of
@@ -50,6 +51,24 @@ func TestAlignRowsAsTablewriter(t *testing.T) {
 		}
 		if got.String() != want.String() {
 			t.Fatalf("round %d: rows %q\nalignRows:\n%s\ntablewriter:\n%s", round, fmt.Sprint(append([][]string{header}, rows...)), got.String(), want.String())
+		}
+	}
+}
+
+// cellWidth measures as tablewriter does: each printable ASCII character
+// alone and in a run, and what is not printable ASCII (colour, wide and
+// combining runes, controls).
+func TestCellWidthAsTablewriter(t *testing.T) {
+	var ascii strings.Builder
+	cells := []string{"", "名前空間", "e\u0301", "\x1b[31mred\x1b[0m", "a\tb", "é", "\x7f", "crd/widgets.例え.com"}
+	for c := byte(' '); c <= '~'; c++ {
+		cells = append(cells, string(c))
+		ascii.WriteByte(c)
+	}
+	cells = append(cells, ascii.String())
+	for _, cell := range cells {
+		if got, want := cellWidth(cell), twwidth.Width(cell); got != want {
+			t.Errorf("cellWidth(%q) = %d, tablewriter's %d", cell, got, want)
 		}
 	}
 }

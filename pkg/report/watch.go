@@ -4,7 +4,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
@@ -72,7 +71,7 @@ func widen(widths tw.Mapper[int, int], rows ...[]string) tw.Mapper[int, int] {
 	out := widths.Clone()
 	for _, row := range rows {
 		for i, cell := range row {
-			out.Set(i, max(out.Get(i), twwidth.Width(cell)))
+			out.Set(i, max(out.Get(i), cellWidth(cell)))
 		}
 	}
 	return out
