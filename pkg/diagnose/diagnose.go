@@ -4,8 +4,10 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,24 +92,26 @@ func minorOf(s *observed.Snapshot) int {
 // snapshot it judged and whether it forecasts (Preflight's); nil otherwise.
 var diagnosed func(s *observed.Snapshot, r report.Report, forecast bool)
 
-// SortItems orders items most severe first, then longest overdue, then by name.
+// SortItems orders items most severe first, then longest overdue, then by
+// name. It sorts their indices and moves each item once: the items are
+// large, and a sort that compared and swapped them whole took a tenth of
+// list -A's judgement over 3,000 held objects.
 func SortItems(items []report.Item) {
-	sort.SliceStable(items, func(i, j int) bool {
-		a, b := items[i], items[j]
-		if wa, wb := a.Severity.Weight(), b.Severity.Weight(); wa != wb {
-			return wa > wb
-		}
-		if a.OverdueSeconds != b.OverdueSeconds {
-			return a.OverdueSeconds > b.OverdueSeconds
-		}
-		if a.Object.Namespace != b.Object.Namespace {
-			return a.Object.Namespace < b.Object.Namespace
-		}
-		if a.Object.Resource != b.Object.Resource {
-			return a.Object.Resource < b.Object.Resource
-		}
-		return a.Object.Name < b.Object.Name
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := &items[i], &items[j]
+		return cmp.Or(cmp.Compare(b.Severity.Weight(), a.Severity.Weight()), cmp.Compare(b.OverdueSeconds, a.OverdueSeconds),
+			strings.Compare(a.Object.Namespace, b.Object.Namespace), strings.Compare(a.Object.Resource, b.Object.Resource),
+			strings.Compare(a.Object.Name, b.Object.Name))
 	})
+	sorted := make([]report.Item, len(items))
+	for k, i := range order {
+		sorted[k] = items[i]
+	}
+	copy(items, sorted)
 }
 
 func diagnoseTarget(s *observed.Snapshot, t *observed.Target) report.Item {

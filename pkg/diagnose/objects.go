@@ -440,14 +440,13 @@ func finalizerUpdateRefusals(s *observed.Snapshot, t *observed.Target, tm timing
 	})
 	r := request{operation: "UPDATE", group: group, version: version, resource: resource, namespaced: t.Ref.Namespace != "",
 		objLabels: t.Object.GetLabels(), nsLabels: nsLabels, cel: sent}
-	what := fmt.Sprintf("UPDATE %s (the patch that removes a finalizer)", t.Ref.Resource)
+	what := "UPDATE " + t.Ref.Resource + " (the patch that removes a finalizer)"
 	var causes []report.Cause
 	for _, f := range refusals(*s.Admission, r, what) {
 		if f.severity == report.Critical {
 			causes = append(causes, f.asCause(tm, report.Noted("the finalizer's controller, while it runs, retries and logs the refusal; the object keeps its finalizers")))
 		}
 	}
-	said := invalidUpdates(complaints(s, t, finalizersOf(t)))
 	var suspects []refusal
 	for _, h := range hooksOf(*s.Admission) {
 		if h.kind != mutatingHooks || !h.matches(r) {
@@ -456,6 +455,10 @@ func finalizerUpdateRefusals(s *observed.Snapshot, t *observed.Target, tm timing
 		if f, ok := mutationSuspect(*s.Admission, h, r, what); ok {
 			suspects = append(suspects, f)
 		}
+	}
+	var said []complaint // what confirms a suspect: read only when there is one
+	if len(suspects) > 0 {
+		said = invalidUpdates(complaints(s, t, finalizersOf(t)))
 	}
 	for _, f := range confirmSuspects(suspects, said, what) {
 		causes = append(causes, f.asCause(tm))

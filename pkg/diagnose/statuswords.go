@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-terminating/kubectl-terminating/pkg/observed"
 )
@@ -97,7 +96,12 @@ func statusWords(t *observed.Target) []statusWord {
 	if t.Pod != nil {
 		return nil
 	}
-	status, _, _ := unstructured.NestedMap(t.Object.Object, "status")
+	// Read in place (NestedMap copies it all), and mostly absent: a held
+	// object listed by the scan has metadata alone.
+	status, _ := t.Object.Object["status"].(map[string]any)
+	if len(status) == 0 {
+		return nil
+	}
 	var out []statusWord
 	for _, key := range sortedKeys(status) {
 		k := strings.ToLower(key)
