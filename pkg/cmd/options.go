@@ -298,14 +298,14 @@ func (o *Options) diagnose(ctx context.Context) (report.Report, []collect.Found,
 }
 
 // judge is how the run judges its snapshot: a preflight forecasts; list's
-// tables show each object's verdict alone, which diagnose.Verdicts builds
-// without the evidence and steps Diagnose adds (--sort-by may read them);
-// anything else is diagnosed whole.
+// tables and -o name show each object's verdict at most, which
+// diagnose.Verdicts builds without the evidence and steps Diagnose adds
+// (--sort-by may read them); anything else is diagnosed whole.
 func (o *Options) judge() func(*observed.Snapshot) report.Report {
 	switch {
 	case o.preflight():
 		return diagnose.Preflight
-	case o.list != nil && o.human() && o.list.SortBy == "":
+	case o.list != nil && (o.human() || *o.PrintFlags.OutputFormat == "name") && o.list.SortBy == "":
 		return diagnose.Verdicts
 	}
 	return diagnose.Diagnose

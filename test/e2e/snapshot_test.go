@@ -172,4 +172,10 @@ func TestListTableIsTheWholeDiagnosisTable(t *testing.T) {
 	if live.stdout != whole.stdout || live.code != whole.code || !strings.Contains(live.stdout, "pod/web-0") || !strings.Contains(live.stdout, "configmap/ledger") {
 		t.Errorf("list -A -o wide: exit %d, whole diagnosis's exit %d\n--- list\n%s\n--- whole\n%s%s", live.code, whole.code, live.stdout, whole.stdout, whole.stderr)
 	}
+	// -o name judges verdicts alone too; --stuck-only filters by them.
+	names := runOffline(t, kubeconfig, "list", "-A", "-o", "name", "--stuck-only", "--snapshot", file)
+	wholeNames := runOffline(t, kubeconfig, "list", "-A", "-o", "name", "--stuck-only", "--snapshot", file, "--sort-by", ".forecast")
+	if names.stdout != wholeNames.stdout || names.code != wholeNames.code || !strings.Contains(names.stdout, "pod/web-0") {
+		t.Errorf("list -A -o name --stuck-only: exit %d, whole diagnosis's exit %d\n--- list\n%s\n--- whole\n%s%s", names.code, wholeNames.code, names.stdout, wholeNames.stdout, wholeNames.stderr)
+	}
 }

@@ -95,10 +95,11 @@ const design = `
   events are still listed twice when many need reading whole (the scan's list is metadata).
 - What each target's rules need (diagnose.Needs, which decides every read) is asked once a stage of
   readers, every reader taking the stage's answer, and kept for the next while none of the target's
-  parts was replaced; the targets are judged by a worker per CPU (not a goroutine each).
-- list's tables (and -o wide) show each object's verdict alone: they judge with diagnose.Verdicts,
-  which builds no evidence, remediation or timeline (the costliest of a judgement of thousands of
-  held objects); -o json|yaml, --sort-by and why judge whole. The unit tests hold every report
+  parts was replaced; the targets are judged by a worker per CPU (not a goroutine each). The scan
+  names each object being deleted and asks what it needs as it lists it, for the first stage.
+- list's tables (-o wide and -o name too) show each object's verdict at most: they judge with
+  diagnose.Verdicts, which builds no evidence, remediation or timeline (the costliest of a judgement
+  of thousands of held objects); -o json|yaml, --sort-by and why judge whole. The unit tests hold every report
   Diagnose makes in them to Verdicts' on the same snapshot; TestListTableIsTheWholeDiagnosisTable
   does so on the lab.
 - A kept object is made with Unstructured's setters from the listed metadata, not by the reflecting
