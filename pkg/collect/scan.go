@@ -174,10 +174,10 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 				continue
 			}
 			f := Found{GVR: m.Resource, Object: metadataToUnstructured(&items[i], m.GroupVersionKind)}
-			if items[i].DeletionTimestamp != nil && !isNamespaces(m.Resource) {
-				f.listed = listedOf(ref.of(&items[i]), f.Object)
-			}
 			if items[i].DeletionTimestamp != nil {
+				if !isNamespaces(m.Resource) {
+					f.listed = listedOf(ref.of(&items[i]), f.Object)
+				}
 				c.startEarly(ctx, f)
 			}
 			out = append(out, f)
@@ -316,8 +316,8 @@ func writersField(entries []metav1.ManagedFieldsEntry) []any {
 // then type, each read once (a comparison that read them from the objects'
 // maps took a twentieth of list -A's CPU on 3,000 held objects). The type
 // makes the order total, so an unstable sort gives one order whatever the
-// order the lists ended in (a stable one moved 3,000 entries a twelfth of
-// list -A's wall time).
+// order the lists ended in (a stable one, moving 88-byte entries, took
+// about 7 ms after the scan of 3,000 held objects).
 func sortByNamespaceAndName(found []Found) {
 	type keyed struct {
 		namespace, name string
