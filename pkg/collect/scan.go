@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -237,28 +238,46 @@ func typeListed(tr *tracker, err error) error {
 
 // metadataToUnstructured keeps a listed object for diagnosis, with who
 // wrote it and when but not the fields each manager owns (writersOnly). It
-// fills the object through Unstructured's setters, not the reflecting
+// fills the object's maps directly, in the form Unstructured's setters
+// give (an empty field left out, times in RFC 3339): neither the reflecting
 // converter (runtime.DefaultUnstructuredConverter), which was a tenth of
-// list -A's CPU over thousands of held objects; the accessors read back what
-// the converter's object gives (TestMetadataToUnstructuredAsTheConverterDoes).
+// list -A's CPU over thousands of held objects, nor the setters, which walk
+// the path and copy each value. The accessors read back what the
+// converter's object gives (TestMetadataToUnstructuredAsTheConverterDoes).
 func metadataToUnstructured(p *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) *unstructured.Unstructured {
-	// metadata is made at its full size: grown key by key by the setters, it
-	// was rehashed three times per object.
+	// metadata is made at its full size: grown key by key, it was rehashed
+	// three times per object.
 	md := make(map[string]any, 16)
-	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md}}
-	u.SetGroupVersionKind(gvk)
-	u.SetName(p.Name)
-	u.SetGenerateName(p.GenerateName)
-	u.SetNamespace(p.Namespace)
-	u.SetUID(p.UID)
-	u.SetResourceVersion(p.ResourceVersion)
-	u.SetGeneration(p.Generation)
-	u.SetCreationTimestamp(p.CreationTimestamp)
-	u.SetDeletionTimestamp(p.DeletionTimestamp)
-	u.SetDeletionGracePeriodSeconds(p.DeletionGracePeriodSeconds)
-	u.SetLabels(p.Labels)
-	u.SetAnnotations(p.Annotations)
-	u.SetOwnerReferences(p.OwnerReferences)
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md, "apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind}}
+	for _, v := range [...]struct{ key, value string }{
+		{"name", p.Name}, {"generateName", p.GenerateName}, {"namespace", p.Namespace},
+		{"uid", string(p.UID)}, {"resourceVersion", p.ResourceVersion},
+	} {
+		if v.value != "" {
+			md[v.key] = v.value
+		}
+	}
+	if p.Generation != 0 {
+		md["generation"] = p.Generation
+	}
+	if !p.CreationTimestamp.IsZero() {
+		md["creationTimestamp"] = p.CreationTimestamp.UTC().Format(time.RFC3339)
+	}
+	if p.DeletionTimestamp != nil {
+		md["deletionTimestamp"] = p.DeletionTimestamp.UTC().Format(time.RFC3339)
+	}
+	if p.DeletionGracePeriodSeconds != nil {
+		md["deletionGracePeriodSeconds"] = *p.DeletionGracePeriodSeconds
+	}
+	if p.Labels != nil { // the setters copy the maps and convert the references
+		u.SetLabels(p.Labels)
+	}
+	if p.Annotations != nil {
+		u.SetAnnotations(p.Annotations)
+	}
+	if p.OwnerReferences != nil {
+		u.SetOwnerReferences(p.OwnerReferences)
+	}
 	// The lists are made here for u alone: set as they are, not deep-copied
 	// as SetFinalizers and SetNestedSlice do (a third of the conversion).
 	if len(p.Finalizers) > 0 {

@@ -27,10 +27,15 @@ type pause struct {
 
 // pausedBy finds the marker that pauses u's controller, if any.
 func pausedBy(u *unstructured.Unstructured) (pause, bool) {
-	annotations := u.GetAnnotations()
-	for _, k := range slices.Sorted(maps.Keys(annotations)) {
-		if k[strings.LastIndex(k, "/")+1:] == "paused" && !strings.EqualFold(annotations[k], "false") {
-			return pause{field: "metadata.annotations[" + k + "]", value: annotations[k], annotation: k}, true
+	// Read in place, not copied (GetAnnotations), and sorted only when
+	// there are any: asked of each of thousands of held objects.
+	metadata, _ := u.Object["metadata"].(map[string]any)
+	if annotations, _ := metadata["annotations"].(map[string]any); len(annotations) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(annotations)) {
+			v, isString := annotations[k].(string)
+			if (isString || annotations[k] == nil) && k[strings.LastIndex(k, "/")+1:] == "paused" && !strings.EqualFold(v, "false") { // null reads as "", as GetAnnotations has it
+				return pause{field: "metadata.annotations[" + k + "]", value: v, annotation: k}, true
+			}
 		}
 	}
 	if paused, found, _ := unstructured.NestedBool(u.Object, "spec", "paused"); found && paused {

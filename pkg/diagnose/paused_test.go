@@ -115,3 +115,29 @@ func TestPreflightTheControllerSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// pausedBy reads the annotations in place: it finds what it found through
+// GetAnnotations, a null value read as "" as GetAnnotations has it.
+func TestPausedByReadsAnnotationsAsGetAnnotations(t *testing.T) {
+	for _, c := range []struct {
+		annotations any
+		want        pause
+		paused      bool
+	}{
+		{nil, pause{}, false},
+		{map[string]any{}, pause{}, false},
+		{map[string]any{"a": "b", "cluster.x-k8s.io/paused": ""}, pause{field: "metadata.annotations[cluster.x-k8s.io/paused]", annotation: "cluster.x-k8s.io/paused"}, true},
+		{map[string]any{"crossplane.io/paused": "False"}, pause{}, false},
+		{map[string]any{"z/paused": "true", "a/paused": "yes"}, pause{field: "metadata.annotations[a/paused]", value: "yes", annotation: "a/paused"}, true},
+		{map[string]any{"x/paused": nil}, pause{field: "metadata.annotations[x/paused]", annotation: "x/paused"}, true},
+	} {
+		md := map[string]any{"name": "o"}
+		if c.annotations != nil {
+			md["annotations"] = c.annotations
+		}
+		got, paused := pausedBy(&unstructured.Unstructured{Object: map[string]any{"metadata": md}})
+		if got != c.want || paused != c.paused {
+			t.Errorf("%v: got %+v %v, want %+v %v", c.annotations, got, paused, c.want, c.paused)
+		}
+	}
+}

@@ -27,8 +27,8 @@ func timingOf(obj *unstructured.Unstructured, now time.Time) timing {
 	if !deleted {
 		return t
 	}
-	if g := obj.GetDeletionGracePeriodSeconds(); g != nil {
-		t.grace = *g
+	if g, found, _ := unstructured.NestedInt64(obj.Object, "metadata", "deletionGracePeriodSeconds"); found {
+		t.grace = g // as GetDeletionGracePeriodSeconds reads it, without its allocation
 	}
 	t.deadline = deadline
 	t.requestedAt = t.deadline.Add(-time.Duration(t.grace) * time.Second)

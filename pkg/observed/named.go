@@ -36,12 +36,15 @@ const maxNamed = 8
 // most, in the order of the paths; node fields are NodeReferences' and
 // plain names of the object itself (name, generateName) are left out.
 func NamedIn(u *unstructured.Unstructured) []NamedRef {
-	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+	spec, _ := u.Object["spec"].(map[string]any) // read in place, as NodeReferences does
 	out := namedFields(spec, []string{"spec"}, 1)
 	return out[:min(len(out), maxNamed)]
 }
 
 func namedFields(m map[string]any, path []string, depth int) []NamedRef {
+	if len(m) == 0 {
+		return nil
+	}
 	var out []NamedRef
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		keys := append(slices.Clone(path), k)

@@ -32,13 +32,18 @@ const maxNodeDepth = 2
 func NodeReferences(u *unstructured.Unstructured) []NodeReference {
 	var out []NodeReference
 	for _, top := range []string{"spec", "status"} {
-		m, _, _ := unstructured.NestedMap(u.Object, top)
+		// Read in place, not copied (NestedMap): several rules ask this of
+		// each of thousands of held objects, and nodeFields only reads.
+		m, _ := u.Object[top].(map[string]any)
 		out = append(out, nodeFields(m, []string{top}, 1)...)
 	}
 	return out
 }
 
 func nodeFields(m map[string]any, path []string, depth int) []NodeReference {
+	if len(m) == 0 {
+		return nil // most held objects listed by the scan have no spec or status
+	}
 	var out []NodeReference
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		at := append(slices.Clone(path), k)

@@ -454,8 +454,8 @@ type ContentsRead struct {
 // a depth-first walk meets them. The walk keeps its own stack: however a
 // graph nests, it neither loops nor grows the call stack.
 func (s *Snapshot) AllTargets() []*Target {
-	var out []*Target
-	seen := map[*Target]bool{}
+	out := make([]*Target, 0, len(s.Targets))
+	seen := make(map[*Target]bool, len(s.Targets))
 	stack := slices.Clone(s.Targets)
 	slices.Reverse(stack)
 	for len(stack) > 0 {
