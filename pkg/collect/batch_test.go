@@ -136,7 +136,7 @@ func TestMetadataToUnstructuredKeepsOnlyWriters(t *testing.T) {
 	p := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "shop", Finalizers: []string{"example.com/hold"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: &at,
 			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}}}}
-	u := metadataToUnstructured(p, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	u := metadataToUnstructured(p, typeRef{apiVersion: "v1", kind: "ConfigMap"})
 	mf := u.GetManagedFields()
 	if len(mf) != 1 || mf[0].Manager != "kubectl" || mf[0].Subresource != "status" || mf[0].Time == nil || mf[0].FieldsV1 != nil ||
 		len(u.GetFinalizers()) != 1 || u.GetKind() != "ConfigMap" || u.GetNamespace() != "shop" {
@@ -207,7 +207,7 @@ func TestMetadataToUnstructuredAsTheConverterDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 		(&unstructured.Unstructured{Object: want}).SetGroupVersionKind(gvk)
-		if got := metadataToUnstructured(p, gvk).Object; !reflect.DeepEqual(withoutNulls(got), withoutNulls(want)) {
+		if got := metadataToUnstructured(p, typeRef{apiVersion: gvk.GroupVersion().String(), kind: gvk.Kind}).Object; !reflect.DeepEqual(withoutNulls(got), withoutNulls(want)) {
 			t.Errorf("%s: kept\n%v\nthe converter's\n%v", name, got, want)
 		}
 	}

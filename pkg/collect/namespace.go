@@ -356,8 +356,8 @@ func (c *Collector) eachObject(ctx context.Context, scope Scope, where string, m
 
 // metadataTarget makes a target of an object read as metadata only.
 func metadataTarget(item *metav1.PartialObjectMetadata, m *meta.RESTMapping) *observed.Target {
-	obj := metadataToUnstructured(item, m.GroupVersionKind)
-	return &observed.Target{Ref: Found{GVR: m.Resource, Object: obj}.Ref(), Object: obj}
+	ref := typeRefOf(m)
+	return &observed.Target{Ref: ref.of(item), Object: metadataToUnstructured(item, ref)}
 }
 
 // metadataRef names an object read as metadata only, as Found.Ref does,

@@ -174,7 +174,7 @@ func (c *Collector) listTerminating(ctx context.Context, m *meta.RESTMapping, sc
 			if items[i].DeletionTimestamp == nil && !c.Preflight { // a preflight forecasts the deletion of every one
 				continue
 			}
-			f := Found{GVR: m.Resource, Object: metadataToUnstructured(&items[i], m.GroupVersionKind)}
+			f := Found{GVR: m.Resource, Object: metadataToUnstructured(&items[i], ref)}
 			if items[i].DeletionTimestamp != nil {
 				if !isNamespaces(m.Resource) {
 					f.listed = listedOf(ref.of(&items[i]), f.Object)
@@ -244,11 +244,11 @@ func typeListed(tr *tracker, err error) error {
 // list -A's CPU over thousands of held objects, nor the setters, which walk
 // the path and copy each value. The accessors read back what the
 // converter's object gives (TestMetadataToUnstructuredAsTheConverterDoes).
-func metadataToUnstructured(p *metav1.PartialObjectMetadata, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+func metadataToUnstructured(p *metav1.PartialObjectMetadata, r typeRef) *unstructured.Unstructured {
 	// metadata is made at its full size: grown key by key, it was rehashed
 	// three times per object.
 	md := make(map[string]any, 16)
-	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md, "apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind}}
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": md, "apiVersion": r.apiVersion, "kind": r.kind}}
 	for _, v := range [...]struct{ key, value string }{
 		{"name", p.Name}, {"generateName", p.GenerateName}, {"namespace", p.Namespace},
 		{"uid", string(p.UID)}, {"resourceVersion", p.ResourceVersion},

@@ -272,7 +272,7 @@ func finalizerFields(t *observed.Target) []report.Fact {
 	if ns := t.Namespace; ns != nil {
 		out = append(out, specFinalizers(ns))
 	}
-	if len(t.Object.GetFinalizers()) > 0 || t.Namespace == nil {
+	if hasMetadataFinalizers(t) || t.Namespace == nil {
 		out = append(out, metadataFinalizers(t.Object))
 	}
 	return out

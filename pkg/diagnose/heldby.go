@@ -90,7 +90,7 @@ const maxNestedDependents = 5
 // quotes them as evidence; none for an owner in foreground deletion, whose
 // rule nests them.
 func dependentsDeleted(s *observed.Snapshot, t *observed.Target, tm timing) ([]report.Item, []report.Fact) {
-	if slices.Contains(t.Object.GetFinalizers(), metav1.FinalizerDeleteDependents) {
+	if slices.Contains(listedFinalizers(t.Object), any(metav1.FinalizerDeleteDependents)) {
 		return nil, nil // the foreground rule nests them
 	}
 	var items []report.Item

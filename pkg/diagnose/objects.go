@@ -421,7 +421,7 @@ func loadBalancerCause(s *observed.Snapshot, t *observed.Target, f heldBy, tm ti
 // invalid update whatever its failurePolicy; what the controller says about
 // the object (an invalid update, a denial) confirms a suspect.
 func finalizerUpdateRefusals(s *observed.Snapshot, t *observed.Target, tm timing) []report.Cause {
-	if s.Admission == nil || len(t.Object.GetFinalizers()) == 0 {
+	if s.Admission == nil || !hasMetadataFinalizers(t) {
 		return nil
 	}
 	group, version := splitAPIVersion(t.Ref.APIVersion)

@@ -173,9 +173,13 @@ func explainTarget(x subject) []report.Cause {
 
 func isPod(t *observed.Target) bool { return t.Pod != nil }
 
-func hasMetadataFinalizers(t *observed.Target) bool { return len(t.Object.GetFinalizers()) > 0 }
+// hasMetadataFinalizers and hasFinalizers read the lists in place: the
+// rules ask them of each of thousands of held objects.
+func hasMetadataFinalizers(t *observed.Target) bool { return len(listedFinalizers(t.Object)) > 0 }
 
-func hasFinalizers(t *observed.Target) bool { return len(finalizersOf(t)) > 0 }
+func hasFinalizers(t *observed.Target) bool {
+	return (t.Namespace != nil && len(t.Namespace.Spec.Finalizers) > 0) || hasMetadataFinalizers(t)
+}
 
 // heldBy is one finalizer of a target and where it is written: every object
 // has metadata.finalizers; a Namespace also has spec.finalizers, which only
