@@ -42,7 +42,7 @@ func (c *Collector) readNamespaceContents(ctx context.Context, s *observed.Snaps
 	var mappings []*meta.RESTMapping
 	byUID := map[types.UID]*observed.Target{}
 	for _, t := range s.Targets {
-		byUID[t.Object.GetUID()] = t
+		byUID[types.UID(t.Ref.UID)] = t // the object's, named without reading it again
 	}
 	for _, t := range c.topNeeding(s, diagnose.ContentEvidence) {
 		if mappings == nil {
@@ -217,11 +217,12 @@ func (rec *scanRecord) contents(ns string, mappings []*meta.RESTMapping, targets
 		}
 	}
 	for _, f := range rec.terminating[ns] {
-		addTerminating(contents, f.GVR, f.Object.GetNamespace(), f.Object.GetName(), f.Object.GetFinalizers(), func() *observed.Target {
-			if t := targets[f.Object.GetUID()]; t != nil {
+		ref := f.Ref() // worked out by the scan, for most
+		addTerminating(contents, f.GVR, ref.Namespace, ref.Name, f.Object.GetFinalizers(), func() *observed.Target {
+			if t := targets[types.UID(ref.UID)]; t != nil {
 				return t
 			}
-			return &observed.Target{Ref: f.Ref(), Object: f.Object}
+			return &observed.Target{Ref: ref, Object: f.Object}
 		})
 	}
 	sortContents(contents)
