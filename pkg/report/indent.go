@@ -12,12 +12,15 @@ import "bytes"
 // FuzzIndentAgreesWithEncodingJSON holds the two together.
 func appendIndented(dst *bytes.Buffer, src []byte, prefix, indent string) {
 	depth := 0
+	// lines holds a newline, prefix and the indents of the deepest level
+	// met so far: a line's start is one write of its head, not one per level.
+	lines := append([]byte{'\n'}, prefix...)
 	newline := func() {
-		dst.WriteByte('\n')
-		dst.WriteString(prefix)
-		for range depth {
-			dst.WriteString(indent)
+		n := 1 + len(prefix) + depth*len(indent)
+		for len(lines) < n {
+			lines = append(lines, indent...)
 		}
+		dst.Write(lines[:n])
 	}
 	for i := 0; i < len(src); i++ {
 		switch c := src[i]; c {
@@ -50,13 +53,21 @@ func appendIndented(dst *bytes.Buffer, src []byte, prefix, indent string) {
 	}
 }
 
-// stringEnd is the index just past the string that begins at src[start].
+// stringEnd is the index just past the string that begins at src[start]:
+// the first quote not escaped, found by IndexByte (a string's bytes are most
+// of a report's), escaped when an odd run of backslashes comes before it.
 func stringEnd(src []byte, start int) int {
 	for i := start + 1; i < len(src); i++ {
-		switch src[i] {
-		case '\\':
-			i++
-		case '"':
+		q := bytes.IndexByte(src[i:], '"')
+		if q < 0 {
+			break
+		}
+		i += q
+		backslashes := 0
+		for j := i - 1; j > start && src[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
 			return i + 1
 		}
 	}
