@@ -104,7 +104,7 @@ const design = `
   does so on the lab.
 - A kept object's maps are filled directly from the listed metadata (in the form Unstructured's
   setters give), not by the reflecting converter nor the setters; the rules read held objects'
-  lists, spec and annotations in place, not copied; the garbage collector runs at GOGC=800 unless
+  lists, spec and annotations in place, not copied; the garbage collector runs at GOGC=1600 unless
   GOGC is set (a run lives a second or two).
 - -o json streams the items (reused buffers), each indented in one pass over what json.Marshal
   wrote, in the schema's field order.
