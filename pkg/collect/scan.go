@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -260,11 +259,13 @@ func metadataToUnstructured(p *metav1.PartialObjectMetadata, r typeRef) *unstruc
 	if p.Generation != 0 {
 		md["generation"] = p.Generation
 	}
-	if !p.CreationTimestamp.IsZero() {
-		md["creationTimestamp"] = p.CreationTimestamp.UTC().Format(time.RFC3339)
+	if ts := p.CreationTimestamp.ToUnstructured(); ts != nil { // RFC 3339, as writersField's times
+		md["creationTimestamp"] = ts
 	}
 	if p.DeletionTimestamp != nil {
-		md["deletionTimestamp"] = p.DeletionTimestamp.UTC().Format(time.RFC3339)
+		if ts := p.DeletionTimestamp.ToUnstructured(); ts != nil {
+			md["deletionTimestamp"] = ts
+		}
 	}
 	if p.DeletionGracePeriodSeconds != nil {
 		md["deletionGracePeriodSeconds"] = *p.DeletionGracePeriodSeconds

@@ -29,8 +29,8 @@ type pause struct {
 func pausedBy(u *unstructured.Unstructured) (pause, bool) {
 	// Read in place, not copied (GetAnnotations), and sorted only when
 	// there are any: asked of each of thousands of held objects.
-	metadata, _ := u.Object["metadata"].(map[string]any)
-	if annotations, _ := metadata["annotations"].(map[string]any); len(annotations) > 0 {
+	field, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations")
+	if annotations, _ := field.(map[string]any); len(annotations) > 0 {
 		for _, k := range slices.Sorted(maps.Keys(annotations)) {
 			v, isString := annotations[k].(string)
 			if (isString || annotations[k] == nil) && k[strings.LastIndex(k, "/")+1:] == "paused" && !strings.EqualFold(v, "false") { // null reads as "", as GetAnnotations has it

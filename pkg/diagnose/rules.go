@@ -173,13 +173,11 @@ func explainTarget(x subject) []report.Cause {
 
 func isPod(t *observed.Target) bool { return t.Pod != nil }
 
-// hasMetadataFinalizers and hasFinalizers read the lists in place: the
-// rules ask them of each of thousands of held objects.
+// hasMetadataFinalizers reads the list in place: the rules ask it of each
+// of thousands of held objects.
 func hasMetadataFinalizers(t *observed.Target) bool { return len(listedFinalizers(t.Object)) > 0 }
 
-func hasFinalizers(t *observed.Target) bool {
-	return (t.Namespace != nil && len(t.Namespace.Spec.Finalizers) > 0) || hasMetadataFinalizers(t)
-}
+func hasFinalizers(t *observed.Target) bool { return len(finalizersOf(t)) > 0 }
 
 // heldBy is one finalizer of a target and where it is written: every object
 // has metadata.finalizers; a Namespace also has spec.finalizers, which only
