@@ -198,13 +198,17 @@ func isNamespaces(gvr schema.GroupVersionResource) bool {
 
 // listEach lists one type in scope with the metadata client, page by page,
 // and visits every page; of a type a source lists too, it visits that list
-// instead (shared.go), unless that list failed. A type that went away lists
-// as empty.
+// instead (shared.go), unless that list failed other than by being refused.
+// A type that went away lists as empty.
 func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Scope, tr *tracker, visit func([]metav1.PartialObjectMetadata) error) error {
 	if l := c.sharedList(m, scope); l != nil {
-		if items, err := l.metadata(c, ctx); err == nil {
+		items, err := l.metadata(c, ctx)
+		switch {
+		case err == nil:
 			tr.page(len(items))
 			return typeListed(tr, visit(items))
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+			return typeListed(tr, err) // the same list, asked again, would be refused again
 		}
 	}
 	ri := c.Clients.Metadata.Resource(m.Resource)

@@ -165,31 +165,34 @@ func TestScanTakesWhatASourceListed(t *testing.T) {
 		t.Errorf("the scan and the source listed %v with the metadata client, want the CRDs once", got)
 	}
 
+	forbidden := apierrors.NewForbidden(appsv1.Resource("deployments"), "", errors.New("no"))
 	for _, tc := range []struct {
 		name  string
 		scope Scope
 		start bool
-		fail  bool
+		fail  error
+		want  []string // the scan's metadata lists
 	}{
-		{"no source started the list", all, false, false},
-		{"a label selector", Scope{AllNamespaces: true, LabelSelector: "app=web"}, true, false},
-		{"one namespace", Scope{Namespace: "shop"}, true, false},
-		{"the source's list failed", all, true, true},
+		{"no source started the list", all, false, nil, []string{"deployments"}},
+		{"a label selector", Scope{AllNamespaces: true, LabelSelector: "app=web"}, true, nil, []string{"deployments"}},
+		{"one namespace", Scope{Namespace: "shop"}, true, nil, []string{"deployments"}},
+		{"the source's list failed", all, true, errors.New("boom"), []string{"deployments"}},
+		{"the source's list was refused (asked again, it would be again)", all, true, forbidden, nil},
 	} {
 		c, fake, md := newCollector()
-		if tc.fail {
+		if tc.fail != nil {
 			fake.PrependReactor("list", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
-				return true, nil, errors.New("boom")
+				return true, nil, tc.fail
 			})
 		}
 		if tc.start {
 			_, _ = deploymentList.read(c, ctx)
 		}
-		if _, err := c.Scan(ctx, tc.scope, []*meta.RESTMapping{deployments}); err != nil {
+		if _, err := c.Scan(ctx, tc.scope, []*meta.RESTMapping{deployments}); err != nil && !apierrors.IsForbidden(err) {
 			t.Fatal(err)
 		}
-		if got := metadataLists(md); !slices.Equal(got, []string{"deployments"}) {
-			t.Errorf("%s: the scan listed %v with the metadata client, want deployments", tc.name, got)
+		if got := metadataLists(md); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: the scan listed %v with the metadata client, want %v", tc.name, got, tc.want)
 		}
 	}
 }
