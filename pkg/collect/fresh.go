@@ -15,10 +15,8 @@ import (
 // A list with no resourceVersion is a consistent read: the apiserver serves
 // what etcd holds at that moment, since Kubernetes 1.31 from its watch cache
 // once the cache has caught up, which still costs a round trip to etcd per
-// list for etcd's current revision (on the lab, a fifth to two fifths of
-// the apiserver's CPU in a scan, and most of etcd's). A scan of the whole
-// cluster lists every type, a thousand where operators install hundreds of
-// CRDs.
+// list for etcd's current revision. A scan of the whole cluster lists every
+// type, a thousand where operators install hundreds of CRDs.
 //
 // The scan lists the APIServices first, a consistent read; the lists it
 // starts after that one has returned ask for data not older than it
