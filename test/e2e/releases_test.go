@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -161,41 +160,4 @@ func TestPodWhoseResourceClaimCannotBeUnpreparedOnV137(t *testing.T) {
 		t.Fatal(err)
 	}
 	claimNotUnprepared(t, v.Env, v.LiveNode, v.Kubeconfig, "dra")
-}
-
-// A scan of the whole cluster reads the watch cache at "not older than" its
-// APIServices list on the oldest and newest releases too: v1.31's apiserver
-// serves such a paged list from etcd, v1.37's from its cache; either way
-// every type lists (no list is skipped) and the later lists ask it.
-func TestClusterWideScanAsksNotOlderThanAcrossReleases(t *testing.T) {
-	for _, minor := range matrixVersions {
-		t.Run(minor, func(t *testing.T) {
-			t.Parallel()
-			v := versionLab(t, minor)
-			reads := countReads(t, v.Lab.Server)
-			res := runWith(t, "--kubeconfig", reads.kubeconfig, "list", "-A", "-o", "json")
-			var r report
-			if err := json.Unmarshal([]byte(res.stdout), &r); err != nil || (res.code != 0 && res.code != 2) {
-				t.Fatalf("list -A: exit %d %v\n%s", res.code, err, res.stderr)
-			}
-			for _, sk := range r.Skipped {
-				if strings.HasPrefix(sk.Check, "list ") {
-					t.Errorf("skipped %s: %s", sk.Check, sk.Detail)
-				}
-			}
-			reads.mu.Lock()
-			defer reads.mu.Unlock()
-			notOlder := 0
-			for _, qs := range reads.queries {
-				for _, q := range qs {
-					if q.Get("resourceVersionMatch") == "NotOlderThan" && q.Get("resourceVersion") != "" {
-						notOlder++
-					}
-				}
-			}
-			if notOlder < 10 {
-				t.Errorf("%d lists asked for data not older than the APIServices list, want most types'", notOlder)
-			}
-		})
-	}
 }
