@@ -90,15 +90,10 @@ const design = `
   workloads, RBAC roles and bindings, the CRDs' names) start as soon as the scan finds an object
   that needs them, each once per run (pkg/collect/early.go): they overlap the scan, not follow it.
 - One list per type in a scan of every namespace, unfiltered (pkg/collect/shared.go): the scan lists
-  those types last, and takes a type's metadata from a reader's whole list when a target found
-  earlier started it (the APIServices' always: it starts that list beside discovery, below); it reads the namespaces whole, so that the terminating
+  those types and the APIServices last, and takes a type's metadata from a reader's whole list
+  when a target found earlier started it; it reads the namespaces whole, so that the terminating
   ones need no GET after it, and shares the CRDs' names with the controllers' reader. Nodes and
   events are still listed twice when many need reading whole (the scan's list is metadata).
-- A scan of every namespace, unfiltered, lists the APIServices beside discovery, a consistent read;
-  its lists that start after that one has returned ask for data not older than it
-  (resourceVersionMatch=NotOlderThan), which the apiserver serves from its watch cache without the
-  round trip to etcd a consistent read costs each list (pkg/collect/fresh.go); the types of
-  aggregated APIs, whose servers keep resource versions of their own, are read consistently.
 - What each target's rules need (diagnose.Needs, which decides every read) is asked once a stage of
   readers, every reader taking the stage's answer, and kept for the next while none of the target's
   parts was replaced; the targets are judged by a worker per CPU (not a goroutine each). The scan
