@@ -332,7 +332,6 @@ func (o *Options) filter(r report.Report) (report.Report, error) {
 }
 
 func (o *Options) scanAll(ctx context.Context, c *collect.Collector, scope collect.Scope) ([]collect.Found, error) {
-	c.StartFreshness(ctx, scope) // beside discovery, to have returned when the lists start
 	mappings, err := c.ListableMappings(scope)
 	if err != nil {
 		return nil, err

@@ -80,11 +80,9 @@ type Collector struct {
 	earlyStarted atomic.Int32
 
 	// fresh is what the scan's later lists ask for, apiServicesRV the
-	// APIServices list's resource version it is made from, freshStarted
-	// whether that list has started (fresh.go).
+	// APIServices list's resource version it is made from (fresh.go).
 	fresh         atomic.Pointer[freshness]
 	apiServicesRV atomic.Value
-	freshStarted  atomic.Bool
 }
 
 // Fresh is a collector with c's clients and settings and none of its run's

@@ -2,8 +2,10 @@ package collect
 
 import (
 	"context"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,14 +36,12 @@ type freshness struct {
 	aggregated map[schema.GroupVersion]bool
 }
 
-// StartFreshness lists the APIServices in the background, once, when a
-// scan in scope lists every type of the whole cluster (the APIServices among
-// them: the scan takes their metadata from that list, so no request is
-// added), and keeps what the later lists ask for when that list has
-// returned. Called before discovery, it has usually returned by the time
-// the scan begins.
-func (c *Collector) StartFreshness(ctx context.Context, scope Scope) {
-	if !scope.sharesLists() || !c.freshStarted.CompareAndSwap(false, true) {
+// startFreshness lists the APIServices in the background at the start of a
+// scan of the whole cluster (whose types they are among, so the scan takes
+// their metadata from that list: no request is added), and keeps what the
+// later lists ask for when that list has returned.
+func (c *Collector) startFreshness(ctx context.Context, scope Scope, mappings []*meta.RESTMapping) {
+	if !scope.sharesLists() || !slices.ContainsFunc(mappings, func(m *meta.RESTMapping) bool { return m.Resource == apiServices }) {
 		return
 	}
 	apiServiceTypeList.begin(c)

@@ -132,7 +132,7 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 	tr := c.track(phase, len(mappings))
 	defer tr.finish()
 	c.recordScanStart(scope, mappings)
-	c.StartFreshness(ctx, scope)
+	c.startFreshness(ctx, scope, mappings)
 	mappings = scanOrder(mappings, scope)
 	// A type that cannot be listed is a skip: nothing cancels the others.
 	c.parallel(len(mappings), func(i int) {

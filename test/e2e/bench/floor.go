@@ -7,12 +7,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"golang.org/x/sync/errgroup"
@@ -25,13 +22,7 @@ import (
 // nothing else. It has no client-side rate limit, only the 16 lists in
 // flight: the bench's labs run priority and fairness, as real clusters do,
 // where the plugin follows the server's pace; so does the floor.
-//
-// fromCache lists as the plugin's scans of the whole cluster do (issue 38):
-// the APIServices first, a consistent read, then every type an aggregated
-// API does not serve at data not older than that list
-// (resourceVersionMatch=NotOlderThan), which the apiserver serves from its
-// watch cache with no round trip to etcd.
-func Floor(ctx context.Context, kubeconfig, namespace string, fromCache bool) (int64, error) {
+func Floor(ctx context.Context, kubeconfig, namespace string) (int64, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return 0, err
@@ -61,19 +52,12 @@ func Floor(ctx context.Context, kubeconfig, namespace string, fromCache bool) (i
 			}
 		}
 	}
-	fresh := func(gvr schema.GroupVersionResource, opts *metav1.ListOptions) {}
-	if fromCache {
-		if fresh, err = notOlderThanAPIServices(ctx, cfg); err != nil {
-			return 0, err
-		}
-	}
 	var total atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for _, gvr := range gvrs {
 		g.Go(func() error {
 			opts := metav1.ListOptions{Limit: 500}
-			fresh(gvr, &opts)
 			for {
 				var list *metav1.PartialObjectMetadataList
 				var err error
@@ -95,31 +79,4 @@ func Floor(ctx context.Context, kubeconfig, namespace string, fromCache bool) (i
 	}
 	_ = g.Wait()
 	return total.Load(), nil
-}
-
-// notOlderThanAPIServices lists the APIServices and says how to ask a type
-// for data not older than that list: not at all, of an aggregated API's.
-func notOlderThanAPIServices(ctx context.Context, cfg *rest.Config) (func(schema.GroupVersionResource, *metav1.ListOptions), error) {
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	l, err := dyn.Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	aggregated := map[schema.GroupVersion]bool{}
-	for _, a := range l.Items {
-		group, _, _ := unstructured.NestedString(a.Object, "spec", "group")
-		version, _, _ := unstructured.NestedString(a.Object, "spec", "version")
-		if _, ok, _ := unstructured.NestedMap(a.Object, "spec", "service"); ok {
-			aggregated[schema.GroupVersion{Group: group, Version: version}] = true
-		}
-	}
-	rv := l.GetResourceVersion()
-	return func(gvr schema.GroupVersionResource, opts *metav1.ListOptions) {
-		if !aggregated[gvr.GroupVersion()] {
-			opts.ResourceVersion, opts.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
-		}
-	}, nil
 }

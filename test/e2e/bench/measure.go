@@ -111,12 +111,9 @@ func median(c string, p program, samples []Sample) Result {
 }
 
 const (
-	pluginName = "kubectl terminating"
-	floorName  = "floor (list only)"
-	// floorCacheName lists as the plugin's cluster-wide scans do, from the
-	// watch cache (Floor's fromCache): beside the floor, not judged.
-	floorCacheName = "floor (list only, watch cache)"
-	oneLinerName   = "kubectl one-liner"
+	pluginName   = "kubectl terminating"
+	floorName    = "floor (list only)"
+	oneLinerName = "kubectl one-liner"
 )
 
 // liveScanRE reads the plugin's live-scan evidence: "live scan: things001.g01.bench.example.com: 250 objects left".
@@ -213,14 +210,6 @@ func floorRun(o Options, kubeconfig, namespace string) program {
 		args = append(args, "-namespace", namespace)
 	}
 	return program{name: floorName, count: numberCount, cmd: func() *exec.Cmd { return exec.Command(o.Self, args...) }}
-}
-
-// floorCacheRun runs the floor program over every namespace, listing from
-// the watch cache as the plugin's cluster-wide scans do.
-func floorCacheRun(o Options, kubeconfig string) program {
-	return program{name: floorCacheName, count: numberCount, cmd: func() *exec.Cmd {
-		return exec.Command(o.Self, "floor", "-kubeconfig", kubeconfig, "-cache")
-	}}
 }
 
 // oneLinerRun runs the operators' one-liner over namespace (every

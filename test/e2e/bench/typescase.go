@@ -169,7 +169,7 @@ func heldLeftoversCase(ctx context.Context, o Options, sz sizes) ([]Result, erro
 	}
 	progress("%d terminating namespaces of %d held leftovers each in %s", sz.heldNamespaces, sz.heldPerNamespace, time.Since(t).Round(time.Second))
 	time.Sleep(sz.settle)
-	return measureClusterWide(ctx, o, px, kc, heldLeftoversCaseName(sz), tableRun(o, kc, "list", "-A"), floorRun(o, kc, ""), floorCacheRun(o, kc), oneLinerRun(o, kc, "", 1))
+	return measureClusterWide(ctx, o, px, kc, heldLeftoversCaseName(sz), tableRun(o, kc, "list", "-A"), floorRun(o, kc, ""), oneLinerRun(o, kc, "", 1))
 }
 
 func heldLeftoversCaseName(sz sizes) string {

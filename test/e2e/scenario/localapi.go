@@ -51,7 +51,7 @@ func (e *Env) LocalService(ctx context.Context, ns, svc, ip string, port int32) 
 // APIService is Available.
 func (e *Env) HangingAPI(ctx context.Context, group, version, resource, kind string) (stop func(), err error) {
 	closing := make(chan struct{})
-	serving, err := e.aggregatedAPI(ctx, group, version, resource, kind, "hanging-api", func(w http.ResponseWriter, r *http.Request) {
+	stop, err = e.aggregatedAPI(ctx, group, version, resource, kind, "hanging-api", func(w http.ResponseWriter, r *http.Request) {
 		select { // hangs until the caller gives up, or the test ends
 		case <-r.Context().Done():
 		case <-closing:
@@ -59,8 +59,8 @@ func (e *Env) HangingAPI(ctx context.Context, group, version, resource, kind str
 	})
 	return func() {
 		close(closing) // controllers' requests may have no timeout: release them
-		if serving != nil {
-			serving()
+		if stop != nil {
+			stop()
 		}
 	}, err
 }

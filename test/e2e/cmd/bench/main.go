@@ -54,16 +54,15 @@ func main() {
 	}
 }
 
-// floor runs the floor program: `bench floor -kubeconfig K [-namespace NS] [-cache]`.
+// floor runs the floor program: `bench floor -kubeconfig K [-namespace NS]`.
 func floor(args []string) {
 	klog.SetOutput(io.Discard) // client-go's deprecation warnings; the plugin silences them too
 	klog.LogToStderr(false)
 	fs := flag.NewFlagSet("floor", flag.ExitOnError)
 	kc := fs.String("kubeconfig", "", "kubeconfig")
 	ns := fs.String("namespace", "", "namespace; empty: every namespace and cluster-scoped types")
-	cache := fs.Bool("cache", false, "list the APIServices first, then the rest at data not older than that list (the watch cache), as the plugin's cluster-wide scans do")
 	_ = fs.Parse(args)
-	n, err := bench.Floor(context.Background(), *kc, *ns, *cache)
+	n, err := bench.Floor(context.Background(), *kc, *ns)
 	if err != nil {
 		fail(err)
 	}
