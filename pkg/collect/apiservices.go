@@ -16,7 +16,7 @@ func init() {
 	register(source{name: "apiservices", after: nesting, read: (*Collector).readAPIServices,
 		early: func(c *Collector, ctx context.Context) { _, _ = c.apiServiceList(ctx) }, earlyOn: diagnose.APIServiceEvidence,
 		permissions: []Permission{
-			{Read: "`list` apiservices", UsedFor: "the APIService behind a namespace's discovery failure; which types a cluster-wide scan may read from the watch cache", Without: "`NamespaceDiscoveryFailure` without `APIServiceUnavailable`; every list of the scan a consistent read"},
+			{Read: "`list` apiservices", UsedFor: "the APIService behind a namespace's discovery failure", Without: "`NamespaceDiscoveryFailure` without `APIServiceUnavailable`"},
 		}})
 }
 

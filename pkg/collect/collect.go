@@ -78,11 +78,6 @@ type Collector struct {
 	// counts them (early.go).
 	reads, early sync.Map
 	earlyStarted atomic.Int32
-
-	// fresh is what the scan's later lists ask for, apiServicesRV the
-	// APIServices list's resource version it is made from (fresh.go).
-	fresh         atomic.Pointer[freshness]
-	apiServicesRV atomic.Value
 }
 
 // Fresh is a collector with c's clients and settings and none of its run's

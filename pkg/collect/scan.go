@@ -132,7 +132,6 @@ func (c *Collector) Scan(ctx context.Context, scope Scope, mappings []*meta.REST
 	tr := c.track(phase, len(mappings))
 	defer tr.finish()
 	c.recordScanStart(scope, mappings)
-	c.startFreshness(ctx, scope, mappings)
 	mappings = scanOrder(mappings, scope)
 	// A type that cannot be listed is a skip: nothing cancels the others.
 	c.parallel(len(mappings), func(i int) {
@@ -218,27 +217,15 @@ func (c *Collector) listEach(ctx context.Context, m *meta.RESTMapping, scope Sco
 		// In one namespace, the namespace itself is in scope.
 		opts.FieldSelector = strings.TrimSuffix("metadata.name="+scope.Namespace+","+scope.FieldSelector, ",")
 	}
-	visited := false
-	list := func(opts metav1.ListOptions) error {
-		return eachPage(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			if namespaced && !scope.AllNamespaces {
-				return ri.Namespace(scope.Namespace).List(ctx, o)
-			}
-			return ri.List(ctx, o)
-		}, func(page *metav1.PartialObjectMetadataList) error {
-			visited = true
-			tr.page(len(page.Items))
-			return visit(page.Items)
-		})
-	}
-	fresh := opts
-	if !c.notOlderThan(&fresh, m.Resource.GroupVersion()) {
-		return typeListed(tr, list(opts))
-	}
-	err := list(fresh)
-	if refusedFreshness(err) && !visited {
-		err = list(opts)
-	}
+	err := eachPage(ctx, opts, func(ctx context.Context, o metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+		if namespaced && !scope.AllNamespaces {
+			return ri.Namespace(scope.Namespace).List(ctx, o)
+		}
+		return ri.List(ctx, o)
+	}, func(page *metav1.PartialObjectMetadataList) error {
+		tr.page(len(page.Items))
+		return visit(page.Items)
+	})
 	return typeListed(tr, err)
 }
 

@@ -43,10 +43,6 @@ func (l typeList[T]) read(c *Collector, ctx context.Context) ([]T, error) {
 	return listOnce[T](c, ctx, l.resource.String(), l.pages(c))
 }
 
-// begin counts the list as started before it is read (in a goroutine), so
-// that a scan takes the type from it (sharedList) whenever it comes to it.
-func (l typeList[T]) begin(c *Collector) { c.reads.LoadOrStore(l.resource.String(), &onceRead{}) }
-
 func (l typeList[T]) groupResource() schema.GroupResource { return l.resource }
 
 func (l typeList[T]) alwaysShared() bool { return l.always }
@@ -101,7 +97,7 @@ var (
 	daemonSetList = typeList[appsv1.DaemonSet]{resource: schema.GroupResource{Group: "apps", Resource: "daemonsets"},
 		pages: func(c *Collector) pager.ListPageFunc { return pages(c.Clients.Typed.AppsV1().DaemonSets("").List) }}
 	apiServiceTypeList = typeList[unstructured.Unstructured]{resource: apiServices.GroupResource(),
-		pages: apiServicePages}
+		pages: func(c *Collector) pager.ListPageFunc { return pages(c.Clients.Dynamic.Resource(apiServices).List) }}
 	namespaceList = typeList[corev1.Namespace]{resource: corev1.Resource("namespaces"), always: true,
 		pages: func(c *Collector) pager.ListPageFunc { return pages(c.Clients.Typed.CoreV1().Namespaces().List) }}
 	crdNameList = typeList[metav1.PartialObjectMetadata]{resource: crdResource.GroupResource(), always: true,

@@ -50,43 +50,6 @@ func (e *Env) LocalService(ctx context.Context, ns, svc, ip string, port int32) 
 // list of that resource hangs until the client gives up. It waits until the
 // APIService is Available.
 func (e *Env) HangingAPI(ctx context.Context, group, version, resource, kind string) (stop func(), err error) {
-	closing := make(chan struct{})
-	stop, err = e.aggregatedAPI(ctx, group, version, resource, kind, "hanging-api", func(w http.ResponseWriter, r *http.Request) {
-		select { // hangs until the caller gives up, or the test ends
-		case <-r.Context().Done():
-		case <-closing:
-		}
-	})
-	return func() {
-		close(closing) // controllers' requests may have no timeout: release them
-		if stop != nil {
-			stop()
-		}
-	}, err
-}
-
-// ListingAPI serves an aggregated API, group/version with one namespaced
-// resource, whose backend lists it as empty, as an aggregated API server
-// with resource versions of its own would. It waits until the APIService is
-// Available.
-func (e *Env) ListingAPI(ctx context.Context, group, version, resource, kind string) (stop func(), err error) {
-	// The metadata of none, as the scan asks (Accept: ...;as=PartialObjectMetadataList).
-	list, err := json.Marshal(metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/v1"},
-		ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: []metav1.PartialObjectMetadata{}})
-	if err != nil {
-		return nil, err
-	}
-	return e.aggregatedAPI(ctx, group, version, resource, kind, "listing-api", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(list)
-	})
-}
-
-// aggregatedAPI serves group/version with one namespaced resource from a
-// test host, behind Service <name>-system/<name> and an APIService: serve
-// answers every request but discovery's. It waits until the APIService is
-// Available.
-func (e *Env) aggregatedAPI(ctx context.Context, group, version, resource, kind, name string, serve http.HandlerFunc) (stop func(), err error) {
 	host, err := NewTestHost() // an endpoint may not be a loopback address
 	if err != nil {
 		return nil, err
@@ -98,13 +61,17 @@ func (e *Env) aggregatedAPI(ctx context.Context, group, version, resource, kind,
 		return nil, err
 	}
 	gv := "/apis/" + group + "/" + version
+	closing := make(chan struct{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == gv:
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(body)
 		case strings.HasPrefix(r.URL.Path, gv+"/"):
-			serve(w, r)
+			select { // hangs until the caller gives up, or the test ends
+			case <-r.Context().Done():
+			case <-closing:
+			}
 		default:
 			http.NotFound(w, r)
 		}
@@ -115,12 +82,13 @@ func (e *Env) aggregatedAPI(ctx context.Context, group, version, resource, kind,
 	}
 	srv.StartTLS()
 	stop = func() {
+		close(closing) // controllers' requests may have no timeout: release them
 		srv.CloseClientConnections()
 		srv.Close()
 		host.Close()
 	}
 	port := int32(srv.Listener.Addr().(*net.TCPAddr).Port)
-	ns, svc := name+"-system", name
+	ns, svc := "hang-system", "hanging-api"
 	if err := e.LocalService(ctx, ns, svc, host.PeerIP, port); err != nil {
 		return stop, err
 	}
